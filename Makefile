@@ -1,0 +1,34 @@
+# The README's two commands: `make run` (set up, then start the main job) and `make test` (set up, then
+# every check CI runs). Everything the project needs is installed from here, into .venv.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/oncallsim run bad-deploy
+
+lint: $(STAMP)
+	$(BIN)/ruff check oncallsim tests benchmarks
+	$(BIN)/ruff format --check oncallsim tests benchmarks
+	$(BIN)/mypy oncallsim
+
+# pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
+test: lint
+	$(BIN)/pytest; code=$$?; \
+	if [ $$code -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$code
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

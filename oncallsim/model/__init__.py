@@ -1,0 +1,40 @@
+"""The minute model: pure and deterministic (no I/O, no clock, no global state).
+
+One module per concept; ``step`` ties them together in the order of MODEL.md §3a.
+"""
+
+from oncallsim.model.controls import BUTTONS, CONTROL_SPECS, SETTINGS, Controls, ControlSpec
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.params import DEFAULT_PARAMS, Params, param_info
+from oncallsim.model.plan import RunPlan
+from oncallsim.model.record import CSV_FIELDS, RECORD_FIELDS, MinuteRecord
+from oncallsim.model.rng import Mulberry32
+from oncallsim.model.state import State, initial_state
+from oncallsim.model.step import apply_actions, step
+from oncallsim.model.traffic import Surge
+
+# Bumped whenever a change alters any run's numbers; run files record it so a replay can say it differs.
+MODEL_VERSION = "1"
+
+__all__ = [
+    "BUTTONS",
+    "CONTROL_SPECS",
+    "CSV_FIELDS",
+    "DEFAULT_PARAMS",
+    "MODEL_VERSION",
+    "RECORD_FIELDS",
+    "SETTINGS",
+    "ControlSpec",
+    "Controls",
+    "InvalidInput",
+    "MinuteRecord",
+    "Mulberry32",
+    "Params",
+    "RunPlan",
+    "State",
+    "Surge",
+    "apply_actions",
+    "initial_state",
+    "param_info",
+    "step",
+]

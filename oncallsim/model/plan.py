@@ -1,0 +1,29 @@
+"""What a scenario does on its own during a run, in model terms: minutes since the start, drawn values.
+
+Built once per run by the scenario layer (which owns the files and the random draws); the model only
+reads it, so both engines and every surface see the same incident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oncallsim.model.traffic import Surge
+
+__all__ = ["RunPlan"]
+
+_CLOCK_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    clock_start_min: int = 8 * 60
+    minutes: int = 1440
+    surge: Surge | None = None
+    deploy_minutes: frozenset[int] = frozenset()
+    flush_minutes: frozenset[int] = frozenset()
+    budget_start: float = 1.0
+
+    def clock(self, minute: int) -> str:
+        """The time of day of a minute, "HH:MM" (wrapping past midnight)."""
+        return _CLOCK_LABELS[(self.clock_start_min + minute) % 1440]

@@ -1,0 +1,91 @@
+"""One minute's record: everything the operator sees plus every intermediate value of the minute.
+
+A named tuple: immutable and cheap to build (a day of minutes makes 1,440 of them).
+
+The field names, order and units are a documented contract (docs/records.md): JSONL writes them all,
+CSV writes the scalars with ``errors_by_cause`` flattened.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["CSV_FIELDS", "RECORD_FIELDS", "MinuteRecord"]
+
+
+class MinuteRecord(NamedTuple):
+    minute: int
+    clock: str
+    expected_requests_per_s: float
+    requests_per_s: float
+    admitted_per_s: float
+    shed_share: float
+    shed_per_s: float
+    ttl_s: float
+    recommendations: bool
+    cache_warm: float
+    cache_hit: float
+    mean_age_s: float
+    warmup_active: bool
+    db_demand_qps: float
+    db_utilization: float
+    query_time_ms: float
+    service_time_ms: float
+    servers: int
+    erlangs: float
+    utilization: float
+    wait_probability: float
+    timeout_share: float
+    overload_share: float
+    bad_build_share: float
+    error_rate: float
+    error_overload: float
+    error_timeout: float
+    error_bad_build: float
+    p99_ms: float
+    burn: float
+    burn_1h: float
+    burn_5m: float
+    budget_left: float
+    page_firing: bool
+    serving: int
+    booting: int
+    desired: int
+    floor: int
+    autoscaler: bool
+    target_utilization: float
+    rollback_active: bool
+    cost_per_hour: float
+    cost_so_far: float
+    recommendations_available: float
+    events: tuple[str, ...]
+
+    @property
+    def errors_by_cause(self) -> dict[str, float]:
+        return {"overload": self.error_overload, "timeout": self.error_timeout, "bad_build": self.error_bad_build}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the contract's field order, ``errors_by_cause`` as an object, events as a list."""
+        out: dict[str, Any] = {}
+        for name in RECORD_FIELDS:
+            if name == "errors_by_cause":
+                out[name] = self.errors_by_cause
+            elif name == "events":
+                out[name] = list(self.events)
+            else:
+                out[name] = getattr(self, name)
+        return out
+
+    def to_row(self) -> dict[str, Any]:
+        """The flat form (CSV, data frames): every scalar, per-cause errors as their own columns."""
+        row = {name: getattr(self, name) for name in CSV_FIELDS if name != "events"}
+        row["events"] = "; ".join(self.events)
+        return row
+
+
+_CAUSES = ("error_overload", "error_timeout", "error_bad_build")
+# JSON order: the per-cause columns fold into one object placed after error_rate.
+RECORD_FIELDS: tuple[str, ...] = tuple(
+    "errors_by_cause" if f == "error_overload" else f for f in MinuteRecord._fields if f not in _CAUSES[1:]
+)
+CSV_FIELDS: tuple[str, ...] = MinuteRecord._fields

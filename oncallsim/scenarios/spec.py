@@ -1,0 +1,149 @@
+"""The scenario file format, validated by pydantic: one schema for the built-in and the user's files.
+
+A scenario is data: a briefing, a start clock, a length, parameter overrides, the opening controls, and the
+events that happen on their own (a bad deploy, a cache flush, a surge whose shape is drawn from the seed).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from oncallsim.model import Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
+
+__all__ = ["SCHEMA_VERSION", "DeployEvent", "FlushEvent", "Scenario", "SurgeEvent", "parse_clock"]
+
+SCHEMA_VERSION = 1
+_CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+def parse_clock(text: str, field: str = "clock") -> int:
+    """'HH:MM' → minutes since midnight; anything else is refused with the field's name."""
+    match = _CLOCK.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise InvalidInput(field, f"must be a time of day HH:MM from 00:00 to 23:59, got {text!r}")
+    return int(match.group(1)) * 60 + int(match.group(2))
+
+
+Clock = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):([0-5]\d)$", description="time of day, HH:MM")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DeployEvent(_Strict):
+    """A new build, which is bad, starts rolling out at ``at``."""
+
+    kind: Literal["deploy"]
+    at: Clock
+
+
+class FlushEvent(_Strict):
+    """A maintenance script empties the whole cache at ``at``."""
+
+    kind: Literal["flush"]
+    at: Clock
+
+
+class Range(_Strict):
+    """A value drawn uniformly from [low, high] with the run's generator (or fixed when low = high)."""
+
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
+        return self
+
+    def draw(self, rng: Mulberry32) -> float:
+        return self.low if self.low == self.high else rng.uniform(self.low, self.high)
+
+
+class SurgeEvent(_Strict):
+    """A traffic wave: onset between two clocks, peak multiplier, linear rise, exponential decay."""
+
+    kind: Literal["surge"]
+    onset_between: tuple[Clock, Clock]
+    peak: Range
+    rise_min: Range
+    decay_min: Range
+
+    @field_validator("peak")
+    @classmethod
+    def _peak_at_least_one(cls, v: Range) -> Range:
+        if v.low < 1.0:
+            raise ValueError("the peak multiplier must be >= 1")
+        return v
+
+    @field_validator("rise_min", "decay_min")
+    @classmethod
+    def _positive(cls, v: Range) -> Range:
+        if v.low <= 0:
+            raise ValueError("must be > 0 minutes")
+        return v
+
+
+Event = Annotated[DeployEvent | FlushEvent | SurgeEvent, Field(discriminator="kind")]
+
+
+class Scenario(_Strict):
+    """One scenario file (TOML), schema version 1."""
+
+    schema_version: Literal[1] = 1
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    version: int = Field(ge=1, description="bumped when the scenario's behaviour changes")
+    title: str = Field(min_length=1)
+    summary: str = Field(min_length=1, description="one line for lists")
+    briefing: str = Field(min_length=1, description="what the player is told at the start")
+    start: Clock
+    minutes: int = Field(ge=1, le=7 * 1440)
+    budget_start: float = Field(default=1.0, gt=0.0, le=1.0, description="error budget left at the start")
+    params: dict[str, float] = Field(default_factory=dict, description="overrides of model parameters")
+    controls: dict[str, Any] = Field(default_factory=dict, description="the controls at the start")
+    events: list[Event] = Field(default_factory=list)
+
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, v: dict[str, float]) -> dict[str, float]:
+        Params().with_overrides(v)  # raises InvalidInput (a ValueError) naming the parameter
+        return v
+
+    @field_validator("controls")
+    @classmethod
+    def _known_controls(cls, v: dict[str, Any]) -> dict[str, Any]:
+        Controls.from_mapping(v)
+        return v
+
+    def build_plan(self, rng: Mulberry32, clock: str | None = None, minutes: int | None = None) -> RunPlan:
+        """The run's plan. Draws, in file order, one uniform per ranged value: surge onset, peak, rise, decay."""
+        start = parse_clock(clock if clock is not None else self.start, "clock")
+        deploys: set[int] = set()
+        flushes: set[int] = set()
+        surge: Surge | None = None
+        for event in self.events:
+            if isinstance(event, DeployEvent):
+                deploys.add(_offset(event.at, start))
+            elif isinstance(event, FlushEvent):
+                flushes.add(_offset(event.at, start))
+            else:
+                lo, hi = (_offset(c, start) for c in event.onset_between)
+                onset = Range(low=lo, high=hi if hi >= lo else hi + 1440).draw(rng)
+                surge = Surge(onset, event.peak.draw(rng), event.rise_min.draw(rng), event.decay_min.draw(rng))
+        return RunPlan(
+            clock_start_min=start,
+            minutes=self.minutes if minutes is None else minutes,
+            surge=surge,
+            deploy_minutes=frozenset(deploys),
+            flush_minutes=frozenset(flushes),
+            budget_start=self.budget_start,
+        )
+
+
+def _offset(clock: str, start: int) -> int:
+    """Minutes from the start to the next time the clock shows ``clock``."""
+    return (parse_clock(clock) - start) % 1440

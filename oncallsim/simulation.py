@@ -1,0 +1,287 @@
+"""A run: scenario + seed + overrides + action log → timeline. Saved as a small run file, replayed exactly.
+
+The run owns its one generator (mulberry32 seeded with the run's seed): the scenario's draws come first,
+then the traffic noise, two normals a minute. Nothing here knows a clock, a network or a screen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from oncallsim.model import (
+    MODEL_VERSION,
+    SETTINGS,
+    Controls,
+    InvalidInput,
+    MinuteRecord,
+    Mulberry32,
+    Params,
+    RunPlan,
+    State,
+    initial_state,
+    step,
+)
+from oncallsim.model.controls import coerce_control_value
+from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
+from oncallsim.validation import invalid_input
+
+__all__ = ["MAX_SEED", "Action", "RunFile", "Simulation", "load_actions", "split_overrides"]
+
+MAX_SEED = 2**32 - 1
+RUN_FILE_FORMAT = "oncallsim-run"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """An operator input stamped with the minute whose computation it first applies to."""
+
+    minute: int
+    control: str
+    value: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"minute": self.minute, "control": self.control}
+        if self.value is not None:
+            out["value"] = self.value
+        return out
+
+
+class _ActionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    minute: int = Field(ge=0)
+    control: str
+    value: bool | int | float | None = None
+
+
+def parse_action(item: Any, where: str = "action") -> Action:
+    """Validate one action mapping; the error names the item, the field and what is allowed."""
+    try:
+        parsed = _ActionIn.model_validate(item)
+    except ValidationError as exc:
+        raise invalid_input(exc, where) from None
+    try:
+        value = coerce_control_value(parsed.control, parsed.value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}: {exc.field}", exc.reason) from None
+    return Action(parsed.minute, parsed.control, value)
+
+
+def load_actions(source: str | Path | list[Any]) -> list[Action]:
+    """An actions file: a JSON list of ``{"minute": m, "control": NAME, "value": V}`` (no value for buttons)."""
+    name = "actions"
+    if not isinstance(source, list):
+        name = str(source)
+        try:
+            source = json.loads(Path(source).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InvalidInput(name, f"cannot read the actions file: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(source, list):
+        raise InvalidInput(name, "must be a JSON list of {minute, control, value} objects")
+    actions = [parse_action(item, f"{name}[{i}]") for i, item in enumerate(source)]
+    return sorted(actions, key=lambda a: a.minute)  # stable: same-minute actions keep their order
+
+
+def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split ``--set`` style overrides into model parameters and opening controls, rejecting unknown names."""
+    params: dict[str, Any] = {}
+    controls: dict[str, Any] = {}
+    known_params = set(Params.__dataclass_fields__)
+    for name, value in (overrides or {}).items():
+        if name in known_params:
+            params[name] = value
+        elif name in SETTINGS:
+            controls[name] = value
+        else:
+            raise InvalidInput(
+                name,
+                "unknown parameter or control; parameters: "
+                + ", ".join(sorted(known_params))
+                + "; controls: "
+                + ", ".join(SETTINGS),
+            )
+    return params, controls
+
+
+class Simulation:
+    """One run of a scenario, minute by minute.
+
+    >>> sim = Simulation("bad-deploy", seed=7)
+    >>> sim.step().clock
+    '09:00'
+    >>> sim.step([("rollback", None)]).events
+    ('rollback started',)
+    """
+
+    def __init__(
+        self,
+        scenario: str | Path | Scenario,
+        seed: int = 0,
+        overrides: Mapping[str, Any] | None = None,
+        noise: bool = True,
+        minutes: int | None = None,
+        clock: str | None = None,
+    ) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
+        if minutes is not None and (
+            isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= 7 * 1440
+        ):
+            raise InvalidInput("minutes", f"must be a whole number from 1 to {7 * 1440}, got {minutes!r}")
+        if clock is not None:
+            parse_clock(clock, "clock")
+        self.scenario = load_scenario(scenario)
+        self.seed = seed
+        self.overrides = dict(overrides or {})
+        self.noise = noise
+        self.minutes_override = minutes
+        self.clock_override = clock
+        param_overrides, control_overrides = split_overrides(self.overrides)
+        self.params: Params = Params().with_overrides({**self.scenario.params, **param_overrides})
+        opening = Controls.from_mapping({**self.scenario.controls, **control_overrides})
+        self.rng = Mulberry32(seed)
+        self.plan: RunPlan = self.scenario.build_plan(self.rng, clock=clock, minutes=minutes)
+        self.state: State = initial_state(self.plan, opening, self.params)
+        self.timeline: list[MinuteRecord] = []
+        self.actions: list[Action] = []
+
+    @property
+    def minute(self) -> int:
+        """The next minute to compute."""
+        return self.state.minute
+
+    @property
+    def done(self) -> bool:
+        return self.state.minute >= self.plan.minutes
+
+    @property
+    def length(self) -> int:
+        return self.plan.minutes
+
+    def step(self, actions: Iterable[Action | tuple[str, Any] | Mapping[str, Any]] = ()) -> MinuteRecord:
+        """Compute the next minute with these inputs (all stamped with it); invalid input changes nothing."""
+        if self.done:
+            raise InvalidInput("minute", f"the run is over after {self.plan.minutes} minutes")
+        stamped = [self._stamp(a) for a in actions] if actions else []
+        self.state, record = step(
+            self.state, [(a.control, a.value) for a in stamped], self.rng if self.noise else None, self.params
+        )
+        self.actions.extend(stamped)
+        self.timeline.append(record)
+        return record
+
+    def _stamp(self, action: Action | tuple[str, Any] | Mapping[str, Any]) -> Action:
+        minute = self.state.minute
+        if isinstance(action, Action):
+            if action.minute != minute:
+                raise InvalidInput("minute", f"action stamped {action.minute} given at minute {minute}")
+            return Action(minute, action.control, coerce_control_value(action.control, action.value))
+        if isinstance(action, Mapping):
+            return parse_action({"minute": minute, **action})
+        control, value = action
+        return Action(minute, control, coerce_control_value(control, value))
+
+    def run(self, actions: Iterable[Action] = (), until: int | None = None) -> list[MinuteRecord]:
+        """Run to the end (or to minute ``until``), applying logged actions at their minutes."""
+        by_minute: dict[int, list[Action]] = {}
+        for a in actions:
+            if a.minute < self.minute:
+                raise InvalidInput("actions", f"action at minute {a.minute} is in the past (now {self.minute})")
+            by_minute.setdefault(a.minute, []).append(a)
+        stop = self.plan.minutes if until is None else min(until, self.plan.minutes)
+        while self.minute < stop:
+            self.step(by_minute.pop(self.minute, ()))
+        if by_minute and until is None:
+            late = min(by_minute)
+            raise InvalidInput(
+                "actions", f"action at minute {late} is past the run's end ({self.plan.minutes} minutes)"
+            )
+        return self.timeline
+
+    # --- run files -----------------------------------------------------------------------------------
+
+    def run_file(self) -> RunFile:
+        builtin = builtin_scenarios().get(self.scenario.id) == self.scenario
+        return RunFile(
+            scenario=self.scenario.id,
+            scenario_spec=None if builtin else self.scenario.model_dump(mode="json"),
+            model_version=MODEL_VERSION,
+            seed=self.seed,
+            overrides=self.overrides,
+            noise=self.noise,
+            minutes=self.minutes_override,
+            clock=self.clock_override,
+            actions=[a.to_dict() for a in self.actions],
+            played=self.minute,
+        )
+
+    @classmethod
+    def from_run_file(cls, run: RunFile) -> Simulation:
+        """A fresh simulation set up as the run file says, before any minute (its actions not yet applied)."""
+        scenario: str | Scenario = run.scenario
+        if run.scenario_spec is not None:
+            scenario = scenario_from_dict(run.scenario_spec, "run file scenario_spec")
+        return cls(
+            scenario, seed=run.seed, overrides=run.overrides, noise=run.noise, minutes=run.minutes, clock=run.clock
+        )
+
+    @classmethod
+    def replay(cls, run: RunFile | str | Path, until: int | None = None) -> Simulation:
+        """Rebuild a run from its file up to where it was played (or ``until``): the same timeline, bit for bit."""
+        if not isinstance(run, RunFile):
+            run = RunFile.load(run)
+        sim = cls.from_run_file(run)
+        sim.run(load_actions(run.actions), until=run.played if until is None else until)
+        return sim
+
+
+class RunFile(BaseModel):
+    """What it takes to rebuild a run exactly: the scenario, the model version, seed, overrides and actions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = RUN_FILE_FORMAT
+    scenario: str
+    scenario_spec: dict[str, Any] | None = None
+    model_version: str
+    seed: int = Field(ge=0, le=MAX_SEED)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    noise: bool = True
+    minutes: int | None = None
+    clock: str | None = None
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    played: int | None = Field(default=None, ge=0, description="minutes computed; None = the whole run")
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunFile:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput("run file", f"cannot read {path}: {exc.strerror}") from None
+        return cls.parse(text, str(path))
+
+    @classmethod
+    def parse(cls, text: str, source: str = "run file") -> RunFile:
+        try:
+            run = cls.model_validate_json(text)
+        except ValidationError as exc:
+            raise invalid_input(exc, source) from None
+        if run.format != RUN_FILE_FORMAT:
+            raise InvalidInput(f"{source}: format", f"must be {RUN_FILE_FORMAT!r}, got {run.format!r}")
+        if run.model_version != MODEL_VERSION:
+            raise InvalidInput(
+                f"{source}: model_version",
+                f"the run was made with model version {run.model_version}; this is version {MODEL_VERSION}, "
+                "so a replay would not reproduce it",
+            )
+        return run

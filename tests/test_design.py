@@ -1,0 +1,118 @@
+"""The design stays visible: curated exports, documented parameters, imports that only point down."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import oncallsim
+import oncallsim.model
+from oncallsim.model import CONTROL_SPECS, Params, param_info
+
+PACKAGE = Path(oncallsim.__file__).parent
+
+# Each layer may import only the layers listed after it (DESIGN.md, "Layers and the direction of imports").
+LAYERS = [
+    "cli",
+    "web",
+    "gym",
+    "store",
+    "batch",
+    "policies",
+    "debrief",
+    "simulation",
+    "scenarios",
+    "validation",
+    "model",
+]
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "oncallsim" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def test_public_exports_are_curated() -> None:
+    assert sorted(oncallsim.__all__) == sorted(set(oncallsim.__all__))
+    for name in oncallsim.__all__:
+        assert hasattr(oncallsim, name), name
+    public = {n for n in dir(oncallsim) if not n.startswith("_") and not isinstance(getattr(oncallsim, n), type(ast))}
+    assert public - set(oncallsim.__all__) <= {"__version__"}
+    for name in oncallsim.model.__all__:
+        assert hasattr(oncallsim.model, name), name
+
+
+def test_every_parameter_is_documented_with_unit_source_and_range() -> None:
+    infos = param_info()
+    assert len(infos) == len(Params.__dataclass_fields__)
+    for p in infos:
+        assert p.doc.endswith(".") and p.unit and p.source in {"ref", "assumption", "decision"}
+        assert p.min <= p.default <= p.max, p.name
+
+
+def test_every_control_has_a_label_and_help() -> None:
+    for spec in CONTROL_SPECS.values():
+        assert spec.label and spec.help
+        if spec.kind not in {"bool", "button"}:
+            assert spec.min is not None and spec.max is not None and spec.min <= spec.default <= spec.max
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        own = rel.parts[0].removesuffix(".py")
+        if own not in LAYERS:
+            continue
+        allowed = set(LAYERS[LAYERS.index(own) :])
+        for module in _imports(path):
+            target = layer_of(module)
+            if target is not None and target in LAYERS:
+                assert target in allowed, f"{rel} imports {module}: {own} may not depend on {target}"
+
+
+def test_model_has_no_io_clock_or_global_randomness() -> None:
+    forbidden = {"random", "time", "datetime", "os", "io", "pathlib", "socket", "json", "sqlite3", "numpy.random"}
+    for path in (PACKAGE / "model").rglob("*.py"):
+        bad = {m for m in _imports(path) if m in forbidden or m.split(".")[0] in {"random", "time", "os", "socket"}}
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_positional_record_construction_lines_up_with_the_fields() -> None:
+    """step() builds MinuteRecord positionally for speed; each argument line names its field in a comment."""
+    from oncallsim.model import MinuteRecord
+
+    source = (PACKAGE / "model" / "step.py").read_text()
+    block = source[source.index("record = MinuteRecord(") : source.index("new_state = State(")]
+    names = [line.rsplit("#", 1)[1].strip() for line in block.splitlines()[1:] if "#" in line]
+    assert tuple(names) == MinuteRecord._fields
+
+
+def test_every_record_field_is_documented() -> None:
+    from oncallsim.model import RECORD_FIELDS
+
+    text = (PACKAGE.parent / "docs" / "records.md").read_text()
+    for name in RECORD_FIELDS:
+        assert f"| `{name}` |" in text, f"docs/records.md does not document {name}"
+
+
+def test_every_parameter_is_in_the_cli_table() -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    out = CliRunner().invoke(app, ["params"]).stdout
+    for p in param_info():
+        assert p.name in out
