@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check oncallsim tests benchmarks
 	$(BIN)/mypy oncallsim
 
+# The browser tests drive Debian's chromium (no browser download). Installed here when missing and root.
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	else echo "chromium missing: run 'apt-get install chromium' as root for the browser tests"; fi
+
 # pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
-test: lint
+test: lint browser
 	$(BIN)/pytest; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$code
 

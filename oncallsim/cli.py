@@ -16,7 +16,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from oncallsim.cli_debrief import make_debrief, print_debrief
+from oncallsim.debrief.html import render_html
 from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, InvalidInput, MinuteRecord, param_info
+from oncallsim.policies import load_policy
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import Simulation, load_actions
 
@@ -93,8 +96,14 @@ def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one
         out.print(sc.briefing.strip(), soft_wrap=True)
         if sc.params or sc.controls:
             out.print()
+            out.print("[bold]Settings[/]")
             for name, value in {**sc.params, **sc.controls}.items():
                 out.print(f"  {name} = {value:g}" if isinstance(value, float) else f"  {name} = {value}")
+        if sc.objectives:
+            out.print()
+            out.print("[bold]Objectives[/]")
+            for objective in sc.objectives:
+                out.print(f"  • {objective.label()}")
         return
     table = Table(title="Scenarios")
     for col in ("id", "title", "start", "length", "summary"):
@@ -176,12 +185,15 @@ def run(
     format: Annotated[Format, typer.Option(help="Output format.")] = Format.table,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write the records here instead of stdout.")] = None,
     save_run: Annotated[Path | None, typer.Option(help="Save a run file that replays this run exactly.")] = None,
+    policy: Annotated[str | None, typer.Option(help="Let a policy play: hands-off, textbook, or module:attr.")] = None,
+    debrief: Annotated[bool, typer.Option("--debrief", help="Print the debrief at the end.")] = False,
 ) -> None:
     """Run a scenario headless and print its minute records."""
     overrides = parse_sets(set_ or [])
     action_list = load_actions(actions) if actions is not None else []
+    player = load_policy(policy) if policy is not None else None
     sim = Simulation(scenario, seed=seed, overrides=overrides, noise=not no_noise, minutes=minutes, clock=clock)
-    records = sim.run(action_list)
+    records = sim.run(action_list, policy=player)
     if out_file is not None:
         buffer = io.StringIO()
         write_records(records, format, buffer)
@@ -190,6 +202,28 @@ def run(
         write_records(records, format, sys.stdout)
     if save_run is not None:
         _write_whole(save_run, sim.run_file().model_dump_json(indent=2) + "\n")
+    if debrief:
+        print_debrief(make_debrief(sim), err if out_file is None and format is not Format.table else None)
+
+
+@app.command("debrief")
+@guarded
+def debrief_command(
+    run_file: Annotated[Path, typer.Argument(help="A run file saved with --save-run (or by the console).")],
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON summary here.")] = None,
+) -> None:
+    """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
+    sim = Simulation.replay(run_file)
+    report, others = make_debrief(sim, with_runs=True)
+    print_debrief(report)
+    if json_out is not None:
+        _write_whole(json_out, report.model_dump_json(indent=2) + "\n")
+    if html is not None:
+        page = render_html(
+            report, sim.timeline, sim.plan, sim.params, sim.actions, {name: o.timeline for name, o in others.items()}
+        )
+        _write_whole(html, page)
 
 
 def _write_whole(path: Path, text: str) -> None:

@@ -7,10 +7,10 @@ then the traffic noise, two normals a minute. Nothing here knows a clock, a netw
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -110,6 +110,29 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
     return params, controls
 
 
+class Observation(NamedTuple):
+    """What an operator (or a policy) sees before deciding minute ``minute``: the console, not the hidden draws."""
+
+    minute: int
+    clock: str
+    last: MinuteRecord | None
+    timeline: Sequence[MinuteRecord]
+    controls: Controls
+    params: Params
+    scenario: Scenario
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Decides the operator's inputs each minute. ``reset`` receives the run's seed (for policies that draw)."""
+
+    name: str
+
+    def reset(self, seed: int) -> None: ...
+
+    def decide(self, observation: Observation) -> Iterable[tuple[str, Any]]: ...
+
+
 class Simulation:
     """One run of a scenario, minute by minute.
 
@@ -188,8 +211,28 @@ class Simulation:
         control, value = action
         return Action(minute, control, coerce_control_value(control, value))
 
-    def run(self, actions: Iterable[Action] = (), until: int | None = None) -> list[MinuteRecord]:
-        """Run to the end (or to minute ``until``), applying logged actions at their minutes."""
+    def observe(self) -> Observation:
+        """The console as it stands before the next minute."""
+        return Observation(
+            minute=self.minute,
+            clock=self.plan.clock(self.minute),
+            last=self.timeline[-1] if self.timeline else None,
+            timeline=self.timeline,
+            controls=self.state.controls,
+            params=self.params,
+            scenario=self.scenario,
+        )
+
+    def run(
+        self, actions: Iterable[Action] = (), until: int | None = None, policy: Policy | None = None
+    ) -> list[MinuteRecord]:
+        """Run to the end (or to minute ``until``), applying logged actions at their minutes.
+
+        With a policy, it decides each minute after the logged actions of that minute; what it decides is
+        logged too, so the run file replays without it.
+        """
+        if policy is not None and self.minute == 0:
+            policy.reset(self.seed)
         by_minute: dict[int, list[Action]] = {}
         for a in actions:
             if a.minute < self.minute:
@@ -197,13 +240,32 @@ class Simulation:
             by_minute.setdefault(a.minute, []).append(a)
         stop = self.plan.minutes if until is None else min(until, self.plan.minutes)
         while self.minute < stop:
-            self.step(by_minute.pop(self.minute, ()))
+            todo: list[Action | tuple[str, Any]] = list(by_minute.pop(self.minute, ()))
+            if policy is not None:
+                todo.extend(policy.decide(self.observe()))
+            self.step(todo)
         if by_minute and until is None:
             late = min(by_minute)
             raise InvalidInput(
                 "actions", f"action at minute {late} is past the run's end ({self.plan.minutes} minutes)"
             )
         return self.timeline
+
+    def counterfactual(self, policy: Policy | None, minutes: int | None = None) -> Simulation:
+        """The same scenario, seed, overrides and noise, played by ``policy`` (None = hands off).
+
+        Runs share the scenario's draws and the traffic noise, so the difference is the decisions alone.
+        """
+        other = Simulation(
+            self.scenario,
+            seed=self.seed,
+            overrides=self.overrides,
+            noise=self.noise,
+            minutes=self.minutes_override,
+            clock=self.clock_override,
+        )
+        other.run(until=minutes, policy=policy)
+        return other
 
     # --- run files -----------------------------------------------------------------------------------
 

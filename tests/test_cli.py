@@ -33,6 +33,7 @@ def test_scenarios_table_lists_ids_titles_clocks_lengths() -> None:
 def test_scenarios_show_prints_the_briefing() -> None:
     code, out, _ = invoke("scenarios", "--show", "surge")
     assert code == 0 and "8 minutes to boot" in out and "boot_delay_min = 8" in out
+    assert "Objectives" in out and "cost ≤ $45.00" in out
 
 
 def test_params_lists_every_parameter() -> None:

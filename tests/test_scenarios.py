@@ -158,6 +158,18 @@ def test_invalid_scenario_files_name_the_file_and_field(tmp_path: Path, body: st
     assert str(path) in str(info.value) and field in str(info.value)
 
 
+def test_invalid_objective_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "obj.toml"
+    path.write_text(HEAD + 'start = "10:00"\nminutes = 9\n[[objectives]]\nkind = "p99_within"\ntarget_ms = 500\n')
+    with pytest.raises(InvalidInput, match=r"objectives\.0\.p99_within\.share"):
+        load_scenario(str(path))
+
+
+def test_every_builtin_scenario_but_free_play_has_objectives() -> None:
+    for sid, spec in builtin_scenarios().items():
+        assert bool(spec.objectives) == (sid != "free-play")
+
+
 def test_unknown_scenario_lists_the_known_ones() -> None:
     with pytest.raises(InvalidInput, match="known: free-play, bad-deploy, surge, cache-flush"):
         load_scenario("nope")

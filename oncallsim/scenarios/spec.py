@@ -91,6 +91,82 @@ class SurgeEvent(_Strict):
 Event = Annotated[DeployEvent | FlushEvent | SurgeEvent, Field(discriminator="kind")]
 
 
+class BudgetLeftObjective(_Strict):
+    """The error budget left at the end (fraction of the 30-day budget) is at least ``value``."""
+
+    kind: Literal["budget_left_at_least"]
+    value: float = Field(ge=-10.0, le=1.0)
+
+    def label(self) -> str:
+        return f"error budget left ≥ {self.value:.1%}"
+
+
+class BudgetSpentObjective(_Strict):
+    """The run spends at most ``value`` of the 30-day error budget."""
+
+    kind: Literal["budget_spent_at_most"]
+    value: float = Field(gt=0.0, le=10.0)
+
+    def label(self) -> str:
+        return f"error budget spent ≤ {self.value:.1%}"
+
+
+class LatencyObjective(_Strict):
+    """p99 stays at or under ``target_ms`` in at least ``share`` of the minutes."""
+
+    kind: Literal["p99_within"]
+    target_ms: float = Field(gt=0.0)
+    share: float = Field(gt=0.0, le=1.0)
+
+    def label(self) -> str:
+        return f"p99 ≤ {self.target_ms:g} ms in ≥ {self.share:.0%} of minutes"
+
+
+class CostObjective(_Strict):
+    """The fleet costs at most ``value`` dollars over the run."""
+
+    kind: Literal["cost_at_most"]
+    value: float = Field(gt=0.0)
+
+    def label(self) -> str:
+        return f"cost ≤ ${self.value:.2f}"
+
+
+class DatabaseObjective(_Strict):
+    """At most ``max_minutes`` minutes with the database at or over capacity (ρ ≥ 1)."""
+
+    kind: Literal["db_within_capacity"]
+    max_minutes: int = Field(default=0, ge=0)
+
+    def label(self) -> str:
+        return (
+            "no minute with the database over capacity"
+            if self.max_minutes == 0
+            else (f"at most {self.max_minutes} minutes with the database over capacity")
+        )
+
+
+class RecoveryObjective(_Strict):
+    """Errors are back under the SLO within ``minutes`` of the incident's start, and stay there."""
+
+    kind: Literal["recover_within"]
+    minutes: int = Field(ge=1)
+
+    def label(self) -> str:
+        return f"recovered within {self.minutes} min of the incident"
+
+
+Objective = Annotated[
+    BudgetLeftObjective
+    | BudgetSpentObjective
+    | LatencyObjective
+    | CostObjective
+    | DatabaseObjective
+    | RecoveryObjective,
+    Field(discriminator="kind"),
+]
+
+
 class Scenario(_Strict):
     """One scenario file (TOML), schema version 1."""
 
@@ -106,6 +182,8 @@ class Scenario(_Strict):
     params: dict[str, float] = Field(default_factory=dict, description="overrides of model parameters")
     controls: dict[str, Any] = Field(default_factory=dict, description="the controls at the start")
     events: list[Event] = Field(default_factory=list)
+    latency_target_ms: float = Field(default=1000.0, gt=0.0, description="the debrief's latency line")
+    objectives: list[Objective] = Field(default_factory=list, description="what judges the run")
 
     @field_validator("params")
     @classmethod

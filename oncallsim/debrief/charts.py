@@ -1,0 +1,106 @@
+"""The debrief's charts as one plotly figure: six panels on a shared time axis, decisions marked,
+counterfactual lines overlaid (dashed). Pure: returns a figure, writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from oncallsim.model import MinuteRecord, Params
+from oncallsim.simulation import Action
+
+__all__ = ["PANELS", "capacity_per_s", "debrief_figure"]
+
+PANELS = (
+    "Requests vs capacity (req/s)",
+    "p99 latency vs target (ms)",
+    "Burn rate (×), page at 14.4×",
+    "Error budget left (%)",
+    "Cache hit and DB utilization (%)",
+    "Fleet (instances) and cost ($/h)",
+)
+COUNTERFACTUAL_STYLE = {"hands-off": "#9a3412", "textbook": "#166534"}
+
+
+def capacity_per_s(record: MinuteRecord) -> float:
+    """Requests per second the serving fleet completes at full utilization: N/S."""
+    return record.servers / (record.service_time_ms / 1000.0) if record.service_time_ms > 0 else 0.0
+
+
+def debrief_figure(
+    timeline: Sequence[MinuteRecord],
+    params: Params,
+    actions: Sequence[Action] = (),
+    latency_target_ms: float = 1000.0,
+    counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
+) -> go.Figure:
+    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, subplot_titles=PANELS, vertical_spacing=0.035)
+    x = [r.clock for r in timeline]
+
+    def line(row: int, y: list[float], name: str, color: str, dash: str = "solid", group: str = "run") -> None:
+        fig.add_trace(
+            go.Scatter(
+                x=x[: len(y)],
+                y=y,
+                name=name,
+                mode="lines",
+                line={"color": color, "dash": dash, "width": 2},
+                legendgroup=group,
+                legendgrouptitle_text=group if row == 1 else None,
+            ),
+            row=row,
+            col=1,
+        )
+
+    line(1, [r.requests_per_s for r in timeline], "requests", "#1d4ed8")
+    line(1, [capacity_per_s(r) for r in timeline], "capacity", "#64748b", "dot")
+    line(2, [r.p99_ms for r in timeline], "p99", "#7c3aed")
+    line(2, [latency_target_ms] * len(timeline), "latency target", "#94a3b8", "dash")
+    line(2, [params.timeout_s * 1000.0] * len(timeline), "timeout", "#b91c1c", "dot")
+    line(3, [r.burn_1h for r in timeline], "burn 1 h", "#b91c1c")
+    line(3, [r.burn_5m for r in timeline], "burn 5 min", "#f97316", "dot")
+    line(3, [params.page_burn_threshold] * len(timeline), "page threshold 14.4×", "#111827", "dash")
+    line(4, [100 * r.budget_left for r in timeline], "budget left", "#0f766e")
+    line(5, [100 * r.cache_hit for r in timeline], "cache hit", "#0891b2")
+    line(5, [100 * r.db_utilization for r in timeline], "DB utilization", "#a16207")
+    line(6, [float(r.serving) for r in timeline], "serving", "#1d4ed8")
+    line(6, [float(r.booting) for r in timeline], "booting", "#93c5fd", "dot")
+    line(6, [r.cost_per_hour for r in timeline], "cost $/h", "#15803d", "dash")
+
+    for name, other in (counterfactuals or {}).items():
+        color = COUNTERFACTUAL_STYLE.get(name, "#6b7280")
+        line(2, [r.p99_ms for r in other], f"p99 ({name})", color, "dash", name)
+        line(3, [r.burn_1h for r in other], f"burn 1 h ({name})", color, "dash", name)
+        line(4, [100 * r.budget_left for r in other], f"budget left ({name})", color, "dash", name)
+        line(6, [float(r.serving) for r in other], f"serving ({name})", color, "dash", name)
+
+    marked: set[int] = set()
+    for a in actions:
+        if a.minute < len(timeline) and a.minute not in marked:
+            marked.add(a.minute)
+            label = ", ".join(
+                f"{b.control}" + ("" if b.value is None else f"={b.value}") for b in actions if b.minute == a.minute
+            )
+            fig.add_vline(x=timeline[a.minute].clock, line={"color": "#334155", "width": 1, "dash": "dot"})
+            fig.add_annotation(
+                x=timeline[a.minute].clock,
+                y=1.0,
+                yref="paper",
+                text="▼ " + label,
+                showarrow=False,
+                font={"size": 10},
+                textangle=-90,
+                xanchor="right",
+                yanchor="top",
+            )
+    fig.update_xaxes(nticks=16)
+    fig.update_layout(
+        height=1500,
+        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        template="plotly_white",
+        legend={"groupclick": "toggleitem"},
+        hovermode="x unified",
+    )
+    return fig

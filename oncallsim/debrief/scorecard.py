@@ -1,0 +1,65 @@
+"""The score card: each of the scenario's objectives, passed or failed, with the measured value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from oncallsim.debrief.summary import Outcome
+from oncallsim.model import MinuteRecord
+from oncallsim.scenarios import Scenario
+from oncallsim.scenarios.spec import (
+    BudgetLeftObjective,
+    BudgetSpentObjective,
+    CostObjective,
+    DatabaseObjective,
+    LatencyObjective,
+    Objective,
+    RecoveryObjective,
+)
+
+__all__ = ["ObjectiveResult", "score"]
+
+
+class ObjectiveResult(BaseModel):
+    name: str
+    passed: bool
+    value: float | None
+    target: float
+
+
+def score(scenario: Scenario, timeline: Sequence[MinuteRecord], result: Outcome) -> list[ObjectiveResult]:
+    return [judge(o, timeline, result) for o in scenario.objectives]
+
+
+def judge(objective: Objective, timeline: Sequence[MinuteRecord], result: Outcome) -> ObjectiveResult:
+    name = objective.label()
+    if isinstance(objective, BudgetLeftObjective):
+        return ObjectiveResult(
+            name=name, passed=result.budget_left >= objective.value, value=result.budget_left, target=objective.value
+        )
+    if isinstance(objective, BudgetSpentObjective):
+        return ObjectiveResult(
+            name=name, passed=result.budget_spent <= objective.value, value=result.budget_spent, target=objective.value
+        )
+    if isinstance(objective, LatencyObjective):
+        within = sum(r.p99_ms <= objective.target_ms for r in timeline) / max(len(timeline), 1)
+        return ObjectiveResult(name=name, passed=within >= objective.share, value=within, target=objective.share)
+    if isinstance(objective, CostObjective):
+        return ObjectiveResult(
+            name=name, passed=result.cost <= objective.value, value=result.cost, target=objective.value
+        )
+    if isinstance(objective, DatabaseObjective):
+        return ObjectiveResult(
+            name=name,
+            passed=result.minutes_db_over_capacity <= objective.max_minutes,
+            value=result.minutes_db_over_capacity,
+            target=objective.max_minutes,
+        )
+    if isinstance(objective, RecoveryObjective):
+        took = result.time_to_recovery_min
+        return ObjectiveResult(
+            name=name, passed=took is not None and took <= objective.minutes, value=took, target=objective.minutes
+        )
+    raise TypeError(f"unknown objective {objective!r}")

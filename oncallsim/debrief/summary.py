@@ -1,0 +1,190 @@
+"""The debrief's numbers: pure functions of a timeline (plus the plan, parameters and the action log).
+
+Budget spent per minute = error rate / error budget / budget period, so the per-cause shares of the
+record add up to the budget spent, and so do the phases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from oncallsim.debrief.incident import first_page, incident_start, recovery_minute
+from oncallsim.model import MinuteRecord, Params, RunPlan
+from oncallsim.simulation import Action
+
+__all__ = ["CostSplit", "Decision", "Outcome", "Phase", "cost_split", "decisions", "outcome", "phases"]
+
+CAUSES = ("overload", "timeout", "bad_build")
+EFFECT_BEFORE_MIN = 5
+EFFECT_AFTER_MIN = 10
+
+
+class Outcome(BaseModel):
+    """The numbers every run is compared on (the player's, and each counterfactual's)."""
+
+    budget_spent: float
+    budget_spent_by_cause: dict[str, float]
+    budget_left: float
+    cost: float
+    worst_p99_ms: float
+    minutes_over_latency_target: int
+    shed_requests: float
+    mean_staleness_s: float
+    max_db_utilization: float
+    minutes_db_over_capacity: int
+    page_minute: int | None
+    incident_minute: int | None
+    time_to_first_mitigation_min: int | None
+    time_to_recovery_min: int | None
+
+
+def budget_per_minute(record: MinuteRecord, params: Params) -> float:
+    return record.error_rate / params.error_budget / params.budget_period_min
+
+
+def outcome(
+    timeline: Sequence[MinuteRecord],
+    plan: RunPlan,
+    params: Params,
+    actions: Sequence[Action],
+    latency_target_ms: float,
+) -> Outcome:
+    scale = 1.0 / params.error_budget / params.budget_period_min
+    by_cause = {
+        "overload": sum(r.error_overload for r in timeline) * scale,
+        "timeout": sum(r.error_timeout for r in timeline) * scale,
+        "bad_build": sum(r.error_bad_build for r in timeline) * scale,
+    }
+    start = incident_start(plan, timeline)
+    recovered = recovery_minute(timeline, start, params)
+    mitigation = first_mitigation(actions, start)
+    hits = [r.cache_hit * r.admitted_per_s for r in timeline]
+    return Outcome(
+        budget_spent=sum(r.error_rate for r in timeline) * scale,
+        budget_spent_by_cause=by_cause,
+        budget_left=timeline[-1].budget_left if timeline else plan.budget_start,
+        cost=sum(r.cost_per_hour for r in timeline) / 60.0,
+        worst_p99_ms=max((r.p99_ms for r in timeline), default=0.0),
+        minutes_over_latency_target=sum(r.p99_ms > latency_target_ms for r in timeline),
+        shed_requests=sum(r.shed_per_s for r in timeline) * 60.0,
+        mean_staleness_s=(sum(h * r.mean_age_s for h, r in zip(hits, timeline, strict=True)) / sum(hits))
+        if sum(hits) > 0
+        else 0.0,
+        max_db_utilization=max((r.db_utilization for r in timeline), default=0.0),
+        minutes_db_over_capacity=sum(r.db_utilization >= 1.0 for r in timeline),
+        page_minute=first_page(timeline),
+        incident_minute=start,
+        time_to_first_mitigation_min=None if mitigation is None or start is None else mitigation - start,
+        time_to_recovery_min=None if recovered is None or start is None else recovered - start,
+    )
+
+
+def first_mitigation(actions: Sequence[Action], start: int | None) -> int | None:
+    """The first operator action at or after the incident's start."""
+    if start is None:
+        return None
+    return next((a.minute for a in actions if a.minute >= start), None)
+
+
+class Phase(BaseModel):
+    name: str
+    start_minute: int
+    end_minute: int
+    budget_spent: float
+
+
+def phases(timeline: Sequence[MinuteRecord], plan: RunPlan, params: Params, actions: Sequence[Action]) -> list[Phase]:
+    """The run cut at the incident, the first mitigation and the recovery; budget spent in each."""
+    start = incident_start(plan, timeline)
+    end = len(timeline)
+    if start is None:
+        cuts = [(0, "the whole run")]
+    else:
+        mitigation = first_mitigation(actions, start)
+        recovered = recovery_minute(timeline, start, params)
+        cuts = [(0, "before the incident"), (start, "incident, before any action" if mitigation else "incident")]
+        if mitigation is not None and (recovered is None or mitigation < recovered):
+            cuts.append((mitigation, "after the first action, until recovery"))
+        if recovered is not None:
+            cuts.append((recovered, "after recovery"))
+    out: list[Phase] = []
+    for i, (begin, name) in enumerate(cuts):
+        stop = cuts[i + 1][0] if i + 1 < len(cuts) else end
+        if stop > begin:
+            spent = sum(budget_per_minute(r, params) for r in timeline[begin:stop])
+            out.append(Phase(name=name, start_minute=begin, end_minute=stop, budget_spent=spent))
+    return out
+
+
+class CostSplit(BaseModel):
+    base_fleet: float
+    extra_instances: float
+    rollback_double_billing: float
+
+
+def cost_split(timeline: Sequence[MinuteRecord], params: Params) -> CostSplit:
+    """Base = the opening fleet's size; extra = instances above it; rollback = the doubled part of the bill."""
+    if not timeline:
+        return CostSplit(base_fleet=0.0, extra_instances=0.0, rollback_double_billing=0.0)
+    base_size = timeline[0].serving + timeline[0].booting
+    per_instance = params.instance_price_per_hour / 60.0
+    base = extra = rollback = 0.0
+    for r in timeline:
+        size = r.serving + r.booting
+        base += min(size, base_size) * per_instance
+        extra += max(0, size - base_size) * per_instance
+        if r.rollback_active:
+            rollback += size * per_instance * (params.rollback_cost_factor - 1.0)
+    return CostSplit(base_fleet=base, extra_instances=extra, rollback_double_billing=rollback)
+
+
+class Decision(BaseModel):
+    """One minute's operator inputs and what the console showed before and after them."""
+
+    minute: int
+    clock: str
+    actions: list[str]
+    before: dict[str, float]
+    after: dict[str, float]
+
+
+EFFECT_FIELDS = ("error_rate", "p99_ms", "db_utilization", "cache_hit", "cost_per_hour", "serving", "burn_5m")
+
+
+def decisions(timeline: Sequence[MinuteRecord], actions: Sequence[Action]) -> list[Decision]:
+    """Every decision with its measured effect: means over the 5 minutes before and the 10 minutes from it."""
+    grouped: dict[int, list[Action]] = {}
+    for a in actions:
+        grouped.setdefault(a.minute, []).append(a)
+    out: list[Decision] = []
+    for minute, acts in grouped.items():
+        if minute >= len(timeline):
+            continue
+        before = timeline[max(0, minute - EFFECT_BEFORE_MIN) : minute] or timeline[minute : minute + 1]
+        after = timeline[minute : minute + EFFECT_AFTER_MIN]
+        out.append(
+            Decision(
+                minute=minute,
+                clock=timeline[minute].clock,
+                actions=[describe(a) for a in acts],
+                before=_means(before),
+                after=_means(after),
+            )
+        )
+    return out
+
+
+def describe(action: Action) -> str:
+    if action.value is None:
+        return action.control
+    value: Any = action.value
+    if isinstance(value, bool):
+        value = "on" if value else "off"
+    return f"{action.control} = {value}"
+
+
+def _means(records: Sequence[MinuteRecord]) -> dict[str, float]:
+    return {f: sum(float(getattr(r, f)) for r in records) / len(records) for f in EFFECT_FIELDS}

@@ -1,0 +1,190 @@
+"""The debrief: balance of the scenarios, budget split by cause and phase, counterfactuals, run-file round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oncallsim import Action, Simulation
+from oncallsim.cli import app
+from oncallsim.debrief import make_report, run_outcome
+from oncallsim.policies import counterfactuals, debrief, load_policy
+
+BALANCE_SEEDS = range(1000, 1030)  # not the seeds the thresholds were measured on (0–39)
+SCENARIOS = ["bad-deploy", "surge", "cache-flush"]
+
+
+def play(scenario: str, seed: int, policy: str) -> Simulation:
+    sim = Simulation(scenario, seed=seed)
+    sim.run(policy=load_policy(policy))
+    return sim
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_each_scenario_is_a_real_problem_and_solvable(scenario: str) -> None:
+    hands_off_failed = textbook_passed = 0
+    for seed in BALANCE_SEEDS:
+        idle = play(scenario, seed, "hands-off")
+        book = play(scenario, seed, "textbook")
+        idle_report, book_report = make_report(idle), make_report(book)
+        hands_off_failed += not idle_report.passed
+        textbook_passed += book_report.passed
+        assert book_report.budget_spent <= idle_report.budget_spent
+        if idle_report.budget_spent > 1e-6:
+            assert book_report.budget_spent < idle_report.budget_spent
+    n = len(BALANCE_SEEDS)
+    assert hands_off_failed >= 2 * n / 3, f"hands-off failed only {hands_off_failed}/{n}"
+    assert textbook_passed >= 2 * n / 3, f"textbook passed only {textbook_passed}/{n}"
+
+
+def played_by_hand(scenario: str) -> Simulation:
+    sim = Simulation(scenario, seed=21)
+    plans = {
+        "bad-deploy": [Action(25, "rollback"), Action(26, "floor", 12)],
+        "surge": [Action(60, "floor", 16), Action(61, "target_utilization", 0.5), Action(200, "floor", 10)],
+        "cache-flush": [
+            Action(30, "warmup"),
+            Action(32, "recommendations", False),
+            Action(32, "shed_share", 1.0),
+            Action(50, "shed_share", 0.0),
+            Action(60, "recommendations", True),
+        ],
+        "free-play": [Action(100, "ttl_s", 0.0), Action(101, "floor", 6), Action(102, "autoscaler", False)],
+    }
+    sim.run(plans[scenario])
+    return sim
+
+
+@pytest.mark.parametrize("scenario", [*SCENARIOS, "free-play"])
+def test_budget_split_by_cause_and_by_phase_adds_up(scenario: str) -> None:
+    sim = played_by_hand(scenario)
+    report = make_report(sim)
+    spent = sim.plan.budget_start - sim.timeline[-1].budget_left
+    assert report.budget_spent == pytest.approx(spent, rel=1e-9, abs=1e-12)
+    assert sum(report.budget_spent_by_cause.values()) == pytest.approx(report.budget_spent, rel=1e-9, abs=1e-12)
+    assert sum(p.budget_spent for p in report.budget_by_phase) == pytest.approx(report.budget_spent, abs=1e-12)
+    assert report.budget_by_phase[0].start_minute == 0 and report.budget_by_phase[-1].end_minute == len(sim.timeline)
+    split = report.cost_split
+    total = split.base_fleet + split.extra_instances + split.rollback_double_billing
+    assert total == pytest.approx(report.cost) == pytest.approx(sim.timeline[-1].cost_so_far)
+
+
+def test_bad_deploy_budget_is_all_bad_build_and_rollback_billing_shows() -> None:
+    report = make_report(played_by_hand("bad-deploy"))
+    assert report.budget_spent_by_cause["bad_build"] == pytest.approx(report.budget_spent)
+    assert report.cost_split.rollback_double_billing > 0
+    assert report.time_to_first_mitigation_min == 15 and report.time_to_recovery_min == 20
+
+
+def test_cache_flush_budget_is_overload() -> None:
+    report = make_report(Simulation("cache-flush", seed=2).counterfactual(None))
+    assert report.budget_spent_by_cause["overload"] > 0.9 * report.budget_spent
+    assert report.time_to_first_mitigation_min is None
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_counterfactuals_share_the_scenario_draws_and_the_traffic(scenario: str) -> None:
+    sim = played_by_hand(scenario)
+    others = counterfactuals(sim)
+    assert set(others) == {"hands-off", "textbook"}
+    mine = [r.requests_per_s for r in sim.timeline]
+    for other in others.values():
+        assert other.plan == sim.plan
+        assert [r.requests_per_s for r in other.timeline] == mine
+        assert [r.expected_requests_per_s for r in other.timeline] == [r.expected_requests_per_s for r in sim.timeline]
+
+
+def test_counterfactuals_stop_where_the_player_stopped() -> None:
+    sim = Simulation("surge", seed=5)
+    sim.run(until=47)
+    assert all(len(o.timeline) == 47 for o in counterfactuals(sim).values())
+
+
+def test_headline_says_what_the_decisions_bought() -> None:
+    report = debrief(played_by_hand("bad-deploy"))
+    assert report.headline[0].startswith("Had you done nothing, 12.")
+    assert "the playbook spends" in report.headline[0]
+
+
+def test_every_decision_is_listed_with_its_effect() -> None:
+    report = make_report(played_by_hand("cache-flush"))
+    assert [d.clock for d in report.decisions] == ["12:00", "12:02", "12:20", "12:30"]
+    assert report.decisions[1].actions == ["recommendations = off", "shed_share = 1.0"]
+    first = report.decisions[0]
+    assert set(first.before) == set(first.after) >= {"error_rate", "p99_ms", "db_utilization", "cost_per_hour"}
+
+
+def test_json_contract_fields() -> None:
+    data = json.loads(debrief(played_by_hand("surge")).model_dump_json())
+    for key in (
+        "scenario",
+        "seed",
+        "objectives",
+        "budget_spent",
+        "budget_spent_by_cause",
+        "cost",
+        "worst_p99_ms",
+        "minutes_over_latency_target",
+        "shed_requests",
+        "time_to_first_mitigation_min",
+        "counterfactuals",
+    ):
+        assert key in data
+    assert set(data["budget_spent_by_cause"]) == {"overload", "timeout", "bad_build"}
+    assert {"name", "passed", "value", "target"} <= set(data["objectives"][0])
+    numeric = (
+        "budget_spent",
+        "cost",
+        "worst_p99_ms",
+        "minutes_over_latency_target",
+        "shed_requests",
+        "time_to_first_mitigation_min",
+    )
+    for name in ("hands-off", "textbook"):
+        assert all(k in data["counterfactuals"][name] for k in numeric)
+
+
+def test_saved_run_debriefs_to_the_same_numbers_as_the_live_run(tmp_path: Path) -> None:
+    run_file, summary = tmp_path / "run.json", tmp_path / "summary.json"
+    runner = CliRunner()
+    done = runner.invoke(
+        app,
+        [
+            "run",
+            "cache-flush",
+            "--seed",
+            "8",
+            "--policy",
+            "textbook",
+            "--format",
+            "jsonl",
+            "--out",
+            str(tmp_path / "rows.jsonl"),
+            "--save-run",
+            str(run_file),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    done = runner.invoke(app, ["debrief", str(run_file), "--json", str(summary)])
+    assert done.exit_code == 0, done.output
+    live = Simulation("cache-flush", seed=8)
+    live.run(policy=load_policy("textbook"))
+    assert json.loads(summary.read_text()) == json.loads(debrief(live).model_dump_json())
+    assert "Score card" in done.stdout
+
+
+def test_run_with_debrief_prints_the_summary() -> None:
+    done = CliRunner().invoke(app, ["run", "bad-deploy", "--policy", "hands-off", "--debrief"])
+    assert done.exit_code == 0
+    assert "Debrief — Bad deploy" in done.stdout and "objectives missed" in done.stdout
+
+
+def test_outcome_of_a_quiet_day() -> None:
+    sim = Simulation("free-play", seed=1, minutes=120)
+    sim.run()
+    result = run_outcome(sim)
+    assert result.incident_minute is None and result.time_to_recovery_min is None
+    assert result.budget_spent == 0.0 and result.mean_staleness_s == pytest.approx(30.0)

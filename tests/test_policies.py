@@ -1,0 +1,115 @@
+"""Policies: the protocol, the built-ins, loading a user's policy, and runs that replay without the policy."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from oncallsim import InvalidInput, Simulation
+from oncallsim.cli import app
+from oncallsim.policies import BUILTIN_POLICIES, Textbook, load_policy
+from oncallsim.simulation import Observation, Policy
+
+
+def test_builtins_are_registered_and_fresh_each_time() -> None:
+    assert set(BUILTIN_POLICIES) >= {"hands-off", "textbook"}
+    assert load_policy("textbook") is not load_policy("textbook")
+    assert isinstance(load_policy("hands-off"), Policy)
+
+
+def test_textbook_rolls_back_once_after_the_page() -> None:
+    sim = Simulation("bad-deploy", seed=4)
+    sim.run(policy=Textbook())
+    presses = [a for a in sim.actions if a.control == "rollback"]
+    page = next(r.minute for r in sim.timeline if "page fired" in r.events)
+    assert [a.minute for a in presses] == [page + 1]
+
+
+def test_textbook_cache_playbook_in_order() -> None:
+    sim = Simulation("cache-flush", seed=4)
+    sim.run(policy=Textbook())
+    steps = [(a.minute, a.control, a.value) for a in sim.actions]
+    controls = [c for _, c, _ in steps]
+    assert controls[:3] == ["recommendations", "shed_share", "warmup"]
+    assert controls.index("shed_share", 2) < len(controls) - 1  # shedding is restored before the feature
+    assert steps[-1][1:] == ("recommendations", True)
+    assert max(r.db_utilization for r in sim.timeline[31:]) < 1.0
+
+
+def test_textbook_raises_the_floor_early_in_a_surge_and_scales_back() -> None:
+    sim = Simulation("surge", seed=12)
+    sim.run(policy=Textbook())
+    floors = [a.value for a in sim.actions if a.control == "floor"]
+    assert max(floors) > 10 and floors[-1] == 10
+    onset = sim.plan.surge.onset_min  # type: ignore[union-attr]
+    first = next(a.minute for a in sim.actions if a.control == "floor")
+    assert onset <= first <= onset + 10
+
+
+def test_policy_runs_replay_without_the_policy() -> None:
+    sim = Simulation("surge", seed=3)
+    sim.run(policy=load_policy("textbook"))
+    again = Simulation.replay(sim.run_file())
+    assert again.timeline == sim.timeline
+
+
+class Noisy:
+    """A seeded policy: draws its own numbers from its own generator, reset with the run's seed."""
+
+    name = "noisy"
+
+    def reset(self, seed: int) -> None:
+        from oncallsim.model import Mulberry32
+
+        self.rng = Mulberry32(seed ^ 0x5EED)
+
+    def decide(self, observation: Observation) -> Iterable[tuple[str, Any]]:
+        if observation.minute % 30 == 5:
+            return [("ttl_s", round(self.rng.uniform(30, 300)))]
+        return []
+
+
+def test_a_seeded_policy_is_reproducible() -> None:
+    a, b = Simulation("free-play", seed=9, minutes=200), Simulation("free-play", seed=9, minutes=200)
+    a.run(policy=Noisy())
+    b.run(policy=Noisy())
+    assert a.actions == b.actions and a.timeline == b.timeline and len(a.actions) == 7
+
+
+def test_user_policy_from_module_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mypolicies.py").write_text(
+        textwrap.dedent("""
+        class Cautious:
+            name = "cautious"
+            def reset(self, seed):
+                pass
+            def decide(self, observation):
+                return [("floor", 14)] if observation.minute == 0 else []
+        NOT_A_POLICY = 3
+    """)
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    done = CliRunner().invoke(
+        app, ["run", "free-play", "--minutes", "5", "--policy", "mypolicies:Cautious", "--format", "jsonl"]
+    )
+    assert done.exit_code == 0 and '"floor": 14' in done.stdout
+    for ref, needle in [
+        ("mypolicies:Nope", "has no attribute"),
+        ("nomodule_xyz:P", "cannot import"),
+        ("mypolicies:NOT_A_POLICY", "is not a policy"),
+        ("bogus", "unknown policy 'bogus'"),
+    ]:
+        with pytest.raises(InvalidInput, match=needle):
+            load_policy(ref)
+    sys.modules.pop("mypolicies", None)
+
+
+def test_bad_policy_on_the_command_line_is_one_line() -> None:
+    done = CliRunner().invoke(app, ["run", "free-play", "--policy", "nomodule_xyz:P"])
+    assert done.exit_code == 2 and "policy: cannot import" in done.stderr
