@@ -15,11 +15,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/oncallsim run bad-deploy
+	$(BIN)/oncallsim serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check oncallsim tests benchmarks
-	$(BIN)/ruff format --check oncallsim tests benchmarks
+	$(BIN)/ruff check oncallsim tests benchmarks scripts
+	$(BIN)/ruff format --check oncallsim tests benchmarks scripts
 	$(BIN)/mypy oncallsim
 
 # The browser tests drive Debian's chromium (no browser download). Installed here when missing and root.

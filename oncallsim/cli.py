@@ -237,6 +237,26 @@ def _write_whole(path: Path, text: str) -> None:
         raise InvalidInput(str(path), f"cannot write: {exc.strerror}") from None
 
 
+@app.command()
+@guarded
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port, 1 to 65535.")] = 8000,
+    db: Annotated[Path | None, typer.Option(help="SQLite file for runs (default: the user's data directory).")] = None,
+) -> None:
+    """Start the web console: play scenarios live in the browser, debrief, replay, share."""
+    import uvicorn
+
+    from oncallsim.store import default_db_path
+    from oncallsim.web.app import create_app
+
+    if not 1 <= port <= 65535:
+        raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
+    path = db or default_db_path()
+    err.print(f"oncallsim console on http://{host}:{port}/  (runs stored in {path})")
+    uvicorn.run(create_app(path), host=host, port=port, log_level="warning")
+
+
 def main() -> None:
     app()
 

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from oncallsim.model import MinuteRecord, Params
 from oncallsim.simulation import Action
 
-__all__ = ["PANELS", "capacity_per_s", "debrief_figure"]
+__all__ = ["PANELS", "debrief_figure"]
 
 PANELS = (
     "Requests vs capacity (req/s)",
@@ -22,11 +22,6 @@ PANELS = (
     "Fleet (instances) and cost ($/h)",
 )
 COUNTERFACTUAL_STYLE = {"hands-off": "#9a3412", "textbook": "#166534"}
-
-
-def capacity_per_s(record: MinuteRecord) -> float:
-    """Requests per second the serving fleet completes at full utilization: N/S."""
-    return record.servers / (record.service_time_ms / 1000.0) if record.service_time_ms > 0 else 0.0
 
 
 def debrief_figure(
@@ -55,7 +50,7 @@ def debrief_figure(
         )
 
     line(1, [r.requests_per_s for r in timeline], "requests", "#1d4ed8")
-    line(1, [capacity_per_s(r) for r in timeline], "capacity", "#64748b", "dot")
+    line(1, [r.capacity_per_s for r in timeline], "capacity", "#64748b", "dot")
     line(2, [r.p99_ms for r in timeline], "p99", "#7c3aed")
     line(2, [latency_target_ms] * len(timeline), "latency target", "#94a3b8", "dash")
     line(2, [params.timeout_s * 1000.0] * len(timeline), "timeout", "#b91c1c", "dot")

@@ -32,6 +32,7 @@ class MinuteRecord(NamedTuple):
     query_time_ms: float
     service_time_ms: float
     servers: int
+    capacity_per_s: float
     erlangs: float
     utilization: float
     wait_probability: float

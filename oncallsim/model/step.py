@@ -178,6 +178,7 @@ def step(
         query_ms,  # query_time_ms
         service_ms,  # service_time_ms
         servers,  # servers
+        servers / service_s if service_s > 0 else 0.0,  # capacity_per_s
         admitted * service_s,  # erlangs
         queue.utilization,  # utilization
         queue.wait_probability,  # wait_probability

@@ -1,0 +1,195 @@
+"""Runs, their action logs and their results in SQLite (WAL). The log is the truth: a run is rebuilt by
+replaying it, so a server restart loses nothing that was acknowledged."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from oncallsim.model import MODEL_VERSION
+from oncallsim.simulation import Action, RunFile
+
+__all__ = ["RunRow", "RunStore", "default_db_path"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    scenario_spec TEXT,
+    model_version TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    overrides TEXT NOT NULL,
+    noise INTEGER NOT NULL,
+    minutes INTEGER,
+    clock TEXT,
+    played INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'live',
+    speed INTEGER NOT NULL DEFAULT 1,
+    summary TEXT
+);
+CREATE TABLE IF NOT EXISTS actions (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    minute INTEGER NOT NULL,
+    control TEXT NOT NULL,
+    value TEXT,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at);
+"""
+
+
+def default_db_path() -> Path:
+    """The user's data directory ($XDG_DATA_HOME/oncallsim/runs.sqlite3 or ~/.local/share/…)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "oncallsim" / "runs.sqlite3"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: str
+    created_at: str
+    scenario: str
+    seed: int
+    played: int
+    status: str
+    speed: int
+    run_file: RunFile
+    summary: dict[str, Any] | None
+
+
+class RunStore:
+    """One connection, serialized by a lock: every write is one short transaction (``with self._db`` commits)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def create_run(self, run: RunFile, speed: int = 1, status: str = "live") -> str:
+        run_id = uuid.uuid4().hex[:12]
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT INTO runs (id, created_at, scenario, scenario_spec, model_version, seed, overrides, noise,"
+                " minutes, clock, played, status, speed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                    run.scenario,
+                    None if run.scenario_spec is None else json.dumps(run.scenario_spec),
+                    run.model_version,
+                    run.seed,
+                    json.dumps(run.overrides),
+                    int(run.noise),
+                    run.minutes,
+                    run.clock,
+                    run.played or 0,
+                    status,
+                    speed,
+                ),
+            )
+            self._insert_actions(run_id, 0, [Action(a["minute"], a["control"], a.get("value")) for a in run.actions])
+        return run_id
+
+    def _insert_actions(self, run_id: str, first_seq: int, actions: list[Action]) -> None:
+        self._db.executemany(
+            "INSERT INTO actions (run_id, seq, minute, control, value) VALUES (?,?,?,?,?)",
+            [
+                (run_id, first_seq + i, a.minute, a.control, None if a.value is None else json.dumps(a.value))
+                for i, a in enumerate(actions)
+            ],
+        )
+
+    def append_actions(self, run_id: str, actions: list[Action]) -> None:
+        """Write actions to the log (before they take effect)."""
+        with self._lock, self._db:
+            row = self._db.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM actions WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            self._insert_actions(run_id, int(row[0]), actions)
+
+    def set_progress(self, run_id: str, played: int, speed: int | None = None) -> None:
+        with self._lock, self._db:
+            if speed is None:
+                self._db.execute("UPDATE runs SET played = ? WHERE id = ?", (played, run_id))
+            else:
+                self._db.execute("UPDATE runs SET played = ?, speed = ? WHERE id = ?", (played, speed, run_id))
+
+    def finish(self, run_id: str, played: int, summary: dict[str, Any]) -> None:
+        with self._lock, self._db:
+            self._db.execute(
+                "UPDATE runs SET played = ?, status = 'finished', summary = ? WHERE id = ?",
+                (played, json.dumps(summary), run_id),
+            )
+
+    def get(self, run_id: str) -> RunRow | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                return None
+            actions = self._db.execute(
+                "SELECT minute, control, value FROM actions WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
+        return self._row(row, actions)
+
+    def recent(self, limit: int = 200) -> list[RunRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [self._row(r, []) for r in rows]
+
+    def live_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT id FROM runs WHERE status = 'live'").fetchall()]
+
+    @staticmethod
+    def _row(row: sqlite3.Row, actions: list[sqlite3.Row]) -> RunRow:
+        log = []
+        for a in actions:
+            item: dict[str, Any] = {"minute": a["minute"], "control": a["control"]}
+            if a["value"] is not None:
+                item["value"] = json.loads(a["value"])
+            log.append(item)
+        run = RunFile(
+            scenario=row["scenario"],
+            scenario_spec=None if row["scenario_spec"] is None else json.loads(row["scenario_spec"]),
+            model_version=row["model_version"] or MODEL_VERSION,
+            seed=row["seed"],
+            overrides=json.loads(row["overrides"]),
+            noise=bool(row["noise"]),
+            minutes=row["minutes"],
+            clock=row["clock"],
+            actions=log,
+            played=row["played"],
+        )
+        return RunRow(
+            id=row["id"],
+            created_at=row["created_at"],
+            scenario=row["scenario"],
+            seed=row["seed"],
+            played=row["played"],
+            status=row["status"],
+            speed=row["speed"],
+            run_file=run,
+            summary=None if row["summary"] is None else json.loads(row["summary"]),
+        )

@@ -1,0 +1,170 @@
+"""The HTML pages: home, the live console, the debrief, the model reference, the list of runs.
+
+Every user-facing string goes through the translation layer (``_`` in templates, ``t()`` in scripts)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from latex2mathml.converter import convert as latex_to_mathml
+
+from oncallsim.debrief.charts import debrief_figure
+from oncallsim.debrief.html import COMPARISONS, fmt, fmt_objective
+from oncallsim.i18n import negotiate, page_catalog, translations
+from oncallsim.model import CONTROL_SPECS, InvalidInput, param_info
+from oncallsim.model.formulas import FORMULAS, SOURCES
+from oncallsim.policies import counterfactuals
+from oncallsim.scenarios import builtin_scenarios
+from oncallsim.simulation import RunFile
+from oncallsim.web.api import NewRun, get_live, manager_of, random_seed, start_run
+from oncallsim.web.live import SPEEDS
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+@cache
+def environment(language: str) -> Environment:
+    env = Environment(
+        loader=PackageLoader("oncallsim.web", "templates"),
+        autoescape=select_autoescape(),
+        extensions=["jinja2.ext.i18n"],
+    )
+    env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
+    env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS)
+    return env
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    language = negotiate(request.query_params.get("lang"), request.headers.get("accept-language"))
+    html = (
+        environment(language)
+        .get_template(template)
+        .render(
+            language=language,
+            catalog_json=json.dumps(page_catalog(language), ensure_ascii=False),
+            path=request.url.path,
+            **context,
+        )
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+def error_page(request: Request, exc: InvalidInput, status: int = 422) -> HTMLResponse:
+    return render(request, "error.html", status=status, message=str(exc))
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request, scenario: str | None = None, seed: int | None = None) -> HTMLResponse:
+    return render(
+        request,
+        "home.html",
+        scenarios=list(builtin_scenarios().values()),
+        seed=random_seed() if seed is None else seed,
+        chosen=scenario,
+        speeds=SPEEDS,
+        params=param_info(),
+    )
+
+
+@router.get("/play", response_class=HTMLResponse)
+async def play(request: Request, scenario: str, seed: int) -> HTMLResponse:
+    """A share link: the same scenario and seed, one click from starting."""
+    known = builtin_scenarios()
+    if scenario not in known:
+        return error_page(request, InvalidInput("scenario", f"unknown scenario {scenario!r}"), 404)
+    return render(request, "play.html", scenario=known[scenario], seed=seed, speeds=SPEEDS)
+
+
+@router.post("/runs")
+async def start(
+    request: Request,
+    scenario: str = Form(...),
+    seed: str = Form(""),
+    speed: int = Form(4),
+    clock: str = Form(""),
+) -> Response:
+    form = await request.form()
+    overrides = {k.removeprefix("param."): v for k, v in form.items() if k.startswith("param.") and str(v).strip()}
+    try:
+        seed_value = int(seed) if seed.strip() else None
+    except ValueError:
+        return error_page(request, InvalidInput("seed", f"must be a whole number, got {seed!r}"))
+    try:
+        new = NewRun(
+            scenario=scenario,
+            seed=seed_value,
+            speed=speed,
+            clock=clock or None,
+            overrides={k: str(v) for k, v in overrides.items()},
+        )
+        live = await start_run(manager_of(request), new)
+    except (InvalidInput, ValueError) as exc:
+        if not isinstance(exc, InvalidInput):
+            exc = InvalidInput("run", str(exc).splitlines()[0])
+        return error_page(request, exc)
+    return RedirectResponse(f"/runs/{live.id}", status_code=303)
+
+
+@router.get("/runs", response_class=HTMLResponse)
+async def runs(request: Request) -> HTMLResponse:
+    titles = {sid: s.title for sid, s in builtin_scenarios().items()}
+    return render(request, "runs.html", runs=manager_of(request).store.recent(), titles=titles)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def console(request: Request, run_id: str) -> HTMLResponse:
+    try:
+        live = get_live(request, run_id)
+    except InvalidInput as exc:
+        return error_page(request, exc, 404)
+    return render(request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS)
+
+
+@router.get("/runs/{run_id}/debrief", response_class=HTMLResponse)
+async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
+    try:
+        live = get_live(request, run_id)
+    except InvalidInput as exc:
+        return error_page(request, exc, 404)
+    if live.report is None:
+        return render(request, "not_over.html", live=live, status=409)
+    sim = live.sim
+    others = counterfactuals(sim)
+    figure = debrief_figure(
+        sim.timeline,
+        sim.params,
+        sim.actions,
+        live.report.latency_target_ms,
+        {name: o.timeline for name, o in others.items()},
+    )
+    return render(
+        request,
+        "debrief.html",
+        live=live,
+        r=live.report,
+        clock=sim.plan.clock,
+        figure_json=figure.to_json().replace("</", "<\\/"),
+    )
+
+
+@router.post("/runs/import")
+async def import_run(request: Request, file: UploadFile) -> Response:
+    try:
+        text = (await file.read()).decode("utf-8", errors="replace")
+        run_id = await manager_of(request).import_run(RunFile.parse(text, file.filename or "run file"))
+    except InvalidInput as exc:
+        return error_page(request, exc)
+    return RedirectResponse(f"/runs/{run_id}/debrief", status_code=303)
+
+
+@router.get("/model", response_class=HTMLResponse)
+async def model_reference(request: Request) -> HTMLResponse:
+    formulas = [(f, latex_to_mathml(f.latex, display="block")) for f in FORMULAS]
+    return render(request, "model.html", formulas=formulas, sources=SOURCES, params=param_info())

@@ -1,0 +1,325 @@
+// The live console: one WebSocket to the server, which owns the simulated clock. This script only shows
+// what the core computed and sends the operator's inputs; every string comes from the i18n catalog.
+(function () {
+  "use strict";
+  const { t, tEvent } = window.i18n;
+  const { fmt, flag } = window.fmt;
+  const root = document.querySelector("main.console");
+  const runId = root.dataset.run;
+  const timeoutMs = Number(root.dataset.timeoutMs);
+  const pageBurn = Number(root.dataset.pageBurn);
+  const latencyTarget = Number(root.dataset.latencyTarget);
+  const $ = (id) => document.getElementById(id);
+
+  let socket = null;
+  let records = [];
+  let state = null;
+  let finished = false;
+  let retry = 0;
+  let pageSince = null; // the clock when the page fired
+  const editing = new Set(); // controls the operator is dragging: not overwritten by the server's state
+
+  // ---- charts ---------------------------------------------------------------------------------------------
+  const CHARTS = {
+    "chart-traffic": {
+      title: t("chart.traffic"),
+      traces: [
+        ["requests_per_s", t("series.requests"), "#1d4ed8", "solid"],
+        ["capacity_per_s", t("series.capacity"), "#64748b", "dot"],
+      ],
+    },
+    "chart-p99": {
+      title: t("chart.p99"),
+      traces: [["p99_ms", t("series.p99"), "#7c3aed", "solid"]],
+      lines: [[timeoutMs, t("series.timeout"), "#b91c1c"], [latencyTarget, t("series.latency_target"), "#94a3b8"]],
+    },
+    "chart-burn": {
+      title: t("chart.burn"),
+      traces: [
+        ["burn_1h", t("series.burn_1h"), "#b91c1c", "solid"],
+        ["burn_5m", t("series.burn_5m"), "#f97316", "dot"],
+      ],
+      lines: [[pageBurn, t("series.page_threshold"), "#111827"]],
+    },
+    "chart-budget": {
+      title: t("chart.budget"),
+      traces: [["budget_left", t("series.budget_left"), "#0f766e", "solid", 100]],
+    },
+    "chart-cache": {
+      title: t("chart.cache"),
+      traces: [
+        ["cache_hit", t("series.cache_hit"), "#0891b2", "solid", 100],
+        ["db_utilization", t("series.db_utilization"), "#a16207", "solid", 100],
+      ],
+    },
+    "chart-fleet": {
+      title: t("chart.fleet"),
+      traces: [
+        ["serving", t("series.serving"), "#1d4ed8", "solid"],
+        ["booting", t("series.booting"), "#93c5fd", "dot"],
+      ],
+    },
+  };
+  const PLOT_CONFIG = { displayModeBar: false, responsive: true, staticPlot: false };
+
+  function seriesOf(spec, rows) {
+    const scale = spec[4] || 1;
+    return rows.map((r) => r[spec[0]] * scale);
+  }
+
+  function drawCharts() {
+    const x = records.map((r) => r.clock);
+    for (const [id, chart] of Object.entries(CHARTS)) {
+      const data = chart.traces.map((spec) => ({
+        x, y: seriesOf(spec, records), name: spec[1], mode: "lines",
+        line: { color: spec[2], dash: spec[3], width: 2 },
+      }));
+      for (const [value, name, color] of chart.lines || []) {
+        data.push({ x, y: x.map(() => value), name, mode: "lines", line: { color, dash: "dash", width: 1 } });
+      }
+      const layout = {
+        title: { text: chart.title, font: { size: 12 }, x: 0.01, xanchor: "left" },
+        margin: { l: 42, r: 8, t: 24, b: 22 }, showlegend: true,
+        legend: { orientation: "h", y: -0.2, font: { size: 10 } },
+        xaxis: { nticks: 6, tickfont: { size: 10 } }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
+        font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff",
+      };
+      Plotly.react(id, data, layout, PLOT_CONFIG);
+    }
+  }
+
+  function extendCharts(batch) {
+    const x = batch.map((r) => r.clock);
+    for (const [id, chart] of Object.entries(CHARTS)) {
+      const xs = [], ys = [], idx = [];
+      chart.traces.forEach((spec, i) => { xs.push(x); ys.push(seriesOf(spec, batch)); idx.push(i); });
+      (chart.lines || []).forEach(([value], j) => { xs.push(x); ys.push(x.map(() => value)); idx.push(chart.traces.length + j); });
+      Plotly.extendTraces(id, { x: xs, y: ys }, idx);
+    }
+  }
+
+  // ---- status, events, alert --------------------------------------------------------------------------------
+  function showStatus(r) {
+    for (const key of Object.keys(fmt)) {
+      const cell = $("s-" + key);
+      if (!cell) continue;
+      cell.textContent = fmt[key](r);
+      const [level, word] = flag(key, r, pageBurn);
+      const mark = $("f-" + key);
+      mark.textContent = word;
+      mark.className = "flag " + level;
+      cell.parentElement.className = level;
+    }
+    const alert = $("alert");
+    if (r.events.includes("page fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
+    if (r.page_firing) {
+      alert.hidden = false;
+      alert.textContent = t("alert.page", { burn: r.burn_1h.toFixed(1), clock: pageSince, budget: (100 * r.budget_left).toFixed(1) });
+      document.body.classList.add("paging");
+    } else {
+      alert.hidden = true;
+      pageSince = null;
+      document.body.classList.remove("paging");
+    }
+  }
+
+  function logEvents(r) {
+    const list = $("events");
+    for (const event of [...r.events].reverse()) { // newest first, and within a minute too
+      const item = document.createElement("li");
+      const kind = /^set |floor raised|warm-up started|rollback (started|restarted)|fleet set/.test(event)
+        ? "operator" : /page fired/.test(event) ? "page" : "system";
+      item.className = kind;
+      const time = document.createElement("time");
+      time.textContent = r.clock;
+      item.append(time, " ", tEvent(event));
+      list.prepend(item);
+    }
+  }
+
+  // ---- controls ------------------------------------------------------------------------------------------
+  const SLIDERS = ["floor", "target_utilization", "ttl_s", "shed_share"];
+  const SWITCHES = ["autoscaler", "recommendations"];
+
+  function showControlValue(name, value) {
+    const out = $("o-" + name);
+    if (!out) return;
+    if (name === "floor") out.textContent = t("unit.instances", { n: value });
+    else if (name === "ttl_s") out.textContent = t("unit.seconds", { n: Math.round(value) });
+    else out.textContent = Math.round(100 * value) + " %";
+  }
+
+  function showControls(controls) {
+    for (const name of SLIDERS) {
+      if (editing.has(name)) continue;
+      const input = $("c-" + name);
+      const scale = Number(input.dataset.scale || 1);
+      input.value = String(Math.round(controls[name] / scale));
+      showControlValue(name, controls[name]);
+    }
+    for (const name of SWITCHES) {
+      $("c-" + name).checked = controls[name];
+      $("c-" + name).setAttribute("aria-checked", String(controls[name]));
+    }
+  }
+
+  function showState(s) {
+    state = s;
+    $("clock").textContent = s.clock;
+    $("pause").textContent = s.paused ? t("button.resume") : t("button.pause");
+    $("pause").setAttribute("aria-pressed", String(s.paused));
+    $("step").disabled = !s.paused || s.done;
+    $("speed").value = String(s.speed);
+    showControls(s.controls);
+    const over = s.done;
+    for (const el of document.querySelectorAll("#controls input, #controls button, #pause")) el.disabled = over;
+    if (over) $("debrief-link").hidden = false;
+    root.dataset.minute = String(s.minute);
+    root.dataset.paused = String(s.paused);
+  }
+
+  function send(message) {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  }
+
+  function act(control, value) {
+    const message = { type: "action", control };
+    if (value !== undefined) message.value = value;
+    send(message);
+  }
+
+  for (const name of SLIDERS) {
+    const input = $("c-" + name);
+    const scale = Number(input.dataset.scale || 1);
+    const value = () => (scale === 1 ? Number(input.value) : Math.round(Number(input.value)) * scale);
+    input.addEventListener("input", () => { editing.add(name); showControlValue(name, value()); });
+    input.addEventListener("change", () => { editing.delete(name); act(name, name === "floor" ? Math.round(value()) : Number(value().toFixed(4))); });
+  }
+  for (const name of SWITCHES) {
+    $("c-" + name).addEventListener("change", (e) => act(name, e.target.checked));
+  }
+  for (const button of document.querySelectorAll("[data-button]")) {
+    button.addEventListener("click", () => act(button.dataset.button));
+  }
+  $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
+  $("step").addEventListener("click", () => send({ type: "step" }));
+  $("speed").addEventListener("change", (e) => send({ type: "speed", value: Number(e.target.value) }));
+  document.addEventListener("keydown", (e) => {
+    if (e.target.closest("input, select, textarea, button")) return;
+    if (e.code === "Space") { e.preventDefault(); $("pause").click(); }
+    if (e.key === "s" || e.key === "S") $("step").click();
+  });
+  $("share").addEventListener("click", (e) => {
+    if (navigator.clipboard && window.isSecureContext) {
+      e.preventDefault();
+      navigator.clipboard.writeText(new URL($("share").getAttribute("href"), location.href).href)
+        .then(() => flash(t("share.copied"), "info"));
+    }
+  });
+
+  function flash(message, kind) {
+    const box = $("error");
+    box.hidden = false;
+    box.className = "error-banner " + (kind || "bad");
+    box.textContent = message;
+    clearTimeout(flash.timer);
+    flash.timer = setTimeout(() => { box.hidden = true; }, 6000);
+  }
+
+  // ---- rendering: at most one frame's work however fast minutes arrive (16× must not fall behind) -------
+  // Status and events follow every frame; charts redraw at most every CHART_INTERVAL_MS with all new minutes.
+  let unrendered = [];
+  let chartPending = [];
+  let latestState = null;
+  let frameRequested = false;
+  let chartTimer = null;
+  let lastChartDraw = -Infinity;
+  const CHART_INTERVAL_MS = 200;
+
+  function scheduleRender() {
+    if (frameRequested) return;
+    frameRequested = true;
+    requestAnimationFrame(render);
+  }
+
+  function render() {
+    frameRequested = false;
+    if (unrendered.length) {
+      unrendered.forEach(logEvents);
+      showStatus(unrendered[unrendered.length - 1]);
+      chartPending.push(...unrendered);
+      unrendered = [];
+      scheduleCharts();
+    }
+    if (latestState) { showState(latestState); latestState = null; }
+  }
+
+  function scheduleCharts() {
+    if (chartTimer !== null) return;
+    const wait = Math.max(0, lastChartDraw + CHART_INTERVAL_MS - performance.now());
+    chartTimer = setTimeout(flushCharts, wait);
+  }
+
+  function flushCharts() {
+    chartTimer = null;
+    if (!chartPending.length) return;
+    const batch = chartPending;
+    chartPending = [];
+    if (records.length === batch.length) drawCharts(); else extendCharts(batch);
+    lastChartDraw = performance.now();
+    root.dataset.charted = String(records.length);
+  }
+
+  // ---- the socket ----------------------------------------------------------------------------------------
+  function onMessage(message) {
+    switch (message.type) {
+      case "snapshot":
+        records = message.records;
+        unrendered = [];
+        chartPending = [];
+        $("events").replaceChildren();
+        records.forEach(logEvents);
+        drawCharts();
+        if (records.length) showStatus(records[records.length - 1]);
+        showState(message.state);
+        finished = message.state.done;
+        break;
+      case "minute":
+        records.push(message.record);
+        unrendered.push(message.record);
+        latestState = message.state;
+        scheduleRender();
+        break;
+      case "state":
+        showState(message);
+        break;
+      case "ack":
+        flash(t("ack.queued", { control: message.action.control, clock: state ? state.clock : "" }), "info");
+        break;
+      case "error":
+        flash(message.message, "bad");
+        if (state) showControls(state.controls);
+        break;
+      case "finished":
+        finished = true;
+        showState(message.state);
+        flash(t("run.finished"), "info");
+        break;
+    }
+    root.dataset.records = String(records.length);
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}/api/runs/${runId}/ws`);
+    socket.addEventListener("open", () => { retry = 0; root.dataset.connected = "true"; });
+    socket.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
+    socket.addEventListener("close", () => {
+      root.dataset.connected = "false";
+      if (finished) return;
+      retry = Math.min(retry + 1, 5);
+      setTimeout(connect, 250 * 2 ** retry); // the server keeps the run; a reconnect gets it back where it is
+    });
+  }
+  connect();
+})();

@@ -1,0 +1,38 @@
+// Formatting of the core's numbers for display (no model value is computed here).
+(function () {
+  "use strict";
+  const t = (k, p) => window.i18n.t(k, p);
+  const pct = (x, digits) => (100 * x).toFixed(digits === undefined ? 0 : digits) + " %";
+  const fmt = {
+    burn_1h: (r) => r.burn_1h.toFixed(1) + " ×",
+    requests_per_s: (r) => t("unit.req_per_s", { n: Math.round(r.requests_per_s) }),
+    serving: (r) => String(r.serving),
+    booting: (r) => String(r.booting),
+    cache_hit: (r) => pct(r.cache_hit),
+    db_utilization: (r) => pct(r.db_utilization),
+    shed_share: (r) => pct(r.shed_per_s / Math.max(r.requests_per_s, 1e-9)),
+    cost_per_hour: (r) => t("unit.usd_per_hour", { n: r.cost_per_hour.toFixed(2) }),
+    cost_so_far: (r) => t("unit.usd", { n: r.cost_so_far.toFixed(2) }),
+    mean_age_s: (r) => t("unit.seconds", { n: Math.round(r.mean_age_s) }),
+    bad_build_share: (r) => pct(r.bad_build_share),
+    recommendations_available: (r) => pct(r.recommendations_available),
+    p99_ms: (r) => t("unit.ms", { n: Math.round(r.p99_ms) }),
+    error_rate: (r) => pct(r.error_rate, 2),
+    budget_left: (r) => pct(r.budget_left, 1),
+  };
+  // A word beside a value, so that colour is never the only carrier of meaning.
+  function flag(key, r, page) {
+    if (key === "burn_1h" && r.burn_1h >= page) return ["bad", t("flag.paging")];
+    if (key === "burn_1h" && r.burn_1h > 1) return ["warn", t("flag.burning")];
+    if (key === "db_utilization" && r.db_utilization >= 1) return ["bad", t("flag.saturated")];
+    if (key === "db_utilization" && r.db_utilization >= 0.8) return ["warn", t("flag.high")];
+    if (key === "error_rate" && r.error_rate > 0.01) return ["bad", t("flag.high")];
+    if (key === "error_rate" && r.error_rate > 0.001) return ["warn", t("flag.over_slo")];
+    if (key === "p99_ms" && r.p99_ms >= 2000) return ["bad", t("flag.timeouts")];
+    if (key === "booting" && r.booting > 0) return ["info", t("flag.booting")];
+    if (key === "bad_build_share" && r.bad_build_share > 0) return ["warn", t("flag.live")];
+    if (key === "budget_left" && r.budget_left <= 0) return ["bad", t("flag.exhausted")];
+    return ["", ""];
+  }
+  window.fmt = { fmt, flag, pct };
+})();

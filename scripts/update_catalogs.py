@@ -1,0 +1,104 @@
+"""Extract every user-facing string into the gettext catalogs (oncallsim/locales/*/LC_MESSAGES/messages.po).
+
+Sources: the web templates (``_()`` calls) and the strings the pages show from data — scenario titles and
+briefings, control labels and help, formula titles and notes, parameter meanings, debrief labels. English is
+the source language: its catalog is written complete (msgstr = msgid). Run: ``python scripts/update_catalogs.py``;
+a test fails while the catalog is out of date.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
+from jinja2.ext import babel_extract
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LOCALES = ROOT / "oncallsim" / "locales"
+
+
+def template_messages() -> dict[str, list[tuple[str, int]]]:
+    found: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted((ROOT / "oncallsim" / "web" / "templates").glob("*.html")):
+        with path.open("rb") as fh:
+            for lineno, _func, message, _comments in babel_extract(fh, ("_", "gettext", "ngettext"), [], {}):
+                texts = message if isinstance(message, tuple) else (message,)
+                for text in texts:
+                    if text:
+                        found.setdefault(text, []).append((str(path.relative_to(ROOT)), lineno))
+    return found
+
+
+def data_messages() -> dict[str, list[tuple[str, int]]]:
+    from oncallsim.debrief.html import COMPARISONS
+    from oncallsim.model import CONTROL_SPECS, param_info
+    from oncallsim.model.formulas import FORMULAS
+    from oncallsim.policies import COUNTERFACTUAL_POLICIES
+    from oncallsim.scenarios import builtin_scenarios
+
+    texts: list[tuple[str, str]] = []
+    for sc in builtin_scenarios().values():
+        texts += [(sc.title, "scenario"), (sc.briefing.strip(), "scenario"), (sc.summary, "scenario")]
+    for spec in CONTROL_SPECS.values():
+        texts += [(spec.label, "control"), (spec.help, "control")]
+    for f in FORMULAS:
+        texts += [(f.title, "formula")] + ([(f.note, "formula")] if f.note else [])
+    texts += [(p.doc, "parameter") for p in param_info()]
+    texts += [(label, "debrief") for label, _key, _kind in COMPARISONS]
+    texts += [(name, "debrief") for name in COUNTERFACTUAL_POLICIES]
+    texts += [(c, "debrief") for c in ("overload", "timeout", "bad_build")]
+    texts += [
+        (p, "debrief")
+        for p in (
+            "before the incident",
+            "incident, before any action",
+            "incident",
+            "after the first action, until recovery",
+            "after recovery",
+            "the whole run",
+        )
+    ]
+    found: dict[str, list[tuple[str, int]]] = {}
+    for text, origin in texts:
+        found.setdefault(text, []).append((f"data:{origin}", 0))
+    return found
+
+
+def extracted() -> dict[str, list[tuple[str, int]]]:
+    messages = template_messages()
+    for text, where in data_messages().items():
+        messages.setdefault(text, []).extend(where)
+    return messages
+
+
+def build(language: str, messages: dict[str, list[tuple[str, int]]]) -> bytes:
+    path = LOCALES / language / "LC_MESSAGES" / "messages.po"
+    old: dict[str, str] = {}
+    if path.exists():
+        with path.open("rb") as fh:
+            old = {m.id: m.string for m in read_po(fh) if m.id}
+    catalog = Catalog(locale=language, project="oncallsim", fuzzy=False)
+    for text in sorted(messages):
+        string = text if language == "en" else old.get(text, "")
+        catalog.add(text, string, locations=messages[text])
+    buffer = io.BytesIO()
+    write_po(buffer, catalog, width=120, omit_header=False, sort_output=True)
+    return buffer.getvalue()
+
+
+def main() -> None:
+    messages = extracted()
+    for folder in sorted(p for p in LOCALES.iterdir() if p.is_dir()):
+        target = folder / "LC_MESSAGES" / "messages.po"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(build(folder.name, messages))
+        print(f"{target.relative_to(ROOT)}: {len(messages)} messages")
+
+
+if __name__ == "__main__":
+    main()

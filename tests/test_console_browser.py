@@ -1,0 +1,145 @@
+"""The console in real headless Chromium against a real uvicorn server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.browser import chromium_page
+from tests.server import running_server
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "images"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    with running_server(tmp_path / "runs.sqlite3") as base:
+        yield base
+
+
+class Watch:
+    """Collects what the page did: errors and every request's URL."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    def check(self) -> None:
+        assert self.errors == []
+        for url in self.requests:
+            host = urlparse(url).hostname
+            assert urlparse(url).scheme == "data" or host in {"127.0.0.1", "localhost"}, url
+
+
+def start(page: Any, base: str, title: str, seed: int, speed: int) -> str:
+    page.goto(base + "/")
+    card = page.locator("form.card", has=page.get_by_role("heading", name=title))
+    card.get_by_label("Seed").fill(str(seed))
+    card.get_by_label("Speed").select_option(str(speed))
+    card.get_by_role("button", name="Start").click()
+    page.wait_for_url(re.compile(r"/runs/[0-9a-f]+$"))
+    return page.url.rsplit("/", 1)[1]
+
+
+def api(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def charts_drew(page: Any) -> None:
+    page.wait_for_function(
+        "() => document.querySelectorAll('.chart .main-svg').length >= 12 && "
+        "[...document.querySelectorAll('.chart .scatterlayer .trace path.js-line')]"
+        ".some(p => (p.getAttribute('d') || '').length > 50)"
+    )
+
+
+def test_bad_deploy_page_rollback_and_debrief(server: str) -> None:
+    with chromium_page() as page:
+        watch = Watch(page)
+        run_id = start(page, server, "Bad deploy", seed=7, speed=16)
+        page.get_by_role("alert").filter(has_text="PAGE").wait_for()
+        charts_drew(page)
+        if os.environ.get("ONCALLSIM_UPDATE_SCREENSHOTS") == "1":
+            page.get_by_role("button", name="Pause").click()
+            page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
+            page.wait_for_function(
+                "() => document.querySelector('main.console').dataset.charted === "
+                "document.querySelector('main.console').dataset.records"
+            )
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "console-bad-deploy.png"))
+            page.get_by_role("button", name="Resume").click()
+        page.get_by_role("button", name="Roll back").click()
+        started = page.locator("#events li", has_text="rollback started")
+        started.wait_for()
+        pressed_clock = started.locator("time").inner_text()
+        page.locator("#s-bad_build_share", has_text=re.compile(r"^0 %$")).wait_for()
+        ready_clock = page.locator("#events li", has_text="rollback ready").locator("time").inner_text()
+        minutes = lambda hhmm: int(hhmm[:2]) * 60 + int(hhmm[3:])  # noqa: E731
+        assert minutes(ready_clock) - minutes(pressed_clock) == 4  # prepared minutes m … m+4, clean from m+5
+        records = api(server, f"/api/runs/{run_id}")["records"]
+        pressed = next(r["minute"] for r in records if "rollback started" in r["events"])
+        clean = next(r["minute"] for r in records if r["minute"] > pressed and r["bad_build_share"] == 0.0)
+        assert clean == pressed + 5
+        page.get_by_role("link", name="Debrief").wait_for()
+        page.get_by_role("link", name="Debrief").click()
+        page.get_by_role("heading", name="Score card").wait_for()
+        page.locator("#debrief-chart .main-svg").first.wait_for()
+        assert "hands-off" in page.locator("#counterfactuals").inner_text()
+        watch.check()
+
+
+def step_once(page: Any) -> None:
+    """Press "Step one minute" and wait for that minute to arrive and render."""
+    count = int(page.locator("main.console").get_attribute("data-records") or "0")
+    page.get_by_role("button", name="Step one minute").click()
+    page.wait_for_function("(n) => Number(document.querySelector('main.console').dataset.records) > n", arg=count)
+
+
+def test_cache_flush_feature_off_lowers_db_utilization(server: str) -> None:
+    with chromium_page() as page:
+        watch = Watch(page)
+        start(page, server, "Cache flush", seed=3, speed=8)
+        page.wait_for_function("() => document.getElementById('clock').textContent >= '11:45'")
+        page.get_by_role("button", name="Pause").click()
+        page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
+        flushed = page.locator("#events li", has_text="cache flushed")
+        while flushed.count() == 0:
+            step_once(page)
+        before = float(page.locator("#s-db_utilization").inner_text().rstrip(" %"))
+        assert before > 80
+        page.get_by_role("switch", name="Recommendations feature").uncheck()
+        page.locator("#error", has_text="recommendations").wait_for()  # the server logged the action
+        step_once(page)
+        page.locator("#events li", has_text="recommendations off").wait_for()
+        after = float(page.locator("#s-db_utilization").inner_text().rstrip(" %"))
+        assert after < before - 15
+        assert page.locator("#s-recommendations_available").inner_text() == "0 %"
+        charts_drew(page)
+        watch.check()
+
+
+def test_console_fits_a_laptop_screen(server: str) -> None:
+    with chromium_page(width=1366, height=768) as page:
+        watch = Watch(page)
+        start(page, server, "Traffic surge", seed=1, speed=1)
+        charts_drew(page)
+        overflow = page.evaluate("() => document.documentElement.scrollHeight - window.innerHeight")
+        assert overflow <= 0
+        for name in ("Fleet floor", "Target utilization", "Cache TTL", "Load shedding"):
+            assert page.get_by_label(name).count() == 1
+        for name in ("Autoscaler", "Recommendations feature"):
+            assert page.get_by_role("switch", name=name).count() == 1
+        watch.check()
