@@ -18,8 +18,8 @@ run: $(STAMP)
 	$(BIN)/oncallsim serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check oncallsim tests benchmarks scripts
-	$(BIN)/ruff format --check oncallsim tests benchmarks scripts
+	$(BIN)/ruff check oncallsim tests benchmarks scripts examples
+	$(BIN)/ruff format --check oncallsim tests benchmarks scripts examples
 	$(BIN)/mypy oncallsim
 
 # The browser tests drive Debian's chromium (no browser download). Installed here when missing and root.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from oncallsim.debrief.scorecard import ObjectiveResult, score
+from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
 from oncallsim.simulation import Simulation
 
@@ -33,17 +33,19 @@ class Report(Outcome):
 
 
 def run_outcome(sim: Simulation) -> Outcome:
-    return outcome(sim.timeline, sim.plan, sim.params, sim.actions, sim.scenario.latency_target_ms)
+    return outcome(
+        sim.timeline, sim.plan, sim.params, sim.actions, sim.scenario.latency_target_ms, p99_targets(sim.scenario)
+    )
 
 
 def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | None = None) -> Report:
     """Everything the debrief says about ``sim``; ``counterfactuals`` are other runs of the same scenario and seed."""
     mine = run_outcome(sim)
-    results = score(sim.scenario, sim.timeline, mine)
+    results = score(sim.scenario, mine)
     others: dict[str, Counterfactual] = {}
     for name, other in (counterfactuals or {}).items():
         theirs = run_outcome(other)
-        their_scores = score(other.scenario, other.timeline, theirs)
+        their_scores = score(other.scenario, theirs)
         others[name] = Counterfactual(
             **theirs.model_dump(),
             objectives_passed=sum(o.passed for o in their_scores),

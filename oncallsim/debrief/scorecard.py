@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pydantic import BaseModel
 
 from oncallsim.debrief.summary import Outcome
-from oncallsim.model import MinuteRecord
 from oncallsim.scenarios import Scenario
 from oncallsim.scenarios.spec import (
     BudgetLeftObjective,
@@ -19,7 +16,7 @@ from oncallsim.scenarios.spec import (
     RecoveryObjective,
 )
 
-__all__ = ["ObjectiveResult", "score"]
+__all__ = ["ObjectiveResult", "judge", "p99_targets", "score"]
 
 
 class ObjectiveResult(BaseModel):
@@ -29,11 +26,16 @@ class ObjectiveResult(BaseModel):
     target: float
 
 
-def score(scenario: Scenario, timeline: Sequence[MinuteRecord], result: Outcome) -> list[ObjectiveResult]:
-    return [judge(o, timeline, result) for o in scenario.objectives]
+def score(scenario: Scenario, result: Outcome) -> list[ObjectiveResult]:
+    return [judge(o, result) for o in scenario.objectives]
 
 
-def judge(objective: Objective, timeline: Sequence[MinuteRecord], result: Outcome) -> ObjectiveResult:
+def p99_targets(scenario: Scenario) -> list[float]:
+    """The latency targets the scenario's objectives judge (the outcome counts minutes under each)."""
+    return [o.target_ms for o in scenario.objectives if isinstance(o, LatencyObjective)]
+
+
+def judge(objective: Objective, result: Outcome) -> ObjectiveResult:
     name = objective.label()
     if isinstance(objective, BudgetLeftObjective):
         return ObjectiveResult(
@@ -44,7 +46,7 @@ def judge(objective: Objective, timeline: Sequence[MinuteRecord], result: Outcom
             name=name, passed=result.budget_spent <= objective.value, value=result.budget_spent, target=objective.value
         )
     if isinstance(objective, LatencyObjective):
-        within = sum(r.p99_ms <= objective.target_ms for r in timeline) / max(len(timeline), 1)
+        within = result.p99_within_share[f"{objective.target_ms:g}"]
         return ObjectiveResult(name=name, passed=within >= objective.share, value=within, target=objective.share)
     if isinstance(objective, CostObjective):
         return ObjectiveResult(

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
-from oncallsim.debrief.incident import first_page, incident_start, recovery_minute
+from oncallsim.debrief.accumulate import OutcomeAccumulator, scenario_incident_start
+from oncallsim.debrief.incident import incident_start, recovery_minute
 from oncallsim.model import MinuteRecord, Params, RunPlan
 from oncallsim.simulation import Action
 
@@ -39,6 +41,7 @@ class Outcome(BaseModel):
     incident_minute: int | None
     time_to_first_mitigation_min: int | None
     time_to_recovery_min: int | None
+    p99_within_share: dict[str, float]
 
 
 def budget_per_minute(record: MinuteRecord, params: Params) -> float:
@@ -51,35 +54,13 @@ def outcome(
     params: Params,
     actions: Sequence[Action],
     latency_target_ms: float,
+    p99_targets: Sequence[float] = (),
 ) -> Outcome:
-    scale = 1.0 / params.error_budget / params.budget_period_min
-    by_cause = {
-        "overload": sum(r.error_overload for r in timeline) * scale,
-        "timeout": sum(r.error_timeout for r in timeline) * scale,
-        "bad_build": sum(r.error_bad_build for r in timeline) * scale,
-    }
-    start = incident_start(plan, timeline)
-    recovered = recovery_minute(timeline, start, params)
-    mitigation = first_mitigation(actions, start)
-    hits = [r.cache_hit * r.admitted_per_s for r in timeline]
-    return Outcome(
-        budget_spent=sum(r.error_rate for r in timeline) * scale,
-        budget_spent_by_cause=by_cause,
-        budget_left=timeline[-1].budget_left if timeline else plan.budget_start,
-        cost=sum(r.cost_per_hour for r in timeline) / 60.0,
-        worst_p99_ms=max((r.p99_ms for r in timeline), default=0.0),
-        minutes_over_latency_target=sum(r.p99_ms > latency_target_ms for r in timeline),
-        shed_requests=sum(r.shed_per_s for r in timeline) * 60.0,
-        mean_staleness_s=(sum(h * r.mean_age_s for h, r in zip(hits, timeline, strict=True)) / sum(hits))
-        if sum(hits) > 0
-        else 0.0,
-        max_db_utilization=max((r.db_utilization for r in timeline), default=0.0),
-        minutes_db_over_capacity=sum(r.db_utilization >= 1.0 for r in timeline),
-        page_minute=first_page(timeline),
-        incident_minute=start,
-        time_to_first_mitigation_min=None if mitigation is None or start is None else mitigation - start,
-        time_to_recovery_min=None if recovered is None or start is None else recovered - start,
-    )
+    """One run's outcome, through the same accumulator the batch engine uses."""
+    acc = OutcomeAccumulator(1, params, np.array([plan.budget_start]), latency_target_ms, p99_targets)
+    acc.add_records(timeline)
+    start = scenario_incident_start(plan, len(timeline))
+    return Outcome(**acc.finish([start], [[a.minute for a in actions]])[0])
 
 
 def first_mitigation(actions: Sequence[Action], start: int | None) -> int | None:

@@ -161,6 +161,15 @@ class Controls:
         for name in SETTINGS:
             object.__setattr__(self, name, coerce_control_value(name, getattr(self, name)))
 
+    def with_value(self, name: str, value: Any) -> Controls:
+        """A copy with one setting changed to an already-validated value (the hot path of applying actions)."""
+        if name not in SETTINGS:
+            raise InvalidInput("control", f"{name!r} is not a setting")
+        new = object.__new__(Controls)
+        for field_name in SETTINGS:
+            object.__setattr__(new, field_name, value if field_name == name else getattr(self, field_name))
+        return new
+
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> Controls:
         """Controls with the given names set (validated and coerced); the rest at their defaults."""

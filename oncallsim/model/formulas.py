@@ -62,7 +62,7 @@ FORMULAS: tuple[Formula, ...] = (
     Formula(
         "refill",
         "Cache refill",
-        r"\mathrm{warm} \mathrel{+}= (1 - \mathrm{warm})\left(1 - e^{-1/\tau}\right) f_{db}, \quad "
+        r"\mathrm{warm} \leftarrow \mathrm{warm} + (1 - \mathrm{warm})\left(1 - e^{-1/\tau}\right) f_{db}, \quad "
         r"f_{db} = \min\left(1, \frac{\mathrm{capacity}}{\mathrm{demand}}\right)",
         (6,),
         "oncallsim.model.cache.refill",

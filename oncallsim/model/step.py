@@ -7,11 +7,11 @@ passed in and advanced in a fixed order (two normals per minute when noise is on
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from oncallsim.model import cache, database, slo, traffic
+from oncallsim.model import events as ev
 from oncallsim.model import fleet as fleet_mod
 from oncallsim.model.controls import Controls, coerce_control_value
 from oncallsim.model.params import Params
@@ -34,36 +34,28 @@ def apply_actions(state: State, actions: Iterable[tuple[str, Any]], params: Para
         value = coerce_control_value(name, raw)
         if name == "warmup":
             if warmup_left > 0:
-                events.append("warm-up already running")
+                events.append(ev.WARMUP_RUNNING)
             else:
                 warmup_left = params.warmup_minutes
-                events.append("warm-up started")
+                events.append(ev.WARMUP_STARTED)
         elif name == "rollback":
-            events.append("rollback restarted" if rollback_left > 0 else "rollback started")
+            events.append(ev.ROLLBACK_RESTARTED if rollback_left > 0 else ev.ROLLBACK_STARTED)
             rollback_left = params.rollback_minutes
         else:
-            controls = dataclasses.replace(controls, **{name: value})
-            events.append(f"set {name} = {_show(value)}")
+            controls = controls.with_value(name, value)
+            events.append(ev.setting(name, value))
             if name == "floor" and fleet.size < value:
                 started = value - fleet.size
                 fleet = fleet.start(started, params.boot_delay_min)
-                events.append(f"floor raised: {started} instance{'s' * (started != 1)} starting")
+                events.append(ev.floor_raised(started))
             if not controls.autoscaler and fleet.size != controls.floor:
                 before = fleet.size
                 fleet = fleet.match_floor(controls.floor, params.boot_delay_min)
-                if fleet.size < before:
-                    events.append(f"fleet set to the floor: {before - fleet.size} removed")
-                elif fleet.size > before:
-                    events.append(f"fleet set to the floor: {fleet.size - before} starting")
+                if fleet.size != before:
+                    events.append(ev.fleet_to_floor(fleet.size - before))
     if not events:
         return state, events
     return state._replace(controls=controls, fleet=fleet, warmup_left=warmup_left, rollback_left=rollback_left), events
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return f"{value:g}"
 
 
 def step(
@@ -83,10 +75,10 @@ def step(
     if t in plan.deploy_minutes:
         deploying = True
         bad = min(1.0, bad + params.rollout_step)
-        events.append("deploy started")
+        events.append(ev.DEPLOY_STARTED)
     if t in plan.flush_minutes:
         warm = 0.0
-        events.append("cache flushed")
+        events.append(ev.FLUSHED)
 
     # 3. The minute, from the state at its start.
     expected = traffic.expected_rate(t, plan.clock_start_min, params, plan.surge)
@@ -115,9 +107,9 @@ def step(
     budget_left = state.budget_left - burn / params.budget_period_min
     firing = slo.page_state(state.page_firing, burn_1h, burn_5m, params)
     if firing and not state.page_firing:
-        events.append("page fired")
+        events.append(ev.PAGE_FIRED)
     elif state.page_firing and not firing:
-        events.append("page cleared")
+        events.append(ev.PAGE_CLEARED)
 
     rolling_back = state.rollback_left > 0
     cost_per_hour = params.instance_price_per_hour * fleet.size * (params.rollback_cost_factor if rolling_back else 1.0)
@@ -129,32 +121,32 @@ def step(
     if warmup_left > 0:
         warmup_left -= 1
         if warmup_left == 0:
-            events.append("warm-up finished")
+            events.append(ev.WARMUP_FINISHED)
     next_bad = bad
     if deploying:
         next_bad = min(1.0, bad + params.rollout_step)
         if next_bad >= 1.0:
             deploying = False
-            events.append("deploy finished")
+            events.append(ev.DEPLOY_FINISHED)
     rollback_left = state.rollback_left
     if rollback_left > 0:
         rollback_left -= 1
         if rollback_left == 0:
             next_bad = 0.0
             deploying = False
-            events.append("rollback ready")
+            events.append(ev.ROLLBACK_READY)
     next_fleet, ready = fleet.tick()
     if ready:
-        events.append(f"{ready} instance{'s' * (ready != 1)} ready")
+        events.append(ev.instances_ready(ready))
     if controls.autoscaler:
         desired = fleet_mod.desired_fleet(
             fleet.serving, queue.utilization, controls.target_utilization, controls.floor, params
         )
         next_fleet, change = fleet_mod.autoscale(next_fleet, desired, params)
         if change > 0:
-            events.append(f"scaled out: {change} instance{'s' * (change != 1)} starting")
+            events.append(ev.scaled_out(change))
         elif change < 0:
-            events.append(f"scaled in: {-change} instance{'s' * (change != -1)} removed")
+            events.append(ev.scaled_in(-change))
     else:
         desired = controls.floor
 

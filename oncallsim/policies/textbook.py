@@ -31,7 +31,8 @@ WARMUP_CEILING = 0.85  # start the warm-up when utilization plus its load stays 
 WARM_AGAIN = 0.9  # the cache counts as recovered from here
 SURGE_RATIO = 1.15  # traffic over the usual for the time of day that counts as a surge
 CALM_RATIO = 1.1  # back to normal under this
-SURGE_TARGET = 0.5  # target utilization while a surge lasts
+SURGE_TARGET = 0.5  # target utilization while a surge rises
+RISING_SLOPE = 0.02  # traffic growing faster than 2 % a minute counts as rising (noise alone rarely does)
 
 
 def instances_for(rate: float, service_ms: float, target: float, params: Params) -> int:
@@ -130,14 +131,17 @@ class Textbook:
         actions: list[tuple[str, Any]] = []
         recent = [r.requests_per_s for r in obs.timeline[-4:]]
         slope = max(0.0, (recent[-1] - recent[0]) / max(len(recent) - 1, 1))
-        rising = slope > 0.01 * last.requests_per_s
+        rising = slope > RISING_SLOPE * last.requests_per_s
         target = SURGE_TARGET if rising else opening.target_utilization
         if controls.target_utilization != target:
             actions.append(("target_utilization", target))
         projected = last.requests_per_s + slope * (params.boot_delay_min + 2)
         need = instances_for(projected, last.service_time_ms, target, params)
         floor = max(opening.floor, min(params.max_fleet, need))
-        if floor > controls.floor or (not rising and floor <= controls.floor - 2):
+        # raise with the wave (or on a clear deficit), lower only as it ebbs: no flapping on noise
+        if (floor > controls.floor and (rising or floor >= controls.floor + 3)) or (
+            not rising and floor <= controls.floor - 2
+        ):
             actions.append(("floor", floor))
         # Shedding buys time while capacity boots; full traffic returns once the fleet has room for it.
         saturated = last.utilization >= 0.95 or last.error_rate > params.error_budget

@@ -1,0 +1,63 @@
+"""Minute records of many runs as columns: one (minutes × runs) array per field, events kept sparse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oncallsim.model import MinuteRecord
+
+__all__ = ["BOOL_FIELDS", "INT_FIELDS", "Columns"]
+
+INT_FIELDS = frozenset({"minute", "servers", "serving", "booting", "desired", "floor"})
+BOOL_FIELDS = frozenset({"recommendations", "warmup_active", "page_firing", "autoscaler", "rollback_active"})
+_ARRAY_FIELDS = tuple(f for f in MinuteRecord._fields if f not in ("minute", "clock", "events"))
+_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))
+
+
+class Columns:
+    """What a batch computed. ``keep`` limits the stored fields (a sweep needs a dozen of them, not all)."""
+
+    def __init__(self, runs: int, minutes: int, keep: Iterable[str] | None = None) -> None:
+        self.runs = runs
+        self.minutes = minutes
+        self.keep = frozenset(_ARRAY_FIELDS if keep is None else keep)
+        self.data: dict[str, npt.NDArray[Any]] = {}
+        for name in _ARRAY_FIELDS:
+            if name in self.keep:
+                dtype = np.int64 if name in INT_FIELDS else bool if name in BOOL_FIELDS else np.float64
+                self.data[name] = np.zeros((minutes, runs), dtype=dtype)
+        self.clock = np.zeros(minutes, dtype=np.int64)
+        self.events: list[dict[int, list[str]]] = [{} for _ in range(minutes)]
+
+    def write(self, t: int, clock: int, events: dict[int, list[str]], **fields: Any) -> None:
+        self.clock[t] = clock
+        self.events[t] = events
+        for name, column in self.data.items():
+            column[t] = fields[name]  # fields not kept are computed (the full model runs) but not stored
+
+    def __getitem__(self, name: str) -> npt.NDArray[Any]:
+        return self.data[name]
+
+    def records(self, run: int, upto: int | None = None) -> list[MinuteRecord]:
+        """Run ``run``'s minute records, as the scalar engine makes them (Python ints, bools and floats)."""
+        missing = set(_ARRAY_FIELDS) - self.keep
+        if missing:
+            raise ValueError(f"these columns were not kept: {sorted(missing)[:5]}")
+        out = []
+        for t in range(self.minutes if upto is None else upto):
+            values: dict[str, Any] = {}
+            for name in _ARRAY_FIELDS:
+                value = self.data[name][t, run]
+                values[name] = (
+                    int(value) if name in INT_FIELDS else bool(value) if name in BOOL_FIELDS else float(value)
+                )
+            out.append(
+                MinuteRecord(
+                    minute=t, clock=_LABELS[self.clock[t]], events=tuple(self.events[t].get(run, ())), **values
+                )
+            )
+        return out

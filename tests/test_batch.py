@@ -1,0 +1,125 @@
+"""The batch engine gives the scalar engine's records, field by field, minute by minute."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oncallsim import Action, Simulation
+from oncallsim.batch.engine import BatchRun
+from oncallsim.batch.policies import VectorTextbook, vectorized
+from oncallsim.batch.rng import Mulberry32Array
+from oncallsim.batch.runs import run_seeds
+from oncallsim.debrief import incident_start, recovery_minute, run_outcome
+from oncallsim.model import Mulberry32
+from oncallsim.policies import load_policy
+
+SCENARIOS = ["free-play", "bad-deploy", "surge", "cache-flush"]
+SEEDS = [0, 1, 2, 7, 42, 1234]
+
+
+def assert_same(expected: Iterable[Any], got: Iterable[Any], where: str) -> None:
+    for a, b in zip(expected, got, strict=True):
+        for name in a._fields:
+            x, y = getattr(a, name), getattr(b, name)
+            if isinstance(x, float):
+                assert x == y or math.isclose(x, y, rel_tol=1e-9), f"{where} minute {a.minute} {name}: {x} != {y}"
+            else:
+                assert x == y, f"{where} minute {a.minute} {name}: {x!r} != {y!r}"
+
+
+def test_vectorized_mulberry32_is_bit_for_bit() -> None:
+    seeds = [0, 1, 42, 2**32 - 1, 99991]
+    batch, scalars = Mulberry32Array(seeds), [Mulberry32(s) for s in seeds]
+    for _ in range(100):
+        assert list(batch.random()) == [r.random() for r in scalars]
+    for _ in range(100):
+        c, s = batch.normal_pair()
+        pairs = [r.normal_pair() for r in scalars]
+        assert np.allclose(c, [p[0] for p in pairs], rtol=1e-12) and np.allclose(s, [p[1] for p in pairs], rtol=1e-12)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("policy", ["hands-off", "textbook"])
+def test_batch_equals_scalar_for_every_field(scenario: str, policy: str) -> None:
+    minutes = 360 if scenario == "free-play" else None
+    batch = BatchRun(scenario, SEEDS, minutes=minutes)
+    vector = vectorized(policy)
+    batch.run(policy=vector)
+    for i, seed in enumerate(SEEDS):
+        sim = Simulation(scenario, seed=seed, minutes=minutes)
+        sim.run(policy=load_policy(policy))
+        assert batch.actions[i] == sim.actions, f"{scenario} seed {seed}"
+        assert_same(sim.timeline, batch.records(i), f"{scenario}/{policy}/seed {seed}")
+
+
+def test_batch_with_action_logs_and_no_noise() -> None:
+    logs = [
+        [Action(20, "rollback"), Action(21, "floor", 14), Action(22, "autoscaler", False)],
+        [Action(5, "ttl_s", 0.0), Action(6, "shed_share", 0.5), Action(40, "warmup"), Action(41, "warmup")],
+        [Action(0, "floor", 1), Action(3, "target_utilization", 0.9), Action(60, "recommendations", False)],
+    ]
+    batch = BatchRun("bad-deploy", [3, 4, 5], noise=False, overrides={"boot_delay_min": 0})
+    batch.run(actions=logs)
+    for i, seed in enumerate([3, 4, 5]):
+        sim = Simulation("bad-deploy", seed=seed, noise=False, overrides={"boot_delay_min": 0})
+        sim.run(logs[i])
+        assert_same(sim.timeline, batch.records(i), f"log {i}")
+
+
+def test_rows_match_the_scalar_debrief_and_fallback_path() -> None:
+    seeds = [10, 11, 12]
+    fast = run_seeds("cache-flush", seeds, "textbook")
+
+    assert vectorized(WrappedForImport()) is None  # not a built-in: takes the scalar path transparently
+    slow = run_seeds("cache-flush", seeds, "tests.test_batch:WrappedForImport")
+    for a, b, seed in zip(fast, slow, seeds, strict=True):
+        sim = Simulation("cache-flush", seed=seed)
+        sim.run(policy=load_policy("textbook"))
+        outcome = run_outcome(sim)
+        assert a["budget_spent"] == pytest.approx(outcome.budget_spent, rel=1e-9)
+        assert a["time_to_recovery_min"] == outcome.time_to_recovery_min
+        for key, value in a.items():
+            other = b[key]
+            if isinstance(value, float) and math.isnan(value):
+                assert math.isnan(other)
+            elif isinstance(value, float):
+                assert value == pytest.approx(other, rel=1e-9), key
+            else:
+                assert value == other, key
+
+
+class WrappedForImport:
+    """The textbook policy behind a user's module path: the batch cannot vectorize it."""
+
+    name = "wrapped"
+
+    def __init__(self) -> None:
+        self.inner = load_policy("textbook")
+
+    def reset(self, seed: int) -> None:
+        self.inner.reset(seed)
+
+    def decide(self, observation: Any) -> Any:
+        return self.inner.decide(observation)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_streaming_outcome_agrees_with_the_per_minute_definitions(scenario: str) -> None:
+    for seed in range(4):
+        for policy in ("hands-off", "textbook"):
+            sim = Simulation(scenario, seed=seed, minutes=400 if scenario == "free-play" else None)
+            sim.run(policy=load_policy(policy))
+            outcome = run_outcome(sim)
+            start = incident_start(sim.plan, sim.timeline)
+            recovered = recovery_minute(sim.timeline, start, sim.params)
+            assert outcome.incident_minute == start
+            assert outcome.time_to_recovery_min == (None if recovered is None or start is None else recovered - start)
+
+
+def test_vector_textbook_is_the_textbook() -> None:
+    assert VectorTextbook.name == load_policy("textbook").name
