@@ -18,12 +18,23 @@ from scipy.special import gammaln, pdtr
 
 from oncallsim.batch.columns import Columns
 from oncallsim.batch.rng import Mulberry32Array
-from oncallsim.model import Controls, MinuteRecord, Params, RunPlan, State, apply_actions
+from oncallsim.model import (
+    CONTROL_SPECS,
+    Controls,
+    InvalidInput,
+    MinuteRecord,
+    Mulberry32,
+    Params,
+    RunPlan,
+    State,
+    apply_actions,
+)
 from oncallsim.model import events as ev
+from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.fleet import Fleet
 from oncallsim.model.traffic import expected_rate
 from oncallsim.scenarios import Scenario, load_scenario
-from oncallsim.simulation import Action, Simulation
+from oncallsim.simulation import MAX_SEED, Action, Simulation
 
 __all__ = ["BatchRun"]
 
@@ -53,19 +64,23 @@ class BatchRun:
         self.noise = noise
         self.minutes_override = minutes
         self.clock_override = clock
-        # The scalar Simulation validates everything and makes each run's scenario draws (surge shape).
-        sims = [
-            Simulation(self.scenario, seed=s, overrides=overrides, noise=noise, minutes=minutes, clock=clock)
-            for s in self.seeds
-        ]
-        self.params: Params = sims[0].params
-        self.plans: list[RunPlan] = [s.plan for s in sims]
+        # One scalar Simulation validates everything; each run then makes its scenario draws (the surge's
+        # shape) from its own generator, exactly as Simulation does.
+        for seed in self.seeds:
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+                raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
+        first = Simulation(
+            self.scenario, seed=self.seeds[0], overrides=overrides, noise=noise, minutes=minutes, clock=clock
+        )
+        generators = [Mulberry32(seed) for seed in self.seeds]
+        self.params: Params = first.params
+        self.plans: list[RunPlan] = [self.scenario.build_plan(g, clock=clock, minutes=minutes) for g in generators]
         self.length = self.plans[0].minutes
         self.clock_start = self.plans[0].clock_start_min
-        n = self.n = len(sims)
+        n = self.n = len(self.seeds)
         p = self.params
-        opening = self.opening = sims[0].state.controls
-        self.rng = Mulberry32Array([s.rng.get_state() for s in sims])
+        opening = self.opening = first.state.controls
+        self.rng = Mulberry32Array([g.get_state() for g in generators])
         self.t = 0
         # controls
         self.floor: I = np.full(n, opening.floor, dtype=np.int64)
@@ -153,6 +168,73 @@ class BatchRun:
         self.actions[i].extend(Action(self.t, name, value) for name, value in actions)
         return events
 
+    def apply_all(self, actions: Mapping[int, Sequence[tuple[str, Any]]]) -> dict[int, list[str]]:
+        """Every run's inputs, in each run's order: the k-th inputs of all runs together, grouped by control.
+
+        Common settings and buttons are applied as arrays (the same arithmetic and events as ``apply_actions``);
+        the autoscaler switch, and anything on a run whose autoscaler is off, go through the scalar model.
+        """
+        events: dict[int, list[str]] = {}
+        slow = {i: list(acts) for i, acts in actions.items() if acts and not self.autoscaler[i]}
+        for i, acts in slow.items():
+            events[i] = self.apply(i, acts)
+        fast = {i: acts for i, acts in actions.items() if acts and i not in slow}
+        depth = max((len(acts) for acts in fast.values()), default=0)
+        for k in range(depth):
+            groups: dict[str, list[tuple[int, Any]]] = {}
+            for i, acts in fast.items():
+                if k < len(acts):
+                    groups.setdefault(acts[k][0], []).append((i, acts[k][1]))
+            for control, group in groups.items():
+                # the autoscaler switch, or a run whose autoscaler is now off: the scalar model's own rules
+                scalar = control == "autoscaler" or control not in CONTROL_SPECS
+                items = [(i, v) for i, v in group if not scalar and self.autoscaler[i]]
+                for i, value in group:
+                    if scalar or not self.autoscaler[i]:
+                        events.setdefault(i, []).extend(self.apply(i, [(control, value)]))
+                if not items:
+                    continue
+                idx = np.array([i for i, _ in items], dtype=np.int64)
+                values = [coerce_control_value(control, v) for _, v in items]
+                for i, v in zip(idx, values, strict=True):
+                    self.actions[int(i)].append(Action(self.t, control, v))
+                for i, text in zip(idx, self._apply_vector(control, idx, values), strict=True):
+                    events.setdefault(int(i), []).extend(text)
+        return events
+
+    def _apply_vector(self, control: str, idx: I, values: list[Any]) -> list[list[str]]:
+        p = self.params
+        if control == "warmup":
+            running = self.warmup_left[idx] > 0
+            self.warmup_left[idx] = np.where(running, self.warmup_left[idx], p.warmup_minutes)
+            return [[ev.WARMUP_RUNNING if r else ev.WARMUP_STARTED] for r in running]
+        if control == "rollback":
+            again = self.rollback_left[idx] > 0
+            self.rollback_left[idx] = p.rollback_minutes
+            return [[ev.ROLLBACK_RESTARTED if r else ev.ROLLBACK_STARTED] for r in again]
+        texts = [[ev.setting(control, v)] for v in values]
+        array = np.array(values)
+        if control == "floor":
+            self.floor[idx] = array
+            size = self.serving[idx] + self.booting[idx].sum(axis=1)
+            started = np.maximum(0, array - size)
+            if p.boot_delay_min <= 0:
+                self.serving[idx] += started
+            else:
+                self.booting[idx, p.boot_delay_min] += started
+            for text, n in zip(texts, started, strict=True):
+                if n > 0:
+                    text.append(ev.floor_raised(int(n)))
+        elif control == "target_utilization":
+            self.target[idx] = array
+        elif control == "ttl_s":
+            self.ttl[idx] = array
+        elif control == "shed_share":
+            self.shed[idx] = array
+        elif control == "recommendations":
+            self.rec[idx] = array
+        return texts
+
     # --- one minute for every run ----------------------------------------------------------------------
 
     def step(self, actions: Mapping[int, Sequence[tuple[str, Any]]] | None = None) -> None:
@@ -160,10 +242,7 @@ class BatchRun:
         p = self.params
         n = self.n
         t = self.t
-        events: dict[int, list[str]] = {}
-        for i, acts in (actions or {}).items():
-            if acts:
-                events[i] = self.apply(i, acts)
+        events = self.apply_all(actions or {})
 
         def note(mask: B, text: str | Any, counts: I | None = None) -> None:
             """Add an event to the runs in ``mask``; ``text`` may be a function of that run's count."""
