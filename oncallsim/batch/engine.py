@@ -176,15 +176,15 @@ class BatchRun:
         """
         events: dict[int, list[str]] = {}
         slow = {i: list(acts) for i, acts in actions.items() if acts and not self.autoscaler[i]}
-        for i, acts in slow.items():
-            events[i] = self.apply(i, acts)
-        fast = {i: acts for i, acts in actions.items() if acts and i not in slow}
-        depth = max((len(acts) for acts in fast.values()), default=0)
+        for i, todo in slow.items():
+            events[i] = self.apply(i, todo)
+        fast = {i: list(acts) for i, acts in actions.items() if acts and i not in slow}
+        depth = max((len(todo) for todo in fast.values()), default=0)
         for k in range(depth):
             groups: dict[str, list[tuple[int, Any]]] = {}
-            for i, acts in fast.items():
-                if k < len(acts):
-                    groups.setdefault(acts[k][0], []).append((i, acts[k][1]))
+            for i, todo in fast.items():
+                if k < len(todo):
+                    groups.setdefault(todo[k][0], []).append((i, todo[k][1]))
             for control, group in groups.items():
                 # the autoscaler switch, or a run whose autoscaler is now off: the scalar model's own rules
                 scalar = control == "autoscaler" or control not in CONTROL_SPECS
