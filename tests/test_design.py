@@ -94,10 +94,14 @@ def test_positional_record_construction_lines_up_with_the_fields() -> None:
     """step() builds MinuteRecord positionally for speed; each argument line names its field in a comment."""
     from oncallsim.model import MinuteRecord
 
+    from oncallsim.model import State
+
     source = (PACKAGE / "model" / "step.py").read_text()
-    block = source[source.index("record = MinuteRecord(") : source.index("new_state = State(")]
-    names = [line.rsplit("#", 1)[1].strip() for line in block.splitlines()[1:] if "#" in line]
-    assert tuple(names) == MinuteRecord._fields
+    for start, end, fields in (("record = MinuteRecord(", "# Positional, in State", MinuteRecord._fields),
+                               ("new_state = State(", "return new_state", State._fields)):
+        block = source[source.index(start) : source.index(end)]
+        names = [line.rsplit("#", 1)[1].strip() for line in block.splitlines()[1:] if "#" in line]
+        assert tuple(names) == fields
 
 
 def test_every_record_field_is_documented() -> None:

@@ -37,10 +37,11 @@ class Mulberry32:
 
     def random(self) -> float:
         """Uniform on [0, 1): next / 2^32 (next_uint32 inlined: this is the hot path of every run)."""
+        # the masks Math.imul needs, and no more: t stays below 2^32 between lines, so XORs need none
         self.state = t = (self.state + 0x6D2B79F5) & _MASK
         t = ((t ^ (t >> 15)) * (t | 1)) & _MASK
-        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & _MASK)) & _MASK
-        return ((t ^ (t >> 14)) & _MASK) / _TWO32
+        t ^= (t + (t ^ (t >> 7)) * (t | 61)) & _MASK
+        return (t ^ (t >> 14)) / _TWO32
 
     def uniform(self, low: float, high: float) -> float:
         return low + (high - low) * self.random()

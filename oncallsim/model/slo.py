@@ -50,11 +50,12 @@ class BurnWindows(NamedTuple):
         return cls((error_rate,) * max(params.burn_long_window_min, params.burn_short_window_min))
 
     def push(self, error_rate: float) -> BurnWindows:
-        return BurnWindows((*self.rates[1:], error_rate))
+        return BurnWindows(self.rates[1:] + (error_rate,))
 
     def burn(self, minutes: int, params: Params) -> float:
         """Mean error rate over the last ``minutes`` minutes, as a multiple of the error budget."""
-        return sum(self.rates[-minutes:]) / minutes / params.error_budget
+        rates = self.rates if minutes == len(self.rates) else self.rates[-minutes:]
+        return sum(rates) / minutes / params.error_budget
 
 
 def page_state(firing: bool, burn_long: float, burn_short: float, params: Params) -> bool:

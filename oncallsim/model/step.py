@@ -199,19 +199,20 @@ def step(
         1.0 if controls.recommendations else 0.0,  # recommendations_available
         tuple(events),  # events
     )
+    # Positional, in State's field order (as the record above).
     new_state = State(
-        minute=t + 1,
-        plan=plan,
-        controls=controls,
-        fleet=next_fleet,
-        cache_warm=next_warm,
-        warmup_left=warmup_left,
-        bad_build_share=next_bad,
-        deploying=deploying,
-        rollback_left=rollback_left,
-        windows=windows,
-        page_firing=firing,
-        budget_left=budget_left,
-        cost_so_far=cost_so_far,
+        t + 1,  # minute
+        plan,  # plan
+        controls,  # controls
+        next_fleet,  # fleet
+        next_warm,  # cache_warm
+        warmup_left,  # warmup_left
+        next_bad,  # bad_build_share
+        deploying,  # deploying
+        rollback_left,  # rollback_left
+        windows,  # windows
+        firing,  # page_firing
+        budget_left,  # budget_left
+        cost_so_far,  # cost_so_far
     )
     return new_state, record
