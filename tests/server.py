@@ -22,9 +22,11 @@ def free_port() -> int:
 def running_server(db: Path, startup_timeout_s: float = 30.0) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    log_path = db.with_name(db.name + ".server.log")
+    log = log_path.open("w")  # a file, not a pipe: a full pipe would stall the server
     process = subprocess.Popen(
         [sys.executable, "-m", "oncallsim", "serve", "--port", str(port), "--db", str(db)],
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -32,7 +34,7 @@ def running_server(db: Path, startup_timeout_s: float = 30.0) -> Iterator[str]:
         deadline = time.monotonic() + startup_timeout_s
         while True:  # wait for the condition "the server answers", bounded by a deadline
             if process.poll() is not None:
-                raise RuntimeError(f"server exited: {process.stdout.read() if process.stdout else ''}")
+                raise RuntimeError(f"server exited: {log_path.read_text()}")
             try:
                 with urllib.request.urlopen(base + "/api/scenarios", timeout=1) as response:
                     if response.status == 200:
@@ -48,3 +50,4 @@ def running_server(db: Path, startup_timeout_s: float = 30.0) -> Iterator[str]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()

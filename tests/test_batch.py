@@ -62,8 +62,16 @@ def test_batch_with_action_logs_and_no_noise() -> None:
         [Action(20, "rollback"), Action(21, "floor", 14), Action(22, "autoscaler", False)],
         [Action(5, "ttl_s", 0.0), Action(6, "shed_share", 0.5), Action(40, "warmup"), Action(41, "warmup")],
         [Action(0, "floor", 1), Action(3, "target_utilization", 0.9), Action(60, "recommendations", False)],
-        [Action(9, "autoscaler", False), Action(9, "floor", 12), Action(9, "ttl_s", 30.0), Action(30, "floor", 7),
-         Action(31, "autoscaler", True), Action(31, "floor", 20), Action(32, "rollback"), Action(33, "rollback")],
+        [
+            Action(9, "autoscaler", False),
+            Action(9, "floor", 12),
+            Action(9, "ttl_s", 30.0),
+            Action(30, "floor", 7),
+            Action(31, "autoscaler", True),
+            Action(31, "floor", 20),
+            Action(32, "rollback"),
+            Action(33, "rollback"),
+        ],
     ]
     seeds = [3, 4, 5, 6]
     batch = BatchRun("bad-deploy", seeds, noise=False, overrides={"boot_delay_min": 0})
@@ -76,8 +84,10 @@ def test_batch_with_action_logs_and_no_noise() -> None:
 
 
 def test_actions_with_a_boot_delay_in_the_vector_path() -> None:
-    logs = [[Action(2, "floor", 15), Action(2, "floor", 18), Action(4, "warmup"), Action(5, "warmup")],
-            [Action(2, "floor", 9), Action(3, "shed_share", 1.0), Action(3, "recommendations", False)]]
+    logs = [
+        [Action(2, "floor", 15), Action(2, "floor", 18), Action(4, "warmup"), Action(5, "warmup")],
+        [Action(2, "floor", 9), Action(3, "shed_share", 1.0), Action(3, "recommendations", False)],
+    ]
     batch = BatchRun("surge", [8, 9])
     batch.run(actions=logs)
     for i, seed in enumerate([8, 9]):

@@ -97,8 +97,10 @@ def test_positional_record_construction_lines_up_with_the_fields() -> None:
     from oncallsim.model import State
 
     source = (PACKAGE / "model" / "step.py").read_text()
-    for start, end, fields in (("record = MinuteRecord(", "# Positional, in State", MinuteRecord._fields),
-                               ("new_state = State(", "return new_state", State._fields)):
+    for start, end, fields in (
+        ("record = MinuteRecord(", "# Positional, in State", MinuteRecord._fields),
+        ("new_state = State(", "return new_state", State._fields),
+    ):
         block = source[source.index(start) : source.index(end)]
         names = [line.rsplit("#", 1)[1].strip() for line in block.splitlines()[1:] if "#" in line]
         assert tuple(names) == fields

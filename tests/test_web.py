@@ -200,6 +200,26 @@ def test_restart_resumes_from_the_log(db: Path) -> None:
     assert after["records"][31]["recommendations"] is False and expected.timeline[31].recommendations is True
 
 
+def test_an_action_logged_before_a_restart_is_applied_after_it(db: Path) -> None:
+    with TestClient(create_app(db)) as first:
+        run_id = new_run(first, paused=True)
+        with first.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+            ws.receive_json()
+            for _ in range(4):
+                ws.send_json({"type": "step"})
+                receive_until(ws, lambda m: m["type"] == "minute")
+            ws.send_json({"type": "action", "control": "floor", "value": 17})
+            receive_until(ws, lambda m: m["type"] == "ack")
+    with TestClient(create_app(db)) as second:
+        snap = second.get(f"/api/runs/{run_id}").json()
+        assert len(snap["records"]) == 4 and snap["state"]["pending"] == [
+            {"minute": 4, "control": "floor", "value": 17}
+        ]
+        second.post(f"/api/runs/{run_id}/control", json={"type": "pause"})
+        state = second.post(f"/api/runs/{run_id}/control", json={"type": "step"}).json()
+        assert state["minute"] == 5 and state["controls"]["floor"] == 17
+
+
 def test_run_file_download_and_upload_replay(client: TestClient) -> None:
     run_id = new_run(client, paused=True)
     client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})

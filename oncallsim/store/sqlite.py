@@ -180,7 +180,8 @@ class RunStore:
             minutes=row["minutes"],
             clock=row["clock"],
             actions=log,
-            played=row["played"],
+            # an action is stamped with the next minute to compute: the run had reached it
+            played=max([row["played"], *(a["minute"] for a in log)]),
         )
         return RunRow(
             id=row["id"],

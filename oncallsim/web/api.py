@@ -104,6 +104,18 @@ async def controls() -> dict[str, Any]:
     }
 
 
+@router.get("/stats")
+async def stats(request: Request) -> dict[str, Any]:
+    """How the clock keeps up: live runs in memory, how many tick, and the worst lateness of a minute."""
+    runs = list(manager_of(request).runs.values())
+    return {
+        "runs_in_memory": len(runs),
+        "ticking": sum(not r.paused and not r.done for r in runs),
+        "viewers": sum(len(r.subscribers) for r in runs),
+        "max_lag_ms": max((r.max_lag_s for r in runs), default=0.0) * 1000.0,
+    }
+
+
 @router.post("/runs", status_code=201)
 async def create_run(request: Request) -> dict[str, Any]:
     new = parse(NewRun, await request.json(), "run")
@@ -203,7 +215,7 @@ async def run_socket(websocket: WebSocket, run_id: str) -> None:
 
     async def sender() -> None:
         while True:
-            await websocket.send_json(await queue.get())
+            await websocket.send_text(await queue.get())
 
     sending = asyncio.create_task(sender())
     try:
@@ -213,7 +225,8 @@ async def run_socket(websocket: WebSocket, run_id: str) -> None:
                 handle(live, data)
             except (InvalidInput, json.JSONDecodeError) as exc:
                 field = getattr(exc, "field", "message")
-                queue.put_nowait({"type": "error", "field": field, "message": str(exc)})  # one writer: the sender
+                error = {"type": "error", "field": field, "message": str(exc)}
+                queue.put_nowait(json.dumps(error))  # one writer: the sender
     except WebSocketDisconnect:
         pass
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +16,15 @@ from oncallsim.debrief import Report
 from oncallsim.model import InvalidInput
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.policies import debrief
-from oncallsim.simulation import Action, RunFile, Simulation
+from oncallsim.simulation import Action, RunFile, Simulation, load_actions
 from oncallsim.store import RunStore
 
 __all__ = ["SPEEDS", "LiveRun", "RunManager"]
 
 SPEEDS = (1, 2, 4, 8, 16)  # simulated minutes per wall second
+# How often the position is written between pauses and actions. The action log is the truth (a replay goes at
+# least to the last action's minute); a restart may resume a few quiet minutes earlier, never with a lost input.
+PROGRESS_EVERY_MIN = 15
 
 
 def check_speed(speed: Any) -> int:
@@ -47,7 +51,7 @@ class LiveRun:
         # who holds the clock still: the operator ("user"), or nobody watching ("idle": resumes on connect)
         self.held_by = "user" if paused else "idle"
         self.pending: list[Action] = []
-        self.subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
+        self.subscribers: set[asyncio.Queue[str]] = set()
         self.report: Report | None = None
         self.max_lag_s = 0.0
         self._wake = asyncio.Event()
@@ -97,19 +101,23 @@ class LiveRun:
         }
 
     def broadcast(self, message: dict[str, Any]) -> None:
+        """Serialized once, however many viewers."""
+        if not self.subscribers:
+            return
+        text = json.dumps(message)
         for queue in list(self.subscribers):
-            queue.put_nowait(message)
+            queue.put_nowait(text)
 
-    def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
+    def subscribe(self) -> asyncio.Queue[str]:
         """A new viewer; a run held only because nobody watched starts (again) now."""
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[str] = asyncio.Queue()
         self.subscribers.add(queue)
         if self.paused and self.held_by == "idle" and not self.done:
             self.paused = False
             self._wake.set()
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
         self.subscribers.discard(queue)
         if not self.subscribers and not self.paused and not self.done:
             self.pause(held_by="idle")  # nobody watching: the clock stops where it is
@@ -196,7 +204,8 @@ class LiveRun:
     def advance(self) -> None:
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
-        self.store.set_progress(self.id, self.sim.minute)
+        if self.sim.minute % PROGRESS_EVERY_MIN == 0:
+            self.store.set_progress(self.id, self.sim.minute)
         self.broadcast({"type": "minute", "record": record.to_dict(), "state": self.state()})
         if self.done:
             if self._task is None:
@@ -244,8 +253,12 @@ class RunManager:
         row = self.store.get(run_id)
         if row is None:
             return None
-        sim = Simulation.replay(row.run_file)
+        run = row.run_file
+        sim = Simulation.from_run_file(run)
+        logged = load_actions(run.actions)
+        sim.run(logged, until=run.played)
         live = LiveRun(run_id, sim, self.store, row.speed, paused=False)  # held until someone watches
+        live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
         if row.status == "finished" and row.summary is not None:
             live.report = Report.model_validate(row.summary)
         self.runs[run_id] = live
