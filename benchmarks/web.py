@@ -23,7 +23,7 @@ from pathlib import Path
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.server import running_server  # noqa: E402
+from tests.server import running_server
 
 SPEED = 16
 

@@ -92,9 +92,7 @@ def test_model_has_no_io_clock_or_global_randomness() -> None:
 
 def test_positional_record_construction_lines_up_with_the_fields() -> None:
     """step() builds MinuteRecord positionally for speed; each argument line names its field in a comment."""
-    from oncallsim.model import MinuteRecord
-
-    from oncallsim.model import State
+    from oncallsim.model import MinuteRecord, State
 
     source = (PACKAGE / "model" / "step.py").read_text()
     for start, end, fields in (
