@@ -36,10 +36,12 @@ def template_messages() -> dict[str, list[tuple[str, int]]]:
 
 def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.debrief.html import COMPARISONS
+    from oncallsim.debrief.report import HEADLINES
     from oncallsim.model import CONTROL_SPECS, param_info
     from oncallsim.model.formulas import FORMULAS
     from oncallsim.policies import COUNTERFACTUAL_POLICIES
     from oncallsim.scenarios import builtin_scenarios
+    from oncallsim.scenarios.spec import LABELS
 
     texts: list[tuple[str, str]] = []
     for sc in builtin_scenarios().values():
@@ -52,6 +54,8 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(label, "debrief") for label, _key, _kind in COMPARISONS]
     texts += [(name, "debrief") for name in COUNTERFACTUAL_POLICIES]
     texts += [(c, "debrief") for c in ("overload", "timeout", "bad_build")]
+    texts += [(t, "objective") for t in LABELS.values()]
+    texts += [(t, "debrief") for t in HEADLINES.values()]
     texts += [
         (p, "debrief")
         for p in (

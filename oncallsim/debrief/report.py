@@ -8,7 +8,7 @@ from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
 from oncallsim.simulation import Simulation
 
-__all__ = ["Counterfactual", "Report", "make_report", "run_outcome"]
+__all__ = ["HEADLINES", "Counterfactual", "Report", "headline_parts", "make_report", "run_outcome"]
 
 
 class Counterfactual(Outcome):
@@ -30,6 +30,7 @@ class Report(Outcome):
     decisions: list[Decision]
     counterfactuals: dict[str, Counterfactual]
     headline: list[str]
+    headline_parts: list[tuple[str, dict[str, str]]]
 
 
 def run_outcome(sim: Simulation) -> Outcome:
@@ -51,6 +52,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             objectives_passed=sum(o.passed for o in their_scores),
             objectives_total=len(their_scores),
         )
+    parts = headline_parts(mine, others)
     return Report(
         **mine.model_dump(),
         scenario=sim.scenario.id,
@@ -65,30 +67,52 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
         cost_split=cost_split(sim.timeline, sim.params),
         decisions=decisions(sim.timeline, sim.actions),
         counterfactuals=others,
-        headline=headline(mine, others),
+        headline=[template % args if args else template for template, args in parts],
+        headline_parts=parts,
     )
 
 
-def headline(mine: Outcome, others: Mapping[str, Outcome]) -> list[str]:
-    """The sentences that say what the decisions bought, in budget and money."""
-    lines: list[str] = []
-    hands_off = others.get("hands-off")
-    textbook = others.get("textbook")
-    parts = []
-    if hands_off is not None:
-        parts.append(f"Had you done nothing, {hands_off.budget_spent:.1%} of the error budget would have burned")
-    parts.append(f"you spent {mine.budget_spent:.1%}")
-    if textbook is not None:
-        parts.append(f"the playbook spends {textbook.budget_spent:.1%}")
-    lines.append("; ".join(parts) + ".")
-    money = [f"The fleet cost ${mine.cost:.2f}"]
-    if hands_off is not None:
-        money.append(f"${hands_off.cost:.2f} hands-off")
-    if textbook is not None:
-        money.append(f"${textbook.cost:.2f} by the playbook")
-    lines.append(money[0] + (f" ({', '.join(money[1:])})" if len(money) > 1 else "") + ".")
+HEADLINES = {
+    "all": "Had you done nothing, %(hands_off)s of the error budget would have burned; you spent %(mine)s; "
+    "the playbook spends %(textbook)s.",
+    "mine": "You spent %(mine)s of the error budget.",
+    "cost_all": "The fleet cost %(mine)s (%(hands_off)s hands-off, %(textbook)s by the playbook).",
+    "cost": "The fleet cost %(mine)s.",
+    "recovered": "Service recovered %(minutes)s min after the incident began.",
+    "not_recovered": "Service had not recovered by the end of the run.",
+}
+
+
+def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[str, dict[str, str]]]:
+    """The sentences that say what the decisions bought, as translatable templates and their arguments."""
+    hands_off, textbook = others.get("hands-off"), others.get("textbook")
+    parts: list[tuple[str, dict[str, str]]] = []
+    if hands_off is not None and textbook is not None:
+        parts.append(
+            (
+                HEADLINES["all"],
+                {
+                    "hands_off": f"{hands_off.budget_spent:.1%}",
+                    "mine": f"{mine.budget_spent:.1%}",
+                    "textbook": f"{textbook.budget_spent:.1%}",
+                },
+            )
+        )
+        parts.append(
+            (
+                HEADLINES["cost_all"],
+                {
+                    "mine": f"${mine.cost:.2f}",
+                    "hands_off": f"${hands_off.cost:.2f}",
+                    "textbook": f"${textbook.cost:.2f}",
+                },
+            )
+        )
+    else:
+        parts.append((HEADLINES["mine"], {"mine": f"{mine.budget_spent:.1%}"}))
+        parts.append((HEADLINES["cost"], {"mine": f"${mine.cost:.2f}"}))
     if mine.time_to_recovery_min is not None and mine.incident_minute is not None:
-        lines.append(f"Service recovered {mine.time_to_recovery_min} min after the incident began.")
+        parts.append((HEADLINES["recovered"], {"minutes": str(mine.time_to_recovery_min)}))
     elif mine.incident_minute is not None:
-        lines.append("Service had not recovered by the end of the run.")
-    return lines
+        parts.append((HEADLINES["not_recovered"], {}))
+    return parts

@@ -24,6 +24,8 @@ class ObjectiveResult(BaseModel):
     passed: bool
     value: float | None
     target: float
+    template: str = ""  # the label as a translatable template, filled with ``args``
+    args: dict[str, str] = {}
 
 
 def score(scenario: Scenario, result: Outcome) -> list[ObjectiveResult]:
@@ -36,6 +38,11 @@ def p99_targets(scenario: Scenario) -> list[float]:
 
 
 def judge(objective: Objective, result: Outcome) -> ObjectiveResult:
+    template, args = objective.label_parts()
+    return _judge(objective, result).model_copy(update={"template": template, "args": args})
+
+
+def _judge(objective: Objective, result: Outcome) -> ObjectiveResult:
     name = objective.label()
     if isinstance(objective, BudgetLeftObjective):
         return ObjectiveResult(

@@ -34,6 +34,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Objective labels as translatable templates (gettext msgids) with named arguments.
+LABELS = {
+    "budget_left": "error budget left ≥ %(amount)s",
+    "budget_spent": "error budget spent ≤ %(amount)s",
+    "latency": "p99 ≤ %(target)s ms in ≥ %(share)s of minutes",
+    "cost": "cost ≤ $%(amount)s",
+    "db_none": "no minute with the database over capacity",
+    "db_some": "at most %(minutes)s minutes with the database over capacity",
+    "recovery": "recovered within %(minutes)s min of the incident",
+}
+
+
+class _Objective(_Strict):
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        raise NotImplementedError
+
+    def label(self) -> str:
+        """The English label (the template filled in); pages translate the template instead."""
+        template, args = self.label_parts()
+        return template % args if args else template
+
+
 class DeployEvent(_Strict):
     """A new build, which is bad, starts rolling out at ``at``."""
 
@@ -91,69 +113,67 @@ class SurgeEvent(_Strict):
 Event = Annotated[DeployEvent | FlushEvent | SurgeEvent, Field(discriminator="kind")]
 
 
-class BudgetLeftObjective(_Strict):
+class BudgetLeftObjective(_Objective):
     """The error budget left at the end (fraction of the 30-day budget) is at least ``value``."""
 
     kind: Literal["budget_left_at_least"]
     value: float = Field(ge=-10.0, le=1.0)
 
-    def label(self) -> str:
-        return f"error budget left ≥ {self.value:.1%}"
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        return LABELS["budget_left"], {"amount": f"{self.value:.1%}"}
 
 
-class BudgetSpentObjective(_Strict):
+class BudgetSpentObjective(_Objective):
     """The run spends at most ``value`` of the 30-day error budget."""
 
     kind: Literal["budget_spent_at_most"]
     value: float = Field(gt=0.0, le=10.0)
 
-    def label(self) -> str:
-        return f"error budget spent ≤ {self.value:.1%}"
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        return LABELS["budget_spent"], {"amount": f"{self.value:.1%}"}
 
 
-class LatencyObjective(_Strict):
+class LatencyObjective(_Objective):
     """p99 stays at or under ``target_ms`` in at least ``share`` of the minutes."""
 
     kind: Literal["p99_within"]
     target_ms: float = Field(gt=0.0)
     share: float = Field(gt=0.0, le=1.0)
 
-    def label(self) -> str:
-        return f"p99 ≤ {self.target_ms:g} ms in ≥ {self.share:.0%} of minutes"
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        return LABELS["latency"], {"target": f"{self.target_ms:g}", "share": f"{self.share:.0%}"}
 
 
-class CostObjective(_Strict):
+class CostObjective(_Objective):
     """The fleet costs at most ``value`` dollars over the run."""
 
     kind: Literal["cost_at_most"]
     value: float = Field(gt=0.0)
 
-    def label(self) -> str:
-        return f"cost ≤ ${self.value:.2f}"
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        return LABELS["cost"], {"amount": f"{self.value:.2f}"}
 
 
-class DatabaseObjective(_Strict):
+class DatabaseObjective(_Objective):
     """At most ``max_minutes`` minutes with the database at or over capacity (ρ ≥ 1)."""
 
     kind: Literal["db_within_capacity"]
     max_minutes: int = Field(default=0, ge=0)
 
-    def label(self) -> str:
-        return (
-            "no minute with the database over capacity"
-            if self.max_minutes == 0
-            else (f"at most {self.max_minutes} minutes with the database over capacity")
-        )
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        if self.max_minutes == 0:
+            return LABELS["db_none"], {}
+        return LABELS["db_some"], {"minutes": str(self.max_minutes)}
 
 
-class RecoveryObjective(_Strict):
+class RecoveryObjective(_Objective):
     """Errors are back under the SLO within ``minutes`` of the incident's start, and stay there."""
 
     kind: Literal["recover_within"]
     minutes: int = Field(ge=1)
 
-    def label(self) -> str:
-        return f"recovered within {self.minutes} min of the incident"
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        return LABELS["recovery"], {"minutes": str(self.minutes)}
 
 
 Objective = Annotated[
