@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from oncallsim.model import cache, database, slo, traffic
+from oncallsim.model import cache, cost, database, deploy, slo, traffic
 from oncallsim.model import events as ev
 from oncallsim.model import fleet as fleet_mod
 from oncallsim.model.controls import Controls, coerce_control_value
@@ -73,8 +73,7 @@ def step(
     bad = state.bad_build_share
     deploying = state.deploying
     if t in plan.deploy_minutes:
-        deploying = True
-        bad = min(1.0, bad + params.rollout_step)
+        bad, deploying = deploy.start_deploy(bad, params)
         events.append(ev.DEPLOY_STARTED)
     if t in plan.flush_minutes:
         warm = 0.0
@@ -112,7 +111,7 @@ def step(
         events.append(ev.PAGE_CLEARED)
 
     rolling_back = state.rollback_left > 0
-    cost_per_hour = params.instance_price_per_hour * fleet.size * (params.rollback_cost_factor if rolling_back else 1.0)
+    cost_per_hour = cost.cost_per_hour(fleet.size, rolling_back, params)
     cost_so_far = state.cost_so_far + cost_per_hour / 60.0
 
     # 4. Advance the state for the next minute.
@@ -122,19 +121,9 @@ def step(
         warmup_left -= 1
         if warmup_left == 0:
             events.append(ev.WARMUP_FINISHED)
-    next_bad = bad
-    if deploying:
-        next_bad = min(1.0, bad + params.rollout_step)
-        if next_bad >= 1.0:
-            deploying = False
-            events.append(ev.DEPLOY_FINISHED)
-    rollback_left = state.rollback_left
-    if rollback_left > 0:
-        rollback_left -= 1
-        if rollback_left == 0:
-            next_bad = 0.0
-            deploying = False
-            events.append(ev.ROLLBACK_READY)
+    next_bad, deploying, rollback_left = deploy.advance(
+        deploy.Rollout(bad, deploying, state.rollback_left), params, events
+    )
     next_fleet, ready = fleet.tick()
     if ready:
         events.append(ev.instances_ready(ready))
