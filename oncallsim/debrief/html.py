@@ -15,7 +15,7 @@ from oncallsim.debrief.scorecard import ObjectiveResult
 from oncallsim.model import MODEL_VERSION, MinuteRecord, Params, RunPlan
 from oncallsim.simulation import Action
 
-__all__ = ["COMPARISONS", "render_html"]
+__all__ = ["COMPARISONS", "fmt", "fmt_objective", "render_html"]
 
 COMPARISONS = (
     ("error budget spent", "budget_spent", "pct"),
@@ -29,37 +29,36 @@ COMPARISONS = (
 )
 
 
+FORMATS = {
+    "pct": "{:.2%}",
+    "pct0": "{:.0%}",
+    "usd": "${:.2f}",
+    "ms": "{:.0f} ms",
+    "min": "{:.0f} min",
+    "int": "{:,.0f}",
+}
+
+
 def fmt(value: float | int | None, kind: str) -> str:
-    if value is None:
-        return "—"
-    if kind == "pct":
-        return f"{value:.2%}"
-    if kind == "pct2":
-        return f"{value:.2%}"
-    if kind == "pct0":
-        return f"{value:.0%}"
-    if kind == "usd":
-        return f"${value:.2f}"
-    if kind == "ms":
-        return f"{value:.0f} ms"
-    if kind == "min":
-        return f"{value:.0f} min"
-    return f"{value:,.0f}"
+    return "—" if value is None else FORMATS[kind].format(value)
+
+
+# How each objective kind's measured value reads.
+OBJECTIVE_FORMATS = {
+    "budget_left_at_least": "pct",
+    "budget_spent_at_most": "pct",
+    "cost_at_most": "usd",
+    "db_within_capacity": "min",
+    "recover_within": "min",
+}
 
 
 def fmt_objective(o: ObjectiveResult) -> str:
     if o.value is None:
         return "never"
-    name = o.name
-    if "budget" in name:
-        return f"{o.value:.2%}"
-    if "p99" in name:
+    if o.kind == "p99_within":
         return f"{o.value:.1%} of minutes"
-    if "cost" in name:
-        return f"${o.value:.2f}"
-    if "recovered" in name:
-        return f"{o.value:.0f} min"
-    return f"{o.value:.0f} min"
+    return fmt(o.value, OBJECTIVE_FORMATS.get(o.kind, "int"))
 
 
 @cache

@@ -24,6 +24,7 @@ class ObjectiveResult(BaseModel):
     passed: bool
     value: float | None
     target: float
+    kind: str = ""  # the objective's kind, as in the scenario file
     template: str = ""  # the label as a translatable template, filled with ``args``
     args: dict[str, str] = {}
 
@@ -39,7 +40,7 @@ def p99_targets(scenario: Scenario) -> list[float]:
 
 def judge(objective: Objective, result: Outcome) -> ObjectiveResult:
     template, args = objective.label_parts()
-    return _judge(objective, result).model_copy(update={"template": template, "args": args})
+    return _judge(objective, result).model_copy(update={"kind": objective.kind, "template": template, "args": args})
 
 
 def _judge(objective: Objective, result: Outcome) -> ObjectiveResult:

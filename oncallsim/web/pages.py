@@ -22,7 +22,7 @@ from oncallsim.policies import counterfactuals
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import RunFile
 from oncallsim.web.api import NewRun, get_live, manager_of, random_seed, start_run
-from oncallsim.web.live import SPEEDS
+from oncallsim.web.live import SPEEDS, LiveRun
 
 __all__ = ["router"]
 
@@ -118,21 +118,26 @@ async def runs(request: Request) -> HTMLResponse:
     return render(request, "runs.html", runs=manager_of(request).store.recent(), titles=titles)
 
 
-@router.get("/runs/{run_id}", response_class=HTMLResponse)
-async def console(request: Request, run_id: str) -> HTMLResponse:
+def live_or_404(request: Request, run_id: str) -> LiveRun | HTMLResponse:
     try:
-        live = get_live(request, run_id)
+        return get_live(request, run_id)
     except InvalidInput as exc:
         return error_page(request, exc, 404)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def console(request: Request, run_id: str) -> HTMLResponse:
+    live = live_or_404(request, run_id)
+    if isinstance(live, HTMLResponse):
+        return live
     return render(request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS)
 
 
 @router.get("/runs/{run_id}/debrief", response_class=HTMLResponse)
 async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
-    try:
-        live = get_live(request, run_id)
-    except InvalidInput as exc:
-        return error_page(request, exc, 404)
+    live = live_or_404(request, run_id)
+    if isinstance(live, HTMLResponse):
+        return live
     if live.report is None:
         return render(request, "not_over.html", live=live, status=409)
     sim = live.sim
