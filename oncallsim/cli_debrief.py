@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from oncallsim.debrief import Report, make_report
-from oncallsim.debrief.html import COMPARISONS, fmt, fmt_objective
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
 from oncallsim.policies import counterfactuals
 from oncallsim.simulation import Simulation
 
@@ -51,7 +51,7 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
             *(fmt(getattr(c, key), kind) for c in report.counterfactuals.values()),
         )
     console.print(compare)
-    causes = ", ".join(f"{k.replace('_', ' ')} {v:.2%}" for k, v in report.budget_spent_by_cause.items())
+    causes = ", ".join(f"{CAUSE_LABELS[k]} {v:.2%}" for k, v in report.budget_spent_by_cause.items())
     console.print(f"Budget spent by cause: {causes}")
     split = report.cost_split
     console.print(

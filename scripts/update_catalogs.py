@@ -35,7 +35,7 @@ def template_messages() -> dict[str, list[tuple[str, int]]]:
 
 
 def data_messages() -> dict[str, list[tuple[str, int]]]:
-    from oncallsim.debrief.html import COMPARISONS
+    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS
     from oncallsim.debrief.report import HEADLINES
     from oncallsim.model import CONTROL_SPECS, param_info
     from oncallsim.model.formulas import FORMULAS
@@ -53,7 +53,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(p.doc, "parameter") for p in param_info()]
     texts += [(label, "debrief") for label, _key, _kind in COMPARISONS]
     texts += [(name, "debrief") for name in COUNTERFACTUAL_POLICIES]
-    texts += [(c, "debrief") for c in ("overload", "timeout", "bad_build")]
+    texts += [(c, "debrief") for c in CAUSE_LABELS.values()]
     texts += [(t, "objective") for t in LABELS.values()]
     texts += [(t, "debrief") for t in HEADLINES.values()]
     texts += [

@@ -15,7 +15,7 @@ from oncallsim.debrief.scorecard import ObjectiveResult
 from oncallsim.model import MODEL_VERSION, MinuteRecord, Params, RunPlan
 from oncallsim.simulation import Action
 
-__all__ = ["COMPARISONS", "fmt", "fmt_objective", "render_html"]
+__all__ = ["CAUSE_LABELS", "COMPARISONS", "fmt", "fmt_objective", "render_html"]
 
 COMPARISONS = (
     ("error budget spent", "budget_spent", "pct"),
@@ -28,6 +28,8 @@ COMPARISONS = (
     ("recovery after the incident", "time_to_recovery_min", "min"),
 )
 
+
+CAUSE_LABELS = {"overload": "overload", "timeout": "timeout", "bad_build": "bad build"}
 
 FORMATS = {
     "pct": "{:.2%}",
@@ -92,6 +94,7 @@ def render_html(
         .render(
             r=report,
             comparisons=COMPARISONS,
+            causes=CAUSE_LABELS,
             fmt=fmt,
             fmt_objective=fmt_objective,
             clock=plan.clock,

@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from latex2mathml.converter import convert as latex_to_mathml
 
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.debrief.html import COMPARISONS, fmt, fmt_objective
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
 from oncallsim.i18n import negotiate, page_catalog, translations
 from oncallsim.model import CONTROL_SPECS, InvalidInput, param_info
 from oncallsim.model.formulas import FORMULAS, SOURCES
@@ -37,7 +37,7 @@ def environment(language: str) -> Environment:
         extensions=["jinja2.ext.i18n"],
     )
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
-    env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS)
+    env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS, causes=CAUSE_LABELS)
     return env
 
 
