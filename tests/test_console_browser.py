@@ -111,8 +111,8 @@ def step_once(page: Any) -> None:
 def test_cache_flush_feature_off_lowers_db_utilization(server: str) -> None:
     with chromium_page() as page:
         watch = Watch(page)
-        start(page, server, "Cache flush", seed=3, speed=8)
-        page.wait_for_function("() => document.getElementById('clock').textContent >= '11:45'")
+        start(page, server, "Cache flush", seed=3, speed=4)  # 11:30 start, flush at 12:00: pause well before
+        page.wait_for_function("() => document.getElementById('clock').textContent >= '11:36'")
         page.get_by_role("button", name="Pause").click()
         page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
         flushed = page.locator("#events li", has_text="cache flushed")
@@ -128,6 +128,24 @@ def test_cache_flush_feature_off_lowers_db_utilization(server: str) -> None:
         assert after < before - 15
         assert page.locator("#s-recommendations_available").inner_text() == "0 %"
         charts_drew(page)
+        watch.check()
+
+
+def test_keyboard_space_pauses_and_s_steps(server: str) -> None:
+    with chromium_page() as page:
+        watch = Watch(page)
+        start(page, server, "Free play", seed=2, speed=2)
+        page.wait_for_function("() => Number(document.querySelector('main.console').dataset.records) >= 1")
+        page.locator("body").click(position={"x": 5, "y": 300})
+        page.keyboard.press("Space")
+        page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
+        count = int(page.locator("main.console").get_attribute("data-records") or "0")
+        page.keyboard.press("s")
+        page.wait_for_function(
+            "(n) => Number(document.querySelector('main.console').dataset.records) === n + 1", arg=count
+        )
+        page.keyboard.press("Space")
+        page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'false'")
         watch.check()
 
 
