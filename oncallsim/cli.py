@@ -5,19 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TextIO, TypeVar
+from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from oncallsim.cli_common import err, guarded, parse_sets, stdout_console, write_whole
 from oncallsim.cli_debrief import make_debrief, print_debrief
 from oncallsim.debrief.html import render_html
 from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, InvalidInput, MinuteRecord, param_info
@@ -30,56 +28,12 @@ app = typer.Typer(
     no_args_is_help=True,
     help="oncallsim: an on-call simulator whose physics are textbook queueing models.",
 )
-err = Console(stderr=True, highlight=False)
-
-
-def stdout_console() -> Console:
-    """A console for stdout, wide when piped so that tables stay one line a row."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-T = TypeVar("T")
 
 
 class Format(StrEnum):
     table = "table"
     csv = "csv"
     jsonl = "jsonl"
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
-    return typer.Exit(code)
-
-
-@contextmanager
-def clear_errors() -> Iterator[None]:
-    """Bad input ends in one line naming the field and the allowed values; never a traceback."""
-    try:
-        yield
-    except InvalidInput as exc:
-        raise fail(str(exc)) from None
-
-
-def guarded(fn: Callable[..., T]) -> Callable[..., T]:
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        with clear_errors():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def parse_sets(pairs: list[str]) -> dict[str, str]:
-    result: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise InvalidInput("--set", f"expects NAME=VALUE, got {pair!r}")
-        result[name.strip()] = value.strip()
-    return result
 
 
 @app.command()
@@ -199,11 +153,11 @@ def run(
     if out_file is not None:
         buffer = io.StringIO()
         write_records(records, format, buffer)
-        _write_whole(out_file, buffer.getvalue())
+        write_whole(out_file, buffer.getvalue())
     else:
         write_records(records, format, sys.stdout)
     if save_run is not None:
-        _write_whole(save_run, sim.run_file().model_dump_json(indent=2) + "\n")
+        write_whole(save_run, sim.run_file().model_dump_json(indent=2) + "\n")
     if debrief:
         print_debrief(make_debrief(sim), err if out_file is None and format is not Format.table else None)
 
@@ -220,112 +174,12 @@ def debrief_command(
     report, others = make_debrief(sim, with_runs=True)
     print_debrief(report)
     if json_out is not None:
-        _write_whole(json_out, report.model_dump_json(indent=2) + "\n")
+        write_whole(json_out, report.model_dump_json(indent=2) + "\n")
     if html is not None:
         page = render_html(
             report, sim.timeline, sim.plan, sim.params, sim.actions, {name: o.timeline for name, o in others.items()}
         )
-        _write_whole(html, page)
-
-
-def _write_whole(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a failure never leaves half a file."""
-    tmp = path.with_name(path.name + ".part")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InvalidInput(str(path), f"cannot write: {exc.strerror}") from None
-
-
-@app.command()
-@guarded
-def sweep(
-    scenario: Annotated[str, typer.Argument(help="A scenario id or a .toml file.")],
-    seeds: Annotated[int, typer.Option(help="Seeds per grid point.")] = 100,
-    seed_start: Annotated[int, typer.Option(help="First seed.")] = 0,
-    policy: Annotated[str | None, typer.Option(help="hands-off (default), textbook, or module:attr.")] = None,
-    grid: Annotated[list[str] | None, typer.Option(help="NAME=v1,v2,…: a parameter or control to vary.")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE for every run.")] = None,
-    no_noise: Annotated[bool, typer.Option("--no-noise", help="Expected traffic, no random noise.")] = False,
-    minutes: Annotated[int | None, typer.Option(help="Run this many minutes instead of the scenario's length.")] = None,
-    workers: Annotated[int | None, typer.Option(help="Local worker processes (default: the CPU count).")] = None,
-    scheduler: Annotated[str | None, typer.Option(help="A Dask scheduler, tcp://HOST:PORT.")] = None,
-    out_path: Annotated[Path, typer.Option("--out", help="Parquet file, one row per run.")] = Path("results.parquet"),
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep in --out.")] = False,
-    html: Annotated[Path | None, typer.Option(help="Also write an offline HTML plot of the distributions.")] = None,
-) -> None:
-    """Run a scenario over many seeds and grid points; one Parquet row per run, a summary at the end."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from oncallsim.batch import sweep as sweeping
-
-    spec = sweeping.SweepSpec(
-        scenario,
-        seeds,
-        seed_start,
-        policy,
-        sweeping.parse_grid(grid or []),
-        parse_sets(set_ or []),
-        not no_noise,
-        minutes,
-    )
-    sweeping.plan_tasks(spec)  # every input checked before a worker starts or a file is made
-    if out_path.exists() and not resume:
-        raise InvalidInput(str(out_path), "exists; pass --resume to continue it, or choose another --out")
-    executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
-    console = stdout_console()
-    points = math.prod(len(v) for v in spec.grid.values())
-    console.print(
-        f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} on {executor.description}"
-    )
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} runs/s"),
-        TimeRemainingColumn(),
-    )
-    interrupted = False
-    try:
-        with Progress(*columns, console=console, transient=False) as bar:
-            job = bar.add_task("runs", total=None, rate="—")
-            started = time.perf_counter()
-
-            def progress(done: int, total: int) -> None:
-                elapsed = max(time.perf_counter() - started, 1e-9)
-                bar.update(job, completed=done, total=total, rate=f"{done / elapsed:,.0f}")
-
-            rows = sweeping.sweep(spec, executor, out_path, resume=resume, progress=progress)
-    except KeyboardInterrupt:
-        interrupted = True
-        rows = 0
-    finally:
-        if isinstance(executor, sweeping.DaskExecutor):
-            executor.close()
-    if interrupted:
-        err.print(f"interrupted: the rows already written are in {out_path}; --resume continues")
-        raise typer.Exit(130)
-    console.print(f"{rows} rows in {out_path}")
-    summary = sweeping.aggregate(out_path, list(spec.grid))
-    table = Table(title="Summary per grid point (p10 / p50 / p90)")
-    for name in spec.grid:
-        table.add_column(name)
-    for col in ("runs", "budget spent", "cost $", "worst p99 ms", "all objectives met"):
-        table.add_column(col, justify="right")
-    for s in summary:
-        table.add_row(
-            *(str(s[n]) for n in spec.grid),
-            str(s["runs"]),
-            " / ".join(f"{s[f'budget_spent_p{q}']:.2%}" for q in (10, 50, 90)),
-            " / ".join(f"{s[f'cost_p{q}']:.2f}" for q in (10, 50, 90)),
-            " / ".join(f"{s[f'worst_p99_ms_p{q}']:.0f}" for q in (10, 50, 90)),
-            f"{s['passed_share']:.0%}",
-        )
-    console.print(table)
-    if html is not None:
-        _write_whole(html, sweeping.distribution_html(out_path, list(spec.grid), f"oncallsim sweep: {scenario}"))
+        write_whole(html, page)
 
 
 @app.command()
@@ -346,6 +200,11 @@ def serve(
     path = db or default_db_path()
     err.print(f"oncallsim console on http://{host}:{port}/  (runs stored in {path})")
     uvicorn.run(create_app(path), host=host, port=port, log_level="warning")
+
+
+from oncallsim.cli_sweep import sweep  # noqa: E402  (registers on the same app)
+
+app.command()(guarded(sweep))
 
 
 def main() -> None:

@@ -1,0 +1,71 @@
+"""What every command of the CLI shares: the consoles, one-line errors, ``--set`` parsing, whole-file writes."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from oncallsim.model import InvalidInput
+
+__all__ = ["clear_errors", "err", "fail", "guarded", "parse_sets", "stdout_console", "write_whole"]
+
+err = Console(stderr=True, highlight=False)
+
+
+def stdout_console() -> Console:
+    """A console for stdout, wide when piped so that tables stay one line a row."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+T = TypeVar("T")
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def clear_errors() -> Iterator[None]:
+    """Bad input ends in one line naming the field and the allowed values; never a traceback."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise fail(str(exc)) from None
+
+
+def guarded(fn: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        with clear_errors():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise InvalidInput("--set", f"expects NAME=VALUE, got {pair!r}")
+        result[name.strip()] = value.strip()
+    return result
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a failure never leaves half a file."""
+    tmp = path.with_name(path.name + ".part")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InvalidInput(str(path), f"cannot write: {exc.strerror}") from None

@@ -1,0 +1,103 @@
+"""``oncallsim sweep``: many seeds and grid points, with a progress bar, into Parquet, and a summary table."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from oncallsim.cli_common import parse_sets, write_whole
+from oncallsim.model import InvalidInput
+
+__all__ = ["sweep"]
+
+
+def sweep(
+    scenario: Annotated[str, typer.Argument(help="A scenario id or a .toml file.")],
+    seeds: Annotated[int, typer.Option(help="Seeds per grid point.")] = 100,
+    seed_start: Annotated[int, typer.Option(help="First seed.")] = 0,
+    policy: Annotated[str | None, typer.Option(help="hands-off (default), textbook, or module:attr.")] = None,
+    grid: Annotated[list[str] | None, typer.Option(help="NAME=v1,v2,…: a parameter or control to vary.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE for every run.")] = None,
+    no_noise: Annotated[bool, typer.Option("--no-noise", help="Expected traffic, no random noise.")] = False,
+    minutes: Annotated[int | None, typer.Option(help="Run this many minutes instead of the scenario's length.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Local worker processes (default: the CPU count).")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="A Dask scheduler, tcp://HOST:PORT.")] = None,
+    out_path: Annotated[Path, typer.Option("--out", help="Parquet file, one row per run.")] = Path("results.parquet"),
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep in --out.")] = False,
+    html: Annotated[Path | None, typer.Option(help="Also write an offline HTML plot of the distributions.")] = None,
+) -> None:
+    """Run a scenario over many seeds and grid points; one Parquet row per run, a summary at the end."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from oncallsim.batch import sweep as sweeping
+
+    spec = sweeping.SweepSpec(
+        scenario,
+        seeds,
+        seed_start,
+        policy,
+        sweeping.parse_grid(grid or []),
+        parse_sets(set_ or []),
+        not no_noise,
+        minutes,
+    )
+    sweeping.plan_tasks(spec)  # every input checked before a worker starts or a file is made
+    if out_path.exists() and not resume:
+        raise InvalidInput(str(out_path), "exists; pass --resume to continue it, or choose another --out")
+    executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
+    console = stdout_console()
+    points = math.prod(len(v) for v in spec.grid.values())
+    console.print(
+        f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} on {executor.description}"
+    )
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} runs/s"),
+        TimeRemainingColumn(),
+    )
+    interrupted = False
+    try:
+        with Progress(*columns, console=console, transient=False) as bar:
+            job = bar.add_task("runs", total=None, rate="—")
+            started = time.perf_counter()
+
+            def progress(done: int, total: int) -> None:
+                elapsed = max(time.perf_counter() - started, 1e-9)
+                bar.update(job, completed=done, total=total, rate=f"{done / elapsed:,.0f}")
+
+            rows = sweeping.sweep(spec, executor, out_path, resume=resume, progress=progress)
+    except KeyboardInterrupt:
+        interrupted = True
+        rows = 0
+    finally:
+        if isinstance(executor, sweeping.DaskExecutor):
+            executor.close()
+    if interrupted:
+        err.print(f"interrupted: the rows already written are in {out_path}; --resume continues")
+        raise typer.Exit(130)
+    console.print(f"{rows} rows in {out_path}")
+    summary = sweeping.aggregate(out_path, list(spec.grid))
+    table = Table(title="Summary per grid point (p10 / p50 / p90)")
+    for name in spec.grid:
+        table.add_column(name)
+    for col in ("runs", "budget spent", "cost $", "worst p99 ms", "all objectives met"):
+        table.add_column(col, justify="right")
+    for s in summary:
+        table.add_row(
+            *(str(s[n]) for n in spec.grid),
+            str(s["runs"]),
+            " / ".join(f"{s[f'budget_spent_p{q}']:.2%}" for q in (10, 50, 90)),
+            " / ".join(f"{s[f'cost_p{q}']:.2f}" for q in (10, 50, 90)),
+            " / ".join(f"{s[f'worst_p99_ms_p{q}']:.0f}" for q in (10, 50, 90)),
+            f"{s['passed_share']:.0%}",
+        )
+    console.print(table)
+    if html is not None:
+        write_whole(html, sweeping.distribution_html(out_path, list(spec.grid), f"oncallsim sweep: {scenario}"))
