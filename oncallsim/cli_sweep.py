@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from oncallsim.cli_common import parse_sets, write_whole
+from oncallsim.cli_common import err, parse_sets, stdout_console, write_whole
 from oncallsim.model import InvalidInput
 
 __all__ = ["sweep"]
