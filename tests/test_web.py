@@ -200,6 +200,17 @@ def test_restart_resumes_from_the_log(db: Path) -> None:
     assert after["records"][31]["recommendations"] is False and expected.timeline[31].recommendations is True
 
 
+def test_a_paused_run_stays_paused_across_a_restart(db: Path) -> None:
+    with TestClient(create_app(db)) as first:
+        held = new_run(first, paused=True)
+        running = new_run(first, scenario="surge")
+    with TestClient(create_app(db)) as second:
+        with second.websocket_connect(f"/api/runs/{held}/ws") as ws:
+            assert ws.receive_json()["state"]["paused"] is True
+        with second.websocket_connect(f"/api/runs/{running}/ws") as ws:
+            assert ws.receive_json()["state"]["paused"] is False  # nobody was watching: it resumes for a viewer
+
+
 def test_an_action_logged_before_a_restart_is_applied_after_it(db: Path) -> None:
     with TestClient(create_app(db)) as first:
         run_id = new_run(first, paused=True)

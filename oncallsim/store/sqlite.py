@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS runs (
     played INTEGER NOT NULL DEFAULT 0,
     status TEXT NOT NULL DEFAULT 'live',
     speed INTEGER NOT NULL DEFAULT 1,
+    held INTEGER NOT NULL DEFAULT 0,
     summary TEXT
 );
 CREATE TABLE IF NOT EXISTS actions (
@@ -62,6 +63,7 @@ class RunRow:
     played: int
     status: str
     speed: int
+    held: bool
     run_file: RunFile
     summary: dict[str, Any] | None
 
@@ -134,6 +136,11 @@ class RunStore:
             else:
                 self._db.execute("UPDATE runs SET played = ?, speed = ? WHERE id = ?", (played, speed, run_id))
 
+    def set_held(self, run_id: str, held: bool, played: int) -> None:
+        """The operator paused (held) or resumed the run: kept across a restart."""
+        with self._lock, self._db:
+            self._db.execute("UPDATE runs SET held = ?, played = ? WHERE id = ?", (int(held), played, run_id))
+
     def finish(self, run_id: str, played: int, summary: dict[str, Any]) -> None:
         with self._lock, self._db:
             self._db.execute(
@@ -191,6 +198,7 @@ class RunStore:
             played=row["played"],
             status=row["status"],
             speed=row["speed"],
+            held=bool(row["held"]),
             run_file=run,
             summary=None if row["summary"] is None else json.loads(row["summary"]),
         )

@@ -140,12 +140,15 @@ class LiveRun:
         self.paused = True
         self.held_by = held_by
         self.store.set_progress(self.id, self.sim.minute, self.speed)
+        if held_by == "user":
+            self.store.set_held(self.id, True, self.sim.minute)
         self._changed()
 
     def resume(self) -> None:
         if self.done:
             raise InvalidInput("run", "the run is over")
         self.paused = False
+        self.store.set_held(self.id, False, self.sim.minute)
         self._changed()
 
     def set_speed(self, speed: Any) -> None:
@@ -233,6 +236,8 @@ class RunManager:
     async def create(self, sim: Simulation, speed: int, paused: bool = False) -> LiveRun:
         speed = check_speed(speed)
         run_id = self.store.create_run(sim.run_file(), speed=speed)
+        if paused:
+            self.store.set_held(run_id, True, 0)
         live = LiveRun(run_id, sim, self.store, speed, paused)
         self.runs[run_id] = live
         live.start()
@@ -257,7 +262,8 @@ class RunManager:
         sim = Simulation.from_run_file(run)
         logged = load_actions(run.actions)
         sim.run(logged, until=run.played)
-        live = LiveRun(run_id, sim, self.store, row.speed, paused=False)  # held until someone watches
+        # a run the operator paused stays paused; any other waits for someone to watch
+        live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held)
         live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
         if row.status == "finished" and row.summary is not None:
             live.report = Report.model_validate(row.summary)
