@@ -106,16 +106,16 @@ class VectorTextbook:
         # the capacity playbook
         minute_of_day = (batch.clock_start + batch.t - 1) % 1440
         ratio = last["requests_per_s"] / max(diurnal_rate(0.0, minute_of_day, p), 1e-9)
-        active = self.surge | (ratio >= tb.SURGE_RATIO)
+        history = batch.request_history
+        slope = np.maximum(0.0, (history[-1] - history[0]) / max(len(history) - 1, 1))
+        rising = slope > tb.RISING_SLOPE * last["requests_per_s"]
+        active = self.surge | ((ratio >= tb.SURGE_RATIO) & (rising | (ratio >= tb.SURGE_CLEAR)))
         calm = active & (ratio < tb.CALM_RATIO)
         add(calm & (shed != self.open_shed) & ~self.cache_recovery, "shed_share", lambda i: float(self.open_shed[i]))
         add(calm & (target != self.open_target), "target_utilization", lambda i: float(self.open_target[i]))
         add(calm & (floor != self.open_floor), "floor", lambda i: int(self.open_floor[i]))
         self.surge = active & ~calm
         surging = self.surge
-        history = batch.request_history
-        slope = np.maximum(0.0, (history[-1] - history[0]) / max(len(history) - 1, 1))
-        rising = slope > tb.RISING_SLOPE * last["requests_per_s"]
         want_target = np.where(rising, tb.SURGE_TARGET, self.open_target)
         add(surging & (target != want_target), "target_utilization", lambda i: float(want_target[i]))
         projected = last["requests_per_s"] + slope * (p.boot_delay_min + 2)

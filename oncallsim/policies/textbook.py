@@ -29,7 +29,8 @@ DB_STRAIN = 0.75  # database utilization that calls for relief
 DB_COMFORT = 0.7  # predicted utilization under which a restore step is safe
 WARMUP_CEILING = 0.85  # start the warm-up when utilization plus its load stays under this
 WARM_AGAIN = 0.9  # the cache counts as recovered from here
-SURGE_RATIO = 1.15  # traffic over the usual for the time of day that counts as a surge
+SURGE_RATIO = 1.15  # traffic over the usual for the time of day that counts as a surge, when growing
+SURGE_CLEAR = 1.3  # … and that counts as one whether growing or not
 CALM_RATIO = 1.1  # back to normal under this
 SURGE_TARGET = 0.5  # target utilization while a surge rises
 RISING_SLOPE = 0.02  # traffic growing faster than 2 % a minute counts as rising (noise alone rarely does)
@@ -114,8 +115,13 @@ class Textbook:
         controls, params = obs.controls, obs.params
         opening = self.opening or Controls()
         ratio = last.requests_per_s / max(usual_rate(last, params), 1e-9)
+        recent = [r.requests_per_s for r in obs.timeline[-4:]]
+        slope = max(0.0, (recent[-1] - recent[0]) / max(len(recent) - 1, 1))
+        rising = slope > RISING_SLOPE * last.requests_per_s
         if not self.surge:
-            if ratio < SURGE_RATIO:
+            # a surge is traffic well over the usual that is growing (or far over it): the noisy tail of a
+            # wave hovering near the threshold does not count again
+            if ratio < SURGE_RATIO or not (rising or ratio >= SURGE_CLEAR):
                 return []
             self.surge = True
         if ratio < CALM_RATIO:
@@ -129,9 +135,6 @@ class Textbook:
                 back.append(("floor", opening.floor))
             return back
         actions: list[tuple[str, Any]] = []
-        recent = [r.requests_per_s for r in obs.timeline[-4:]]
-        slope = max(0.0, (recent[-1] - recent[0]) / max(len(recent) - 1, 1))
-        rising = slope > RISING_SLOPE * last.requests_per_s
         target = SURGE_TARGET if rising else opening.target_utilization
         if controls.target_utilization != target:
             actions.append(("target_utilization", target))
