@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,7 +295,3 @@ def distribution_html(path: Path, grid_names: Sequence[str], title: str) -> str:
     fig.update_layout(title=title, height=560, template="plotly_white")
     html: str = fig.to_html(include_plotlyjs=True, full_html=True)
     return html
-
-
-def describe_point(point: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point.items()) or "—"

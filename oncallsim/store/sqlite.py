@@ -165,10 +165,6 @@ class RunStore:
             ).fetchall()
         return [self._row(r, []) for r in rows]
 
-    def live_ids(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT id FROM runs WHERE status = 'live'").fetchall()]
-
     @staticmethod
     def _row(row: sqlite3.Row, actions: list[sqlite3.Row]) -> RunRow:
         log = []
