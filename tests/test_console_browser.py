@@ -149,6 +149,21 @@ def test_keyboard_space_pauses_and_s_steps(server: str) -> None:
         watch.check()
 
 
+def test_a_switch_stays_where_the_operator_put_it_while_minutes_run(server: str) -> None:
+    """At 16× a minute arrives every 60 ms; the switch must not flip back before its action applies."""
+    with chromium_page() as page:
+        watch = Watch(page)
+        start(page, server, "Free play", seed=4, speed=16)
+        page.wait_for_function("() => Number(document.querySelector('main.console').dataset.records) >= 3")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 8})  # a slow laptop: minutes queue up behind the click
+        switch = page.get_by_role("switch", name="Recommendations feature")
+        switch.uncheck()  # Playwright checks that the click changed the state and that it stays changed
+        page.locator("#events li", has_text="recommendations off").wait_for()
+        assert not switch.is_checked()
+        watch.check()
+
+
 def test_console_fits_a_laptop_screen(server: str) -> None:
     with chromium_page(width=1366, height=768) as page:
         watch = Watch(page)

@@ -149,6 +149,21 @@
     else out.textContent = Math.round(100 * value) + " %";
   }
 
+  // What the controls show: the settings in force, then the logged actions not yet applied (they take effect
+  // next minute), then what the operator just asked for and the server has not acknowledged yet; without the
+  // last two, a minute arriving in between would flip a switch back under the operator's hand.
+  const requested = {};
+
+  function effectiveControls(s) {
+    const shown = { ...s.controls };
+    for (const a of s.pending || []) if (a.value !== undefined) shown[a.control] = a.value;
+    for (const [name, value] of Object.entries(requested)) {
+      if (shown[name] === value) delete requested[name]; // the server has it
+      else shown[name] = value;
+    }
+    return shown;
+  }
+
   function showControls(controls) {
     for (const name of SLIDERS) {
       if (editing.has(name)) continue;
@@ -170,7 +185,7 @@
     $("pause").setAttribute("aria-pressed", String(s.paused));
     $("step").disabled = !s.paused || s.done;
     $("speed").value = String(s.speed);
-    showControls(s.controls);
+    showControls(effectiveControls(s));
     const over = s.done;
     for (const el of document.querySelectorAll("#controls input, #controls button, #pause")) el.disabled = over;
     if (over) $("debrief-link").hidden = false;
@@ -184,7 +199,10 @@
 
   function act(control, value) {
     const message = { type: "action", control };
-    if (value !== undefined) message.value = value;
+    if (value !== undefined) {
+      message.value = value;
+      requested[control] = value;
+    }
     send(message);
   }
 
@@ -298,7 +316,8 @@
         break;
       case "error":
         flash(message.message, "bad");
-        if (state) showControls(state.controls);
+        for (const name of Object.keys(requested)) delete requested[name];
+        if (state) showControls(effectiveControls(state));
         break;
       case "finished":
         finished = true;
