@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import math
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,6 @@ import typer
 from rich.table import Table
 
 from oncallsim.cli_common import err, parse_sets, stdout_console, write_whole
-from oncallsim.model import InvalidInput
 
 __all__ = ["sweep"]
 
@@ -25,10 +25,15 @@ def sweep(
     set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE for every run.")] = None,
     no_noise: Annotated[bool, typer.Option("--no-noise", help="Expected traffic, no random noise.")] = False,
     minutes: Annotated[int | None, typer.Option(help="Run this many minutes instead of the scenario's length.")] = None,
-    workers: Annotated[int | None, typer.Option(help="Local worker processes (default: the CPU count).")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Local worker processes, from 1 to 256 (default: one per CPU).")
+    ] = None,
     scheduler: Annotated[str | None, typer.Option(help="A Dask scheduler, tcp://HOST:PORT.")] = None,
     out_path: Annotated[Path, typer.Option("--out", help="Parquet file, one row per run.")] = Path("results.parquet"),
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted sweep in --out.")] = False,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue an interrupted sweep in --out (same settings; --seeds may grow)."),
+    ] = False,
     html: Annotated[Path | None, typer.Option(help="Also write an offline HTML plot of the distributions.")] = None,
 ) -> None:
     """Run a scenario over many seeds and grid points; one Parquet row per run, a summary at the end."""
@@ -46,14 +51,14 @@ def sweep(
         not no_noise,
         minutes,
     )
-    sweeping.plan_tasks(spec)  # every input checked before a worker starts or a file is made
-    if out_path.exists() and not resume:
-        raise InvalidInput(str(out_path), "exists; pass --resume to continue it, or choose another --out")
+    plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
+    state = sweeping.check_output(plan, out_path, resume)
     executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
     console = stdout_console()
-    points = math.prod(len(v) for v in spec.grid.values())
+    points = len(plan.points)
+    kept = f" ({state.rows} rows kept from before)" if state.resuming else ""
     console.print(
-        f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} on {executor.description}"
+        f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} on {executor.description}{kept}"
     )
     columns = (
         TextColumn("{task.description}"),
@@ -62,7 +67,13 @@ def sweep(
         TextColumn("{task.fields[rate]} runs/s"),
         TimeRemainingColumn(),
     )
-    interrupted = False
+    stopped_by: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:  # SIGTERM stops the sweep as Ctrl-C does
+        stopped_by.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
     try:
         with Progress(*columns, console=console, transient=False) as bar:
             job = bar.add_task("runs", total=None, rate="—")
@@ -74,14 +85,16 @@ def sweep(
 
             rows = sweeping.sweep(spec, executor, out_path, resume=resume, progress=progress)
     except KeyboardInterrupt:
-        interrupted = True
-        rows = 0
+        code = 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
+        kept_rows = sweeping.rows_in(out_path)
+        where = f"the {kept_rows} rows already written are in {out_path}" if kept_rows else "no rows were written"
+        err.print(f"interrupted: {where}; --resume continues", soft_wrap=True)
+        raise typer.Exit(code) from None
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if isinstance(executor, sweeping.DaskExecutor):
             executor.close()
-    if interrupted:
-        err.print(f"interrupted: the rows already written are in {out_path}; --resume continues")
-        raise typer.Exit(130)
     console.print(f"{rows} rows in {out_path}")
     summary = sweeping.aggregate(out_path, list(spec.grid))
     table = Table(title="Summary per grid point (p10 / p50 / p90)")
