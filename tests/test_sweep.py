@@ -217,8 +217,8 @@ def same_rows(a: Path, b: Path) -> bool:
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
-        (["--policy", "hands-off"], "--policy (file: \"textbook\", now: \"hands-off\")"),
-        (["--set", "floor=4"], "--set (file: {}, now: {\"floor\": 4})"),
+        (["--policy", "hands-off"], '--policy (file: "textbook", now: "hands-off")'),
+        (["--set", "floor=4"], '--set (file: {}, now: {"floor": 4})'),
         (["--minutes", "60"], "--minutes (file: null, now: 60)"),
         (["--no-noise"], "noise (--no-noise) (file: true, now: false)"),
         (["--seed-start", "7"], "--seed-start (file: 0, now: 7)"),
