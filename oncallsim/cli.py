@@ -15,13 +15,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from oncallsim.cli_common import err, guarded, parse_sets, stdout_console, write_whole
+from oncallsim.cli_common import err, guarded, load_run_file, parse_sets, scenario_arg, stdout_console, write_whole
 from oncallsim.cli_debrief import make_debrief, print_debrief
 from oncallsim.debrief.html import render_html
 from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, InvalidInput, MinuteRecord, param_info
 from oncallsim.policies import load_policy
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import Simulation, load_actions
+from oncallsim.store.runfiles import vet_run_file
 
 app = typer.Typer(
     add_completion=False,
@@ -148,7 +149,9 @@ def run(
     overrides = parse_sets(set_ or [])
     action_list = load_actions(actions) if actions is not None else []
     player = load_policy(policy) if policy is not None else None
-    sim = Simulation(scenario, seed=seed, overrides=overrides, noise=not no_noise, minutes=minutes, clock=clock)
+    sim = Simulation(
+        scenario_arg(scenario), seed=seed, overrides=overrides, noise=not no_noise, minutes=minutes, clock=clock
+    )
     records = sim.run(action_list, policy=player)
     if out_file is not None:
         buffer = io.StringIO()
@@ -170,7 +173,7 @@ def debrief_command(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON summary here.")] = None,
 ) -> None:
     """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
-    sim = Simulation.replay(run_file)
+    sim = vet_run_file(load_run_file(run_file), str(run_file))
     report, others = make_debrief(sim, with_runs=True)
     print_debrief(report)
     if json_out is not None:
@@ -188,18 +191,56 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port, 1 to 65535.")] = 8000,
     db: Annotated[Path | None, typer.Option(help="SQLite file for runs (default: the user's data directory).")] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option("--allow-host", help="Also serve this Host name (e.g. the name a reverse proxy uses)."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ONCALLSIM_TOKEN",
+            help="Access token asked of every request (generated when binding beyond loopback without one).",
+        ),
+    ] = None,
 ) -> None:
     """Start the web console: play scenarios live in the browser, debrief, replay, share."""
+    import secrets
+
     import uvicorn
 
     from oncallsim.store import default_db_path
     from oncallsim.web.app import create_app
+    from oncallsim.web.security import is_loopback
 
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
+    if token is not None and len(token) < 16:
+        raise InvalidInput("--token", "must be at least 16 characters")
     path = db or default_db_path()
-    err.print(f"oncallsim console on http://{host}:{port}/  (runs stored in {path})")
-    uvicorn.run(create_app(path), host=host, port=port, log_level="warning")
+    shown = f"[{host}]" if ":" in host else host
+    if not is_loopback(host):
+        if host.strip("[]") in ("0.0.0.0", "::"):
+            err.print(
+                f"[bold yellow]warning:[/] {host} listens on every network interface: anyone who can reach this "
+                "machine can reach the console. Prefer 127.0.0.1 behind a TLS reverse proxy (docs/web.md).",
+                soft_wrap=True,
+            )
+        if token is None:
+            token = secrets.token_urlsafe(24)
+            err.print(
+                "An access token is required beyond loopback; generated one (or pass --token / ONCALLSIM_TOKEN).",
+                soft_wrap=True,
+            )
+        err.print(f"Open http://{shown}:{port}/?token={token}  (API: Authorization: Bearer {token})", soft_wrap=True)
+    err.print(f"oncallsim console on http://{shown}:{port}/  (runs stored in {path})", soft_wrap=True)
+    uvicorn.run(
+        create_app(path, host=host, allow_hosts=allow_host or [], token=token),
+        host=host,
+        port=port,
+        log_level="warning",
+        ws_max_size=64 * 1024,
+        h11_max_incomplete_event_size=64 * 1024,
+    )
 
 
 from oncallsim.cli_sweep import sweep  # noqa: E402  (registers on the same app)

@@ -10,11 +10,24 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from oncallsim.model import InvalidInput
+from oncallsim.store.runfiles import MAX_RUN_FILE_BYTES, parse_run_file_bytes
+from oncallsim.validation import invalid_input
 
-__all__ = ["clear_errors", "err", "fail", "guarded", "parse_sets", "stdout_console", "write_whole"]
+__all__ = [
+    "clear_errors",
+    "err",
+    "fail",
+    "guarded",
+    "load_run_file",
+    "parse_sets",
+    "scenario_arg",
+    "stdout_console",
+    "write_whole",
+]
 
 err = Console(stderr=True, highlight=False)
 
@@ -39,6 +52,14 @@ def clear_errors() -> Iterator[None]:
         yield
     except InvalidInput as exc:
         raise fail(str(exc)) from None
+    except ValidationError as exc:
+        raise fail(str(invalid_input(exc, "input"))) from None
+    except OSError as exc:
+        raise fail(f"{exc.filename or 'file'}: {exc.strerror or exc}") from None
+    except (RecursionError, MemoryError, OverflowError, ValueError) as exc:
+        raise fail(
+            f"input: cannot be used ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+        ) from None
 
 
 def guarded(fn: Callable[..., T]) -> Callable[..., T]:
@@ -58,6 +79,33 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
             raise InvalidInput("--set", f"expects NAME=VALUE, got {pair!r}")
         result[name.strip()] = value.strip()
     return result
+
+
+def scenario_arg(text: str) -> str | Path:
+    """The CLI's scenario argument: a registered id, or a file the user named (an explicit path: it contains a
+    path separator or ends in .toml). Nothing else is opened."""
+    from oncallsim.scenarios import builtin_scenarios
+
+    if text in builtin_scenarios():
+        return text
+    if text.endswith(".toml") or "/" in text or (sys.platform == "win32" and "\\" in text):
+        return Path(text)
+    return text  # an unknown id: the core refuses it naming the known ones
+
+
+def load_run_file(path: Path) -> Any:
+    """A run file named on the command line: a regular file of at most MAX_RUN_FILE_BYTES, parsed in memory."""
+    import os
+    import stat
+
+    try:
+        with path.open("rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InvalidInput(str(path), "not a regular file")
+            data = handle.read(MAX_RUN_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InvalidInput(str(path), f"cannot read the run file: {exc.strerror}") from None
+    return parse_run_file_bytes(data, str(path))
 
 
 def write_whole(path: Path, text: str) -> None:

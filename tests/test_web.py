@@ -14,6 +14,14 @@ from starlette.testclient import WebSocketTestSession
 from oncallsim import Simulation
 from oncallsim.web.app import create_app
 
+# Starlette's test client says Host: testserver (also on its WebSockets): served by --allow-host, as a proxy's
+# name would be. Every request says it comes from the console's own origin (tests/test_security.py: others).
+BASE = "http://testserver"
+
+
+def console(db: Path) -> TestClient:
+    return TestClient(create_app(db, allow_hosts=["testserver"]), base_url=BASE, headers={"Origin": BASE})
+
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
@@ -22,7 +30,8 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(db: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(db)) as c:
+    # the console's own origin: the Host allow-list and the form check (tests/test_security.py) accept it
+    with console(db) as c:
         yield c
 
 
@@ -181,7 +190,7 @@ def test_reconnect_gets_the_run_back_where_it_is(client: TestClient) -> None:
 
 
 def test_restart_resumes_from_the_log(db: Path) -> None:
-    with TestClient(create_app(db)) as first:
+    with console(db) as first:
         run_id = new_run(first, scenario="cache-flush", seed=5, paused=True)
         with first.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
             ws.receive_json()
@@ -192,7 +201,7 @@ def test_restart_resumes_from_the_log(db: Path) -> None:
                 ws.send_json({"type": "step"})
                 receive_until(ws, lambda m: m["type"] == "minute")
         before = first.get(f"/api/runs/{run_id}").json()
-    with TestClient(create_app(db)) as second:  # a fresh app on the same database file
+    with console(db) as second:  # a fresh app on the same database file
         after = second.get(f"/api/runs/{run_id}").json()
     assert after["records"] == before["records"] and len(after["records"]) == 33
     expected = Simulation("cache-flush", seed=5)
@@ -201,10 +210,10 @@ def test_restart_resumes_from_the_log(db: Path) -> None:
 
 
 def test_a_paused_run_stays_paused_across_a_restart(db: Path) -> None:
-    with TestClient(create_app(db)) as first:
+    with console(db) as first:
         held = new_run(first, paused=True)
         running = new_run(first, scenario="surge")
-    with TestClient(create_app(db)) as second:
+    with console(db) as second:
         with second.websocket_connect(f"/api/runs/{held}/ws") as ws:
             assert ws.receive_json()["state"]["paused"] is True
         with second.websocket_connect(f"/api/runs/{running}/ws") as ws:
@@ -212,7 +221,7 @@ def test_a_paused_run_stays_paused_across_a_restart(db: Path) -> None:
 
 
 def test_an_action_logged_before_a_restart_is_applied_after_it(db: Path) -> None:
-    with TestClient(create_app(db)) as first:
+    with console(db) as first:
         run_id = new_run(first, paused=True)
         with first.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
             ws.receive_json()
@@ -221,7 +230,7 @@ def test_an_action_logged_before_a_restart_is_applied_after_it(db: Path) -> None
                 receive_until(ws, lambda m: m["type"] == "minute")
             ws.send_json({"type": "action", "control": "floor", "value": 17})
             receive_until(ws, lambda m: m["type"] == "ack")
-    with TestClient(create_app(db)) as second:
+    with console(db) as second:
         snap = second.get(f"/api/runs/{run_id}").json()
         assert len(snap["records"]) == 4 and snap["state"]["pending"] == [
             {"minute": 4, "control": "floor", "value": 17}

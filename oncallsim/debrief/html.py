@@ -65,7 +65,11 @@ def fmt_objective(o: ObjectiveResult) -> str:
 
 @cache
 def _env() -> Environment:
-    return Environment(loader=PackageLoader("oncallsim.debrief", "templates"), autoescape=select_autoescape())
+    # every template escapes (select_autoescape()'s default list does not match "report.html.j2")
+    return Environment(
+        loader=PackageLoader("oncallsim.debrief", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2"), default_for_string=True, default=True),
+    )
 
 
 def render_html(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from functools import cache
 from importlib import resources
@@ -14,7 +16,18 @@ from oncallsim.model import InvalidInput
 from oncallsim.scenarios.spec import Scenario
 from oncallsim.validation import invalid_input
 
-__all__ = ["builtin_scenarios", "load_scenario", "scenario_from_dict", "scenario_from_file"]
+__all__ = [
+    "MAX_SCENARIO_BYTES",
+    "builtin_scenarios",
+    "load_scenario",
+    "registered_scenario",
+    "scenario_from_dict",
+    "scenario_from_file",
+    "scenario_from_text",
+]
+
+# A scenario file is a page of TOML; anything much bigger is a mistake (or /dev/zero) and is refused unread.
+MAX_SCENARIO_BYTES = 64 * 1024
 
 
 def scenario_from_dict(data: dict[str, Any], source: str) -> Scenario:
@@ -25,15 +38,35 @@ def scenario_from_dict(data: dict[str, Any], source: str) -> Scenario:
         raise invalid_input(exc, source) from None
 
 
+def scenario_from_text(text: str | bytes, source: str) -> Scenario:
+    """A scenario sent as content (an upload, a form field): size-limited, parsed in memory, never a path."""
+    if len(text) > MAX_SCENARIO_BYTES:
+        raise InvalidInput(source, f"a scenario file is at most {MAX_SCENARIO_BYTES} bytes, got {len(text)}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(source, "not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(source, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise InvalidInput(source, "not valid TOML: nested too deeply") from None
+    return scenario_from_dict(data, source)
+
+
 def scenario_from_file(path: str | Path) -> Scenario:
+    """A scenario file the user named explicitly (the CLI): a regular file of at most MAX_SCENARIO_BYTES."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InvalidInput("scenario", f"{path} is not a regular file")
+            data = handle.read(MAX_SCENARIO_BYTES + 1)
     except OSError as exc:
         raise InvalidInput("scenario", f"cannot read {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(str(path), f"not valid TOML: {exc}") from None
-    return scenario_from_dict(data, str(path))
+    return scenario_from_text(data, str(path))
 
 
 @cache
@@ -48,14 +81,23 @@ def builtin_scenarios() -> dict[str, Scenario]:
     return found
 
 
+def registered_scenario(ref: object, field: str = "scenario") -> Scenario:
+    """A built-in scenario by id, and nothing else: what the web accepts by name (never a path)."""
+    known = builtin_scenarios()
+    if isinstance(ref, str) and ref in known:
+        return known[ref]
+    shown = repr(ref)[:80]
+    raise InvalidInput(field, f"unknown scenario {shown}; known: {', '.join(known)}")
+
+
 def load_scenario(ref: str | Path | Scenario) -> Scenario:
-    """A scenario by built-in id, or from a TOML file path."""
+    """A scenario by built-in id, or from a TOML file the caller names explicitly: a ``Path``, or a string
+    ending in ``.toml`` (what the CLI passes on). Nothing else is ever opened: ``/dev/zero`` is an unknown id."""
     if isinstance(ref, Scenario):
         return ref
     known = builtin_scenarios()
     if isinstance(ref, str) and ref in known:
         return known[ref]
-    path = Path(ref)
-    if path.suffix == ".toml" or path.exists():
-        return scenario_from_file(path)
-    raise InvalidInput("scenario", f"unknown scenario {str(ref)!r}; known: {', '.join(known)} (or a .toml file)")
+    if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):
+        return scenario_from_file(ref)
+    raise InvalidInput("scenario", f"unknown scenario {str(ref)[:80]!r}; known: {', '.join(known)} (or a .toml file)")

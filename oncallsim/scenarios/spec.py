@@ -31,7 +31,8 @@ Clock = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):([0-5]\d)$", description
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: ``true`` is not a number and ``"16"`` is not a number; finite: ``nan`` and ``inf`` are refused
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 # Objective labels as translatable templates (gettext msgids) with named arguments.
@@ -90,7 +91,7 @@ class SurgeEvent(_Strict):
     """A traffic wave: onset between two clocks, peak multiplier, linear rise, exponential decay."""
 
     kind: Literal["surge"]
-    onset_between: tuple[Clock, Clock]
+    onset_between: tuple[Clock, Clock] = Field(strict=False)  # a TOML/JSON list of two clocks
     peak: Range
     rise_min: Range
     decay_min: Range
@@ -204,6 +205,14 @@ class Scenario(_Strict):
     events: list[Event] = Field(default_factory=list)
     latency_target_ms: float = Field(default=1000.0, gt=0.0, description="the debrief's latency line")
     objectives: list[Objective] = Field(default_factory=list, description="what judges the run")
+
+    @field_validator("events")
+    @classmethod
+    def _one_surge(cls, v: list[Any]) -> list[Any]:
+        surges = sum(isinstance(e, SurgeEvent) for e in v)
+        if surges > 1:
+            raise ValueError(f"at most one surge event per scenario (the model has one surge), got {surges}")
+        return v
 
     @field_validator("params")
     @classmethod

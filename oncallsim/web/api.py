@@ -1,60 +1,103 @@
-"""The JSON API and the WebSocket of a live run. Every input is validated (pydantic, then the model's own
-ranges) before anything is written; an invalid message gets an error and changes nothing."""
+"""The JSON API and the WebSocket of a live run. Every input is validated (typed pydantic bodies: strict types,
+finite numbers, then the model's own ranges) before anything is written; an invalid input gets
+``{"error", "field"}`` (HTTP 4xx) or ``{"type": "error", …}`` (WebSocket, which stays open) and changes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
+import time
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request, UploadFile, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
 
 from oncallsim.model import CONTROL_SPECS, InvalidInput, param_info
 from oncallsim.scenarios import builtin_scenarios
-from oncallsim.simulation import MAX_SEED, RunFile, Simulation
+from oncallsim.scenarios.registry import registered_scenario, scenario_from_text
+from oncallsim.scenarios.spec import Scenario
+from oncallsim.simulation import MAX_SEED, Simulation
+from oncallsim.store.runfiles import MAX_RUN_FILE_BYTES, parse_run_file_bytes, vet_run_file
 from oncallsim.validation import invalid_input
 from oncallsim.web.live import SPEEDS, LiveRun, RunManager, check_speed
 
 __all__ = ["InvalidInput", "NewRun", "router"]
 
 router = APIRouter(prefix="/api")
+log = logging.getLogger("oncallsim.web")
+
+# A number at the edge: a JSON integer of sane size or a finite float; ``true`` and ``"16"`` are not numbers.
+BoundedInt = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)]
+Number = BoundedInt | StrictFloat
+Name = Annotated[str, Field(max_length=64)]
+# Messages per WebSocket: at most this many in any second (a console sends a handful).
+MESSAGES_PER_SECOND = 50
 
 
-class NewRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    scenario: str
-    seed: int | None = Field(default=None, ge=0, le=MAX_SEED, description="random when omitted")
-    speed: int = 4
-    clock: str | None = None
-    minutes: int | None = None
-    overrides: dict[str, float | int | bool | str] = Field(default_factory=dict)
-    paused: bool = False
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
-class ActionMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class NewRun(_Body):
+    """A new live run of a registered scenario (by id) or of a scenario sent as TOML text (never a path)."""
+
+    scenario: StrictStr = Field(max_length=200, description="a registered scenario id (GET /api/scenarios)")
+    scenario_toml: StrictStr | None = Field(
+        default=None, max_length=64 * 1024, description="a scenario file's content; then `scenario` is its id"
+    )
+    seed: StrictInt | None = Field(default=None, ge=0, le=MAX_SEED, description="random when omitted")
+    speed: StrictInt = Field(default=4, description="simulated minutes per second: 1, 2, 4, 8 or 16")
+    clock: StrictStr | None = Field(default=None, max_length=5, description="start at HH:MM")
+    minutes: StrictInt | None = Field(default=None, ge=1, le=7 * 1440)
+    overrides: dict[
+        Annotated[str, Field(max_length=64)], Number | StrictBool | Annotated[str, Field(max_length=64)]
+    ] = Field(default_factory=dict, max_length=64, description="parameters and opening controls, NAME: VALUE")
+    paused: StrictBool = False
+
+    def resolve(self) -> Scenario:
+        if self.scenario_toml is not None:
+            scenario = scenario_from_text(self.scenario_toml, "scenario_toml")
+            if scenario.id != self.scenario:
+                raise InvalidInput("scenario", f"must be the sent scenario's id {scenario.id!r}")
+            return scenario
+        return registered_scenario(self.scenario)
+
+
+class ActionBody(_Body):
+    control: StrictStr = Field(max_length=64)
+    value: StrictBool | Number | None = None
+
+
+class ActionMessage(ActionBody):
     type: Literal["action"]
-    control: str
-    value: bool | int | float | None = None
 
 
-class PauseMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PauseMessage(_Body):
     type: Literal["pause", "resume", "step"]
 
 
-class SpeedMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SpeedMessage(_Body):
     type: Literal["speed"]
-    value: int
+    value: StrictInt
 
 
 ClientMessage = TypeAdapter(Annotated[ActionMessage | PauseMessage | SpeedMessage, Field(discriminator="type")])
+ControlBody = Annotated[PauseMessage | SpeedMessage, Field(discriminator="type")]
 
 
 def manager_of(request: Request | WebSocket) -> RunManager:
@@ -68,23 +111,26 @@ def random_seed() -> int:
 async def start_run(manager: RunManager, new: NewRun) -> LiveRun:
     """Build the simulation first (it validates everything), then store and start it."""
     check_speed(new.speed)
+    scenario = new.resolve()
     seed = random_seed() if new.seed is None else new.seed
-    sim = Simulation(new.scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes)
+    sim = Simulation(scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes)
     return await manager.create(sim, new.speed, paused=new.paused)
 
 
-def parse(model: type[BaseModel], data: Any, source: str) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise invalid_input(exc, source) from None
-
-
-def get_live(request: Request | WebSocket, run_id: str) -> LiveRun:
-    live = manager_of(request).get(run_id)
+async def get_live(request: Request | WebSocket, run_id: str) -> LiveRun:
+    live = await manager_of(request).get(run_id)
     if live is None:
-        raise InvalidInput("run", f"no run {run_id!r}")
+        raise InvalidInput("run", f"no run {run_id[:40]!r}")
     return live
+
+
+async def import_file(manager: RunManager, file: UploadFile) -> str:
+    """A run file upload: content only (never a path), size-capped, vetted and replayed off the event loop."""
+    data = await file.read(MAX_RUN_FILE_BYTES + 1)
+    name = (file.filename or "run file")[:100]
+    run = parse_run_file_bytes(data, name)
+    sim = await asyncio.to_thread(vet_run_file, run, name)
+    return await manager.import_run(sim)
 
 
 @router.get("/scenarios")
@@ -117,14 +163,14 @@ async def stats(request: Request) -> dict[str, Any]:
 
 
 @router.post("/runs", status_code=201)
-async def create_run(request: Request) -> dict[str, Any]:
-    new = parse(NewRun, await request.json(), "run")
+async def create_run(request: Request, new: NewRun) -> dict[str, Any]:
     live = await start_run(manager_of(request), new)
     return {"id": live.id, "url": f"/runs/{live.id}", "seed": live.sim.seed}
 
 
 @router.get("/runs")
 async def list_runs(request: Request) -> list[dict[str, Any]]:
+    store = manager_of(request).store
     return [
         {
             "id": r.id,
@@ -134,43 +180,42 @@ async def list_runs(request: Request) -> list[dict[str, Any]]:
             "played": r.played,
             "status": r.status,
             "passed": None if r.summary is None else r.summary.get("passed"),
+            "model_version": r.model_version,
         }
-        for r in manager_of(request).store.recent()
+        for r in await store.read(store.recent)
     ]
 
 
 @router.get("/runs/{run_id}")
 async def get_run(request: Request, run_id: str) -> dict[str, Any]:
-    return get_live(request, run_id).snapshot()
+    return (await get_live(request, run_id)).snapshot()
 
 
 @router.post("/runs/{run_id}/actions")
-async def post_action(request: Request, run_id: str) -> dict[str, Any]:
-    live = get_live(request, run_id)
-    body = await request.json()
-    message = parse(ActionMessage, {"type": "action", **body} if isinstance(body, dict) else body, "action")
-    return {"accepted": live.act(message.control, message.value).to_dict()}
+async def post_action(request: Request, run_id: str, body: ActionBody) -> dict[str, Any]:
+    live = await get_live(request, run_id)
+    return {"accepted": (await live.act(body.control, body.value)).to_dict()}
 
 
 @router.post("/runs/{run_id}/control")
-async def post_control(request: Request, run_id: str) -> dict[str, Any]:
-    live = get_live(request, run_id)
-    handle(live, await request.json())
+async def post_control(request: Request, run_id: str, body: ControlBody) -> dict[str, Any]:
+    live = await get_live(request, run_id)
+    await handle(live, body)
     return live.state()
 
 
 @router.get("/runs/{run_id}/runfile")
 async def run_file(request: Request, run_id: str) -> JSONResponse:
-    live = get_live(request, run_id)
+    live = await get_live(request, run_id)
     return JSONResponse(
         json.loads(live.sim.run_file().model_dump_json()),
-        headers={"Content-Disposition": f'attachment; filename="oncallsim-{live.sim.scenario.id}-{run_id}.json"'},
+        headers={"Content-Disposition": f'attachment; filename="oncallsim-{live.sim.scenario.id}-{live.id}.json"'},
     )
 
 
 @router.get("/runs/{run_id}/debrief")
 async def debrief_json(request: Request, run_id: str) -> dict[str, Any]:
-    live = get_live(request, run_id)
+    live = await get_live(request, run_id)
     if live.report is None:
         raise InvalidInput("run", "the run is not over yet: its debrief comes at the end")
     return live.report.model_dump(mode="json")
@@ -178,36 +223,49 @@ async def debrief_json(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.post("/runs/import", status_code=201)
 async def import_run(request: Request, file: UploadFile) -> dict[str, Any]:
-    text = (await file.read()).decode("utf-8", errors="replace")
-    run = RunFile.parse(text, file.filename or "run file")
-    run_id = await manager_of(request).import_run(run)
+    run_id = await import_file(manager_of(request), file)
     return {"id": run_id, "url": f"/runs/{run_id}/debrief"}
 
 
-def handle(live: LiveRun, data: Any) -> None:
+async def handle(live: LiveRun, message: ActionMessage | PauseMessage | SpeedMessage) -> None:
     """One client message: an action, pause/resume/step, or a speed change."""
+    if isinstance(message, ActionMessage):
+        await live.act(message.control, message.value)
+    elif isinstance(message, SpeedMessage):
+        await live.set_speed(message.value)
+    elif message.type == "pause":
+        await live.pause()
+    elif message.type == "resume":
+        await live.resume()
+    else:
+        await live.step_once()
+
+
+def parse_message(raw: Mapping[str, Any]) -> ActionMessage | PauseMessage | SpeedMessage:
+    """A WebSocket frame → a typed message; anything else → InvalidInput naming the field."""
+    if raw.get("bytes") is not None:
+        raise InvalidInput("message", "binary frames are not accepted; send JSON text")
+    text = raw.get("text")
+    if not isinstance(text, str):
+        raise InvalidInput("message", "an empty frame")
+    if len(text) > 4096:
+        raise InvalidInput("message", f"at most 4096 characters, got {len(text)}")
     try:
-        message = ClientMessage.validate_python(data)
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidInput("message", "not valid JSON") from None
+    try:
+        return ClientMessage.validate_python(data)
     except ValidationError as exc:
         raise invalid_input(exc, "message") from None
-    if isinstance(message, ActionMessage):
-        live.act(message.control, message.value)
-    elif isinstance(message, SpeedMessage):
-        live.set_speed(message.value)
-    elif message.type == "pause":
-        live.pause()
-    elif message.type == "resume":
-        live.resume()
-    else:
-        live.step_once()
 
 
 @router.websocket("/runs/{run_id}/ws")
 async def run_socket(websocket: WebSocket, run_id: str) -> None:
     await websocket.accept()
-    live = manager_of(websocket).get(run_id)
+    live = await manager_of(websocket).get(run_id)
     if live is None:
-        await websocket.send_json({"type": "error", "field": "run", "message": f"run: no run {run_id!r}"})
+        await websocket.send_json({"type": "error", "field": "run", "message": f"run: no run {run_id[:40]!r}"})
         await websocket.close(code=4404)
         return
     queue = live.subscribe()
@@ -218,19 +276,32 @@ async def run_socket(websocket: WebSocket, run_id: str) -> None:
             await websocket.send_text(await queue.get())
 
     sending = asyncio.create_task(sender())
+    window_start, in_window = time.monotonic(), 0
     try:
         while True:
+            raw = await websocket.receive()
+            if raw["type"] == "websocket.disconnect":
+                break
             try:
-                data = json.loads(await websocket.receive_text())
-                handle(live, data)
-            except (InvalidInput, json.JSONDecodeError) as exc:
-                field = getattr(exc, "field", "message")
-                error = {"type": "error", "field": field, "message": str(exc)}
+                now = time.monotonic()
+                if now - window_start >= 1.0:
+                    window_start, in_window = now, 0
+                in_window += 1
+                if in_window > MESSAGES_PER_SECOND:
+                    if in_window == MESSAGES_PER_SECOND + 1:  # one warning per second, the rest dropped
+                        raise InvalidInput("message", f"at most {MESSAGES_PER_SECOND} messages per second")
+                    continue
+                await handle(live, parse_message(raw))
+            except InvalidInput as exc:
+                error = {"type": "error", "field": exc.field, "message": str(exc)}
                 queue.put_nowait(json.dumps(error))  # one writer: the sender
+            except Exception:  # a bug: logged; the operator's socket stays open
+                log.exception("unexpected error on the socket of run %s", live.id)
+                queue.put_nowait(json.dumps({"type": "error", "field": "server", "message": "internal error"}))
     except WebSocketDisconnect:
         pass
     finally:
         sending.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await sending
         live.unsubscribe(queue)

@@ -6,22 +6,27 @@ A thin surface: every number on a page comes from the core (Simulation, debrief,
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from importlib import resources
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.store import RunStore, default_db_path
 from oncallsim.web import api, pages
 from oncallsim.web.live import RunManager
+from oncallsim.web.security import Guard, SecurityConfig
 
 __all__ = ["create_app", "plotly_js_path"]
 
 STATIC = Path(str(resources.files("oncallsim.web") / "static"))
+log = logging.getLogger("oncallsim.web")
 
 
 def plotly_js_path() -> Path:
@@ -29,7 +34,24 @@ def plotly_js_path() -> Path:
     return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
 
 
-def create_app(db_path: str | Path | None = None) -> FastAPI:
+def _field_of(loc: Iterable[object]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie")]
+    return ".".join(parts) or "body"
+
+
+def _wants_html(request: Request) -> bool:
+    return not request.url.path.startswith("/api/")
+
+
+def create_app(
+    db_path: str | Path | None = None,
+    *,
+    host: str = "127.0.0.1",
+    allow_hosts: Iterable[str] = (),
+    token: str | None = None,
+) -> FastAPI:
+    """The app. ``host`` and ``allow_hosts`` make the Host allow-list; ``token`` (required by the CLI when
+    binding beyond loopback) is asked of every request."""
     store = RunStore(db_path or default_db_path())
     manager = RunManager(store)
 
@@ -39,10 +61,12 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
         await manager.shutdown()
         store.close()
 
-    app = FastAPI(title="oncallsim", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    # the API's schema stays at /api/openapi.json; no docs UI (Swagger UI and ReDoc would load from a CDN)
+    app = FastAPI(title="oncallsim", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.store = store
     app.state.manager = manager
     app.state.boot_token = secrets.token_hex(4)
+    app.add_middleware(Guard, config=SecurityConfig.for_bind(host, allow_hosts, token))  # type: ignore[arg-type]
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
     async def plotly_js() -> FileResponse:
@@ -53,6 +77,35 @@ def create_app(db_path: str | Path | None = None) -> FastAPI:
     @app.exception_handler(api.InvalidInput)
     async def invalid_input(request: Request, exc: api.InvalidInput) -> JSONResponse:
         return JSONResponse({"error": str(exc), "field": exc.field}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        field = _field_of(first.get("loc", ()))
+        message = f"{field}: {str(first.get('msg', 'invalid')).removeprefix('Value error, ')}"
+        if len(errors) > 1:
+            message += f" (and {len(errors) - 1} more)"
+        if _wants_html(request):
+            return pages.render(request, "error.html", status=422, message=message)
+        return JSONResponse({"error": message, "field": field}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, str) else "invalid request"
+        if exc.status_code == 400:
+            detail = "not valid JSON (or not UTF-8, nested too deeply, or a number too long)"
+        field = "body" if exc.status_code in (400, 413, 415) else "path" if exc.status_code == 404 else "request"
+        if _wants_html(request) and exc.status_code == 404:
+            return pages.render(request, "error.html", status=404, message=f"{request.url.path[:200]}: not found")
+        return JSONResponse(
+            {"error": f"{field}: {detail}", "field": field}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse({"error": "internal error (a bug; it is logged)", "field": "server"}, status_code=500)
 
     app.include_router(api.router)
     app.include_router(pages.router)

@@ -1,7 +1,12 @@
 """Live runs: the server owns the simulated clock (the model knows none; this driver adds real time).
 
-Every action is validated, written to the run's log in SQLite, and only then queued for the next minute.
-A run with nobody watching pauses; a run not in memory is rebuilt by replaying its log.
+Every action is validated, written to the run's log in SQLite (on the store's writer thread; the write is on
+disk when it returns), and only then acknowledged and queued for the next minute. The clock waits for an
+action being written, so the action applies to the minute it is stamped with. A run with nobody watching
+pauses; a run not in memory is rebuilt by replaying its log (off the event loop).
+
+CPU work (the debrief and its counterfactuals, a replay) runs on worker threads, once per run; its results
+are kept in the store.
 """
 
 from __future__ import annotations
@@ -9,14 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from oncallsim.debrief import Report
-from oncallsim.model import InvalidInput
+from oncallsim.debrief import Report, make_report
+from oncallsim.debrief.charts import debrief_figure
+from oncallsim.model import MODEL_VERSION, InvalidInput
 from oncallsim.model.controls import coerce_control_value
-from oncallsim.policies import debrief
-from oncallsim.simulation import Action, RunFile, Simulation, load_actions
+from oncallsim.policies import counterfactuals
+from oncallsim.simulation import Action, Simulation, load_actions
 from oncallsim.store import RunStore
 
 __all__ = ["SPEEDS", "LiveRun", "RunManager"]
@@ -25,6 +34,40 @@ SPEEDS = (1, 2, 4, 8, 16)  # simulated minutes per wall second
 # How often the position is written between pauses and actions. The action log is the truth (a replay goes at
 # least to the last action's minute); a restart may resume a few quiet minutes earlier, never with a lost input.
 PROGRESS_EVERY_MIN = 15
+# At most this many actions per run in any 60 s of wall clock (an operator clicks a few a minute).
+ACTIONS_PER_MINUTE = 120
+
+log = logging.getLogger("oncallsim.web")
+_background: set[asyncio.Task[Any]] = set()
+
+
+def spawn(coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
+    """``create_task`` whose task is kept until it ends (the loop holds only a weak reference) and whose
+    failure is logged instead of lost."""
+    task = asyncio.get_running_loop().create_task(coro, name=name)
+    _background.add(task)
+
+    def done(t: asyncio.Task[Any]) -> None:
+        _background.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.error("background task %s failed", t.get_name(), exc_info=t.exception())
+
+    task.add_done_callback(done)
+    return task
+
+
+def debrief_with_figure(sim: Simulation) -> tuple[Report, str]:
+    """The debrief and its charts, the counterfactuals computed once for both (CPU work: call it in a thread)."""
+    others = counterfactuals(sim)
+    report = make_report(sim, others)
+    figure = debrief_figure(
+        sim.timeline,
+        sim.params,
+        sim.actions,
+        report.latency_target_ms,
+        {name: o.timeline for name, o in others.items()},
+    )
+    return report, figure.to_json().replace("</", "<\\/")
 
 
 def check_speed(speed: Any) -> int:
@@ -53,7 +96,12 @@ class LiveRun:
         self.pending: list[Action] = []
         self.subscribers: set[asyncio.Queue[str]] = set()
         self.report: Report | None = None
+        self.figure_json: str | None = None
+        self.model_version = MODEL_VERSION  # a stored run of another model version is flagged, not hidden
         self.max_lag_s = 0.0
+        self._writing = asyncio.Lock()  # the clock does not advance while an action is being written
+        self._recent_actions: deque[float] = deque()
+        self._finishing: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._on_finish = on_finish
@@ -94,6 +142,8 @@ class LiveRun:
                 "title": self.sim.scenario.title,
                 "seed": self.sim.seed,
                 "start": self.sim.plan.clock(0),
+                "model_version": self.model_version,
+                "current_model": self.model_version == MODEL_VERSION,
             },
             "records": [r.to_dict() for r in self.sim.timeline],
             "actions": [a.to_dict() for a in self.sim.actions],
@@ -120,49 +170,68 @@ class LiveRun:
     def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
         self.subscribers.discard(queue)
         if not self.subscribers and not self.paused and not self.done:
-            self.pause(held_by="idle")  # nobody watching: the clock stops where it is
+            # nobody watching: the clock stops where it is
+            self.paused = True
+            self.held_by = "idle"
+            self._changed()
+            self.background_write(self.store.set_progress, self.id, self.sim.minute, self.speed)
 
     # --- the operator's inputs ---------------------------------------------------------------------------
 
-    def act(self, control: Any, value: Any = None) -> Action:
-        """Validate, log, then queue for the next minute; an invalid action raises and changes nothing."""
+    def _check_rate(self) -> None:
+        now = time.monotonic()
+        while self._recent_actions and now - self._recent_actions[0] > 60.0:
+            self._recent_actions.popleft()
+        if len(self._recent_actions) >= ACTIONS_PER_MINUTE:
+            raise InvalidInput("action", f"at most {ACTIONS_PER_MINUTE} actions per run per minute; wait a moment")
+        self._recent_actions.append(now)
+
+    async def act(self, control: Any, value: Any = None) -> Action:
+        """Validate, log (on disk), then acknowledge and queue for the next minute; an invalid action raises
+        and changes nothing."""
         if self.done:
             raise InvalidInput("run", "the run is over")
         if not isinstance(control, str):
-            raise InvalidInput("control", f"must be a control name, got {control!r}")
-        action = Action(self.sim.minute, control, coerce_control_value(control, value))
-        self.store.append_actions(self.id, [action])
-        self.pending.append(action)
+            raise InvalidInput("control", f"must be a control name, got {control!r}"[:200])
+        checked = coerce_control_value(control, value)
+        self._check_rate()
+        async with self._writing:
+            if self.done:
+                raise InvalidInput("run", "the run is over")
+            action = Action(self.sim.minute, control, checked)
+            await self.store.write(self.store.append_actions, self.id, [action])
+            self.pending.append(action)
         self.broadcast({"type": "ack", "action": action.to_dict()})
         return action
 
-    def pause(self, held_by: str = "user") -> None:
+    async def pause(self, held_by: str = "user") -> None:
         self.paused = True
         self.held_by = held_by
-        self.store.set_progress(self.id, self.sim.minute, self.speed)
-        if held_by == "user":
-            self.store.set_held(self.id, True, self.sim.minute)
         self._changed()
+        await self.store.write(self.store.set_progress, self.id, self.sim.minute, self.speed)
+        if held_by == "user":
+            await self.store.write(self.store.set_held, self.id, True, self.sim.minute)
 
-    def resume(self) -> None:
+    async def resume(self) -> None:
         if self.done:
             raise InvalidInput("run", "the run is over")
         self.paused = False
-        self.store.set_held(self.id, False, self.sim.minute)
         self._changed()
+        await self.store.write(self.store.set_held, self.id, False, self.sim.minute)
 
-    def set_speed(self, speed: Any) -> None:
+    async def set_speed(self, speed: Any) -> None:
         self.speed = check_speed(speed)
-        self.store.set_progress(self.id, self.sim.minute, self.speed)
         self._changed()
+        await self.store.write(self.store.set_progress, self.id, self.sim.minute, self.speed)
 
-    def step_once(self) -> None:
+    async def step_once(self) -> None:
         """Advance one minute (while paused)."""
         if self.done:
             raise InvalidInput("run", "the run is over")
         if not self.paused:
             raise InvalidInput("step", "pause the run first")
-        self.advance()
+        async with self._writing:
+            self.advance()
 
     def _changed(self) -> None:
         self._wake.set()
@@ -172,7 +241,7 @@ class LiveRun:
 
     def start(self) -> None:
         if self._task is None and not self.done:
-            self._task = asyncio.get_running_loop().create_task(self._tick(), name=f"run-{self.id}")
+            self._task = spawn(self._tick(), name=f"run-{self.id}")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -200,7 +269,10 @@ class LiveRun:
                 except TimeoutError:
                     pass
             self.max_lag_s = max(self.max_lag_s, loop.time() - due)
-            self.advance()
+            async with self._writing:
+                if self.paused or self.done:
+                    continue
+                self.advance()
             due += 1.0 / self.speed
         await self._finish()
 
@@ -208,22 +280,40 @@ class LiveRun:
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
         if self.sim.minute % PROGRESS_EVERY_MIN == 0:
-            self.store.set_progress(self.id, self.sim.minute)
+            self.background_write(self.store.set_progress, self.id, self.sim.minute)
         self.broadcast({"type": "minute", "record": record.to_dict(), "state": self.state()})
         if self.done:
             if self._task is None:
-                asyncio.get_running_loop().create_task(self._finish())
+                self.finish_soon()
             else:
                 self._wake.set()  # the ticker leaves its loop and finishes the run
+
+    def background_write(self, fn: Callable[..., Any], *args: Any) -> None:
+        """A write nobody waits for (the position between actions): queued on the writer thread, kept, logged."""
+        spawn(self.store.write(fn, *args), name=f"write-{self.id}")
+
+    def finish_soon(self) -> None:
+        if self._finishing is None:
+            self._finishing = spawn(self._finish(), name=f"finish-{self.id}")
 
     async def _finish(self) -> None:
         if self.report is not None:
             return
-        self.report = await asyncio.to_thread(debrief, self.sim)
-        self.store.finish(self.id, self.sim.minute, self.report.model_dump(mode="json"))
+        report, self.figure_json = await asyncio.to_thread(debrief_with_figure, self.sim)
+        self.report = report
+        await self.store.write(
+            self.store.finish, self.id, self.sim.minute, report.model_dump(mode="json"), self.figure_json
+        )
         self.broadcast({"type": "finished", "debrief_url": f"/runs/{self.id}/debrief", "state": self.state()})
         if self._on_finish is not None:
             self._on_finish(self)
+
+    async def figure(self) -> str:
+        """The debrief's charts: computed once, off the event loop, and kept in the store."""
+        if self.figure_json is None:
+            self.figure_json = (await asyncio.to_thread(debrief_with_figure, self.sim))[1]
+            await self.store.write(self.store.set_figure, self.id, self.figure_json)
+        return self.figure_json
 
 
 class RunManager:
@@ -235,47 +325,59 @@ class RunManager:
 
     async def create(self, sim: Simulation, speed: int, paused: bool = False) -> LiveRun:
         speed = check_speed(speed)
-        run_id = self.store.create_run(sim.run_file(), speed=speed)
+        run_id = await self.store.write(self.store.create_run, sim.run_file(), speed)
         if paused:
-            self.store.set_held(run_id, True, 0)
+            await self.store.write(self.store.set_held, run_id, True, 0)
         live = LiveRun(run_id, sim, self.store, speed, paused)
         self.runs[run_id] = live
         live.start()
         return live
 
-    async def import_run(self, run: RunFile) -> str:
-        """A run file uploaded for replay: stored as a finished run with its debrief."""
-        sim = Simulation.replay(run)
-        run_id = self.store.create_run(sim.run_file(), status="live")
-        report = await asyncio.to_thread(debrief, sim)
-        self.store.finish(run_id, sim.minute, report.model_dump(mode="json"))
+    async def import_run(self, sim: Simulation) -> str:
+        """A run file uploaded for replay (vetted and replayed by the caller, off the loop): stored as a
+        finished run with its debrief."""
+        report, figure = await asyncio.to_thread(debrief_with_figure, sim)
+        run_id = await self.store.write(self.store.create_run, sim.run_file(), 1, "live")
+        await self.store.write(self.store.finish, run_id, sim.minute, report.model_dump(mode="json"), figure)
         return run_id
 
-    def get(self, run_id: str) -> LiveRun | None:
+    async def get(self, run_id: str) -> LiveRun | None:
         live = self.runs.get(run_id)
         if live is not None:
             return live
-        row = self.store.get(run_id)
+        if not (len(run_id) == 12 and all(c in "0123456789abcdef" for c in run_id)):
+            return None
+        row = await self.store.read(self.store.get, run_id)
         if row is None:
             return None
         run = row.run_file
-        sim = Simulation.from_run_file(run)
-        logged = load_actions(run.actions)
-        sim.run(logged, until=run.played)
+
+        def rebuild() -> tuple[Simulation, list[Action]]:
+            sim = Simulation.from_run_file(run)
+            logged = load_actions(run.actions)
+            sim.run(logged, until=run.played)
+            return sim, logged
+
+        sim, logged = await asyncio.to_thread(rebuild)
+        live = self.runs.get(run_id)  # another request rebuilt it meanwhile
+        if live is not None:
+            return live
         # a run the operator paused stays paused; any other waits for someone to watch
         live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held)
+        live.model_version = row.model_version
         live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
         if row.status == "finished" and row.summary is not None:
             live.report = Report.model_validate(row.summary)
+            live.figure_json = row.debrief_figure
         self.runs[run_id] = live
         if not sim.done:
             live.start()
         elif live.report is None:
-            asyncio.get_running_loop().create_task(live._finish())
+            live.finish_soon()
         return live
 
     async def shutdown(self) -> None:
         for live in list(self.runs.values()):
             if not live.done:
-                self.store.set_progress(live.id, live.sim.minute, live.speed)
+                await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
             await live.stop()

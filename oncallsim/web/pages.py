@@ -8,20 +8,18 @@ import json
 from functools import cache
 from typing import Any
 
-from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi import APIRouter, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from latex2mathml.converter import convert as latex_to_mathml
 
-from oncallsim.debrief.charts import debrief_figure
 from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
 from oncallsim.i18n import negotiate, page_catalog, translations
 from oncallsim.model import CONTROL_SPECS, InvalidInput, param_info
 from oncallsim.model.formulas import FORMULAS, SOURCES
-from oncallsim.policies import counterfactuals
 from oncallsim.scenarios import builtin_scenarios
-from oncallsim.simulation import RunFile
-from oncallsim.web.api import NewRun, get_live, manager_of, random_seed, start_run
+from oncallsim.simulation import MAX_SEED
+from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
 from oncallsim.web.live import SPEEDS, LiveRun
 
 __all__ = ["router"]
@@ -61,7 +59,11 @@ def error_page(request: Request, exc: InvalidInput, status: int = 422) -> HTMLRe
 
 
 @router.get("/", response_class=HTMLResponse)
-async def home(request: Request, scenario: str | None = None, seed: int | None = None) -> HTMLResponse:
+async def home(
+    request: Request,
+    scenario: str | None = Query(default=None, max_length=200),
+    seed: int | None = Query(default=None, ge=0, le=MAX_SEED),
+) -> HTMLResponse:
     return render(
         request,
         "home.html",
@@ -74,33 +76,51 @@ async def home(request: Request, scenario: str | None = None, seed: int | None =
 
 
 @router.get("/play", response_class=HTMLResponse)
-async def play(request: Request, scenario: str, seed: int) -> HTMLResponse:
+async def play(
+    request: Request,
+    scenario: str = Query(max_length=200),
+    seed: int = Query(ge=0, le=MAX_SEED, description="0 to 4294967295"),
+) -> HTMLResponse:
     """A share link: the same scenario and seed, one click from starting."""
     known = builtin_scenarios()
     if scenario not in known:
-        return error_page(request, InvalidInput("scenario", f"unknown scenario {scenario!r}"), 404)
+        return error_page(request, InvalidInput("scenario", f"unknown scenario {scenario[:80]!r}"), 404)
     return render(request, "play.html", scenario=known[scenario], seed=seed, speeds=SPEEDS)
 
 
 @router.post("/runs")
 async def start(
     request: Request,
-    scenario: str = Form(...),
-    seed: str = Form(""),
-    speed: int = Form(4),
-    clock: str = Form(""),
+    scenario: str = Form(..., max_length=200),
+    seed: str = Form("", max_length=40),
+    speed: str = Form("4", max_length=40),
+    clock: str = Form("", max_length=40),
 ) -> Response:
     form = await request.form()
-    overrides = {k.removeprefix("param."): v for k, v in form.items() if k.startswith("param.") and str(v).strip()}
+    overrides = {
+        k.removeprefix("param."): v
+        for k, v in form.items()
+        if k.startswith("param.") and isinstance(v, str) and v.strip()
+    }
+    if any(isinstance(v, str) and len(v) > 64 for v in overrides.values()) or len(overrides) > 64:
+        return error_page(request, InvalidInput("param", "at most 64 parameters of at most 64 characters"))
     try:
         seed_value = int(seed) if seed.strip() else None
     except ValueError:
-        return error_page(request, InvalidInput("seed", f"must be a whole number, got {seed!r}"))
+        return error_page(request, InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}"))
+    if seed_value is not None and not 0 <= seed_value <= MAX_SEED:
+        return error_page(request, InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}"))
+    try:
+        speed_value = int(speed)
+    except ValueError:
+        return error_page(
+            request, InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))}, got {speed!r}")
+        )
     try:
         new = NewRun(
             scenario=scenario,
             seed=seed_value,
-            speed=speed,
+            speed=speed_value,
             clock=clock or None,
             overrides={k: str(v) for k, v in overrides.items()},
         )
@@ -115,19 +135,20 @@ async def start(
 @router.get("/runs", response_class=HTMLResponse)
 async def runs(request: Request) -> HTMLResponse:
     titles = {sid: s.title for sid, s in builtin_scenarios().items()}
-    return render(request, "runs.html", runs=manager_of(request).store.recent(), titles=titles)
+    store = manager_of(request).store
+    return render(request, "runs.html", runs=await store.read(store.recent), titles=titles)
 
 
-def live_or_404(request: Request, run_id: str) -> LiveRun | HTMLResponse:
+async def live_or_404(request: Request, run_id: str) -> LiveRun | HTMLResponse:
     try:
-        return get_live(request, run_id)
+        return await get_live(request, run_id)
     except InvalidInput as exc:
         return error_page(request, exc, 404)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def console(request: Request, run_id: str) -> HTMLResponse:
-    live = live_or_404(request, run_id)
+    live = await live_or_404(request, run_id)
     if isinstance(live, HTMLResponse):
         return live
     return render(request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS)
@@ -135,35 +156,25 @@ async def console(request: Request, run_id: str) -> HTMLResponse:
 
 @router.get("/runs/{run_id}/debrief", response_class=HTMLResponse)
 async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
-    live = live_or_404(request, run_id)
+    live = await live_or_404(request, run_id)
     if isinstance(live, HTMLResponse):
         return live
     if live.report is None:
         return render(request, "not_over.html", live=live, status=409)
-    sim = live.sim
-    others = counterfactuals(sim)
-    figure = debrief_figure(
-        sim.timeline,
-        sim.params,
-        sim.actions,
-        live.report.latency_target_ms,
-        {name: o.timeline for name, o in others.items()},
-    )
     return render(
         request,
         "debrief.html",
         live=live,
         r=live.report,
-        clock=sim.plan.clock,
-        figure_json=figure.to_json().replace("</", "<\\/"),
+        clock=live.sim.plan.clock,
+        figure_json=await live.figure(),  # computed once (with the counterfactuals), off the event loop
     )
 
 
 @router.post("/runs/import")
 async def import_run(request: Request, file: UploadFile) -> Response:
     try:
-        text = (await file.read()).decode("utf-8", errors="replace")
-        run_id = await manager_of(request).import_run(RunFile.parse(text, file.filename or "run file"))
+        run_id = await import_file(manager_of(request), file)
     except InvalidInput as exc:
         return error_page(request, exc)
     return RedirectResponse(f"/runs/{run_id}/debrief", status_code=303)

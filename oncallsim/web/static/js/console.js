@@ -138,6 +138,8 @@
   }
 
   // ---- controls ------------------------------------------------------------------------------------------
+  // the controls form never submits (no inline handler: the page's CSP allows no inline script)
+  $("controls").addEventListener("submit", (event) => event.preventDefault());
   const SLIDERS = ["floor", "target_utilization", "ttl_s", "shed_share"];
   const SWITCHES = ["autoscaler", "recommendations"];
 
