@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
 
 import oncallsim
@@ -90,18 +91,28 @@ def test_model_has_no_io_clock_or_global_randomness() -> None:
         assert not bad, f"{path.name} imports {bad}"
 
 
-def test_positional_record_construction_lines_up_with_the_fields() -> None:
-    """step() builds MinuteRecord positionally for speed; each argument line names its field in a comment."""
-    from oncallsim.model import MinuteRecord, State
+def test_the_record_and_the_state_are_laid_out_by_the_schema() -> None:
+    """MinuteRecord, the compiled minute's vectors and the batch columns follow model/fields.py."""
+    from oncallsim.batch.columns import BOOL_FIELDS, INT_FIELDS
+    from oncallsim.model import MinuteRecord
+    from oncallsim.model.fields import NUMERIC_FIELDS, REC, RECORD_SCHEMA, ST, STATE_SCHEMA
 
-    source = (PACKAGE / "model" / "step.py").read_text()
-    for start, end, fields in (
-        ("record = MinuteRecord(", "# Positional, in State", MinuteRecord._fields),
-        ("new_state = State(", "return new_state", State._fields),
-    ):
-        block = source[source.index(start) : source.index(end)]
-        names = [line.rsplit("#", 1)[1].strip() for line in block.splitlines()[1:] if "#" in line]
-        assert tuple(names) == fields
+    assert MinuteRecord._fields == tuple(f.name for f in RECORD_SCHEMA)
+    hints = typing.get_type_hints(MinuteRecord)
+    for f in RECORD_SCHEMA:
+        expected = {"int": int, "float": float, "bool": bool, "str": str}.get(f.dtype, tuple[str, ...])
+        assert hints[f.name] == expected, f.name
+    assert REC._fields == tuple(f.name for f in NUMERIC_FIELDS) and ST._fields == tuple(f.name for f in STATE_SCHEMA)
+    assert {f.name for f in NUMERIC_FIELDS if f.dtype == "int"} | {"minute"} == INT_FIELDS
+    assert {f.name for f in NUMERIC_FIELDS if f.dtype == "bool"} == BOOL_FIELDS
+    assert {f.role for f in RECORD_SCHEMA} <= {"record", "control", "derived", "label"}
+
+
+def test_records_doc_table_is_the_schema() -> None:
+    from oncallsim.model.fields import markdown_table
+
+    text = (PACKAGE.parent / "docs" / "records.md").read_text()
+    assert markdown_table() in text, "docs/records.md's field table differs from model/fields.py: regenerate it"
 
 
 def test_every_record_field_is_documented() -> None:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from oncallsim import Action, Params, Simulation
 from oncallsim.model.cache import hit_ratio
+from oncallsim.model.kernel import kernel_params
 
 SCENARIOS = ["free-play", "bad-deploy", "surge", "cache-flush"]
 RUN_MINUTES = 90
@@ -87,6 +88,6 @@ def test_same_inputs_give_the_same_bytes(run: tuple[str, int, list[Action]]) -> 
 def test_hit_ratio_is_bounded_and_rises_with_ttl(rate: float, ttl_a: float, ttl_b: float, warm: float) -> None:
     params = Params()
     lo, hi = sorted((ttl_a, ttl_b))
-    h_lo = hit_ratio(rate, lo, warm, params)
-    h_hi = hit_ratio(rate, hi, warm, params)
+    h_lo = hit_ratio(rate, lo, warm, kernel_params(params))
+    h_hi = hit_ratio(rate, hi, warm, kernel_params(params))
     assert 0.0 <= h_lo <= h_hi <= 1.0

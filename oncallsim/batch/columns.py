@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model import MinuteRecord
+from oncallsim.model.fields import NUMERIC_FIELDS
 
 __all__ = ["BOOL_FIELDS", "INT_FIELDS", "Columns"]
 
-INT_FIELDS = frozenset({"minute", "servers", "serving", "booting", "desired", "floor"})
-BOOL_FIELDS = frozenset({"recommendations", "warmup_active", "page_firing", "autoscaler", "rollback_active"})
-_ARRAY_FIELDS = tuple(f for f in MinuteRecord._fields if f not in ("minute", "clock", "events"))
+# dtypes from the field schema
+INT_FIELDS = frozenset({"minute"} | {f.name for f in NUMERIC_FIELDS if f.dtype == "int"})
+BOOL_FIELDS = frozenset(f.name for f in NUMERIC_FIELDS if f.dtype == "bool")
+_ARRAY_FIELDS = tuple(f.name for f in NUMERIC_FIELDS)
 _LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))
 
 
@@ -31,9 +33,9 @@ class Columns:
                 dtype = np.int64 if name in INT_FIELDS else bool if name in BOOL_FIELDS else np.float64
                 self.data[name] = np.zeros((minutes, runs), dtype=dtype)
         self.clock = np.zeros(minutes, dtype=np.int64)
-        self.events: list[dict[int, list[str]]] = [{} for _ in range(minutes)]
+        self.events: list[Mapping[int, Sequence[str]]] = [{} for _ in range(minutes)]
 
-    def write(self, t: int, clock: int, events: dict[int, list[str]], **fields: Any) -> None:
+    def write(self, t: int, clock: int, events: Mapping[int, Sequence[str]], **fields: Any) -> None:
         self.clock[t] = clock
         self.events[t] = events
         for name, column in self.data.items():

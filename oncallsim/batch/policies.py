@@ -13,7 +13,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from oncallsim.model import Params
-from oncallsim.model.traffic import diurnal_rate
 from oncallsim.policies import textbook as tb
 from oncallsim.simulation import Policy
 
@@ -105,7 +104,7 @@ class VectorTextbook:
 
         # the capacity playbook
         minute_of_day = (batch.clock_start + batch.t - 1) % 1440
-        ratio = last["requests_per_s"] / max(diurnal_rate(0.0, minute_of_day, p), 1e-9)
+        ratio = last["requests_per_s"] / max(tb.usual_rate_at(minute_of_day, p), 1e-9)
         history = batch.request_history
         slope = np.maximum(0.0, (history[-1] - history[0]) / max(len(history) - 1, 1))
         rising = slope > tb.RISING_SLOPE * last["requests_per_s"]

@@ -1,16 +1,97 @@
-"""The operator's controls (MODEL.md §5): one table feeds validation, CLI help, the console and the docs."""
+"""The operator's controls (MODEL.md §5): the control registry.
+
+Each control declares its kind, range or choices, default, label, help text and its effect on the state.
+The registry feeds validation (once, at the edge: ``coerce_control_value``), ``apply_actions`` (both
+engines), the CLI's ``--set`` and ``oncallsim params``, the console's controls, the model page and the
+Gymnasium spaces. Adding a control is one entry here plus its stage logic (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from oncallsim.model.errors import InvalidInput
+from oncallsim.model.events import Event
+from oncallsim.model.fields import ST
+from oncallsim.model.fleet import fleet_size, match_floor, start
 
-__all__ = ["BUTTONS", "CONTROL_SPECS", "SETTINGS", "ControlSpec", "Controls", "coerce_control_value"]
+__all__ = [
+    "BUTTONS",
+    "CONTROL_SPECS",
+    "SETTINGS",
+    "ControlSpec",
+    "Controls",
+    "apply_to_vector",
+    "coerce_control_value",
+]
 
-Kind = Literal["int", "fraction", "seconds", "bool", "button"]
+# int/fraction/seconds: numbers with a unit and range; bool: a switch; choice: one of named values
+# (stored as its index); button: an action without a value.
+Kind = Literal["int", "fraction", "seconds", "bool", "choice", "button"]
+Effect = Callable[["ControlSpec", npt.NDArray[np.float64], npt.NDArray[np.int64], Any, Any], list[Event]]
+
+
+def set_setting(
+    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
+) -> list[Event]:
+    """A setting's plain effect: the value is in force from this minute's computation."""
+    stored = float(spec.choices.index(value)) if spec.kind == "choice" else float(value)
+    vec[getattr(ST, spec.name)] = stored
+    return [Event("setting", name=spec.name, value=value)]
+
+
+def keep_fleet_at_floor(vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], params: Any) -> list[Event]:
+    """With the autoscaler off the fleet is exactly the floor: extras go at once, missing ones boot."""
+    if vec[ST.autoscaler]:
+        return []
+    serving = int(vec[ST.serving])
+    before = fleet_size(serving, boot)
+    floor = int(vec[ST.floor])
+    if before == floor:
+        return []
+    vec[ST.serving] = match_floor(serving, boot, floor, params.boot_delay_min)
+    change = fleet_size(int(vec[ST.serving]), boot) - before
+    if change == 0:
+        return []
+    if change < 0:
+        return [Event("fleet_to_floor_removed", n=-change)]
+    return [Event("fleet_to_floor_started", n=change)]
+
+
+def set_floor(
+    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
+) -> list[Event]:
+    """Raising the floor starts instances at once (they still boot before they serve)."""
+    events = set_setting(spec, vec, boot, value, params)
+    serving = int(vec[ST.serving])
+    size = fleet_size(serving, boot)
+    if size < value:
+        vec[ST.serving] = start(serving, boot, value - size, params.boot_delay_min)
+        events.append(Event("floor_raised", n=value - size))
+    return events
+
+
+def press_warmup(
+    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
+) -> list[Event]:
+    if vec[ST.warmup_left] > 0:
+        return [Event("warmup_running")]
+    vec[ST.warmup_left] = params.warmup_minutes
+    return [Event("warmup_started")]
+
+
+def press_rollback(
+    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
+) -> list[Event]:
+    again = vec[ST.rollback_left] > 0
+    vec[ST.rollback_left] = params.rollback_minutes
+    return [Event("rollback_restarted" if again else "rollback_started")]
 
 
 @dataclass(frozen=True)
@@ -23,14 +104,37 @@ class ControlSpec:
     min: float | None = None
     max: float | None = None
     unit: str = ""
+    effect: Effect = set_setting
+    choices: tuple[str, ...] = ()
+
+    @property
+    def is_setting(self) -> bool:
+        return self.kind != "button"
 
     def describe_range(self) -> str:
         if self.kind == "bool":
             return "true or false"
         if self.kind == "button":
             return "no value (a button)"
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
         kind = "a whole number" if self.kind == "int" else "a number"
         return f"{kind} from {self.min:g} to {self.max:g}" + (f" {self.unit}" if self.unit else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The registry entry as the console and the API describe it."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "label": self.label,
+            "help": self.help,
+            "default": self.default,
+            "min": self.min,
+            "max": self.max,
+            "unit": self.unit,
+            "choices": list(self.choices),
+            "range": self.describe_range(),
+        }
 
 
 CONTROL_SPECS: dict[str, ControlSpec] = {
@@ -46,6 +150,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             1,
             40,
             "instances",
+            effect=set_floor,
         ),
         ControlSpec(
             "autoscaler",
@@ -97,6 +202,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "Warm up cache",
             "Loads hot keys for 6 minutes (+12 % of the cache per "
             "minute) at the price of 600 extra database queries/s.",
+            effect=press_warmup,
         ),
         ControlSpec(
             "rollback",
@@ -104,6 +210,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "Roll back",
             "Deploys the last good build on a new fleet (5 min, "
             "billed double), then switches traffic. Pressing again restarts the preparation.",
+            effect=press_rollback,
         ),
     )
 }
@@ -121,6 +228,10 @@ def coerce_control_value(name: str, value: Any) -> Any:
         if value is not None:
             raise InvalidInput(name, f"is a button and takes no value, got {value!r}")
         return None
+    if spec.kind == "choice":
+        if not isinstance(value, str) or value not in spec.choices:
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
+        return value
     if spec.kind == "bool":
         if isinstance(value, str) and value.strip().lower() in {"true", "on", "1", "yes", "false", "off", "0", "no"}:
             return value.strip().lower() in {"true", "on", "1", "yes"}
@@ -171,6 +282,25 @@ class Controls:
         return new
 
     @classmethod
+    def from_vector(cls, values: dict[str, Any]) -> Controls:
+        """Controls from a state vector's stored numbers (values that were validated when they were set)."""
+        new = object.__new__(cls)
+        for name in SETTINGS:
+            spec = CONTROL_SPECS[name]
+            raw = values[name]
+            value: Any
+            if spec.kind == "bool":
+                value = bool(raw)
+            elif spec.kind == "int":
+                value = int(raw)
+            elif spec.kind == "choice":
+                value = spec.choices[int(raw)]
+            else:
+                value = float(raw)
+            object.__setattr__(new, name, value)
+        return new
+
+    @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> Controls:
         """Controls with the given names set (validated and coerced); the rest at their defaults."""
         coerced = {}
@@ -179,3 +309,21 @@ class Controls:
                 raise InvalidInput(name, "is a button, not a setting")
             coerced[name] = coerce_control_value(name, value)
         return cls(**coerced)
+
+
+def apply_to_vector(
+    vec: npt.NDArray[np.float64],
+    boot: npt.NDArray[np.int64],
+    actions: Iterable[tuple[str, Any]],
+    params: Any,
+) -> list[Event]:
+    """The operator's inputs, already validated, in the order given (MODEL.md §3a.1): each control's effect,
+    then, for a setting, the fleet kept at the floor when the autoscaler is off. Both engines call this on a
+    run's state (the batch engine on the run's row)."""
+    events: list[Event] = []
+    for name, value in actions:
+        spec = CONTROL_SPECS[name]
+        events.extend(spec.effect(spec, vec, boot, value, params))
+        if spec.is_setting:
+            events.extend(keep_fleet_at_floor(vec, boot, params))
+    return events

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from oncallsim.model.params import Params
+from typing import Any
+
+from oncallsim.model.kernel import compiled
 
 __all__ = ["cost_per_hour"]
 
 
-def cost_per_hour(instances: int, rolling_back: bool, params: Params) -> float:
-    return params.instance_price_per_hour * instances * (params.rollback_cost_factor if rolling_back else 1.0)
+@compiled
+def cost_per_hour(instances: int, rolling_back: bool, p: Any) -> float:
+    return p.instance_price_per_hour * instances * (p.rollback_cost_factor if rolling_back else 1.0)

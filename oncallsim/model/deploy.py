@@ -2,37 +2,36 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any
 
-from oncallsim.model import events as ev
-from oncallsim.model.params import Params
+from oncallsim.model.kernel import compiled
 
-__all__ = ["Rollout", "advance", "start_deploy"]
-
-
-class Rollout(NamedTuple):
-    bad_build_share: float
-    deploying: bool
-    rollback_left: int
+__all__ = ["advance", "start_deploy"]
 
 
-def start_deploy(bad_build_share: float, params: Params) -> tuple[float, bool]:
+@compiled
+def start_deploy(bad_build_share: float, p: Any) -> float:
     """The deploy starts: its first minute already puts one step of traffic on the bad build."""
-    return min(1.0, bad_build_share + params.rollout_step), True
+    return min(1.0, bad_build_share + p.rollout_step)
 
 
-def advance(rollout: Rollout, params: Params, events: list[str]) -> Rollout:
-    """The next minute's rollout: one more step of traffic on the bad build; a rollback that is ready ends it."""
-    bad, deploying, rollback_left = rollout
+@compiled
+def advance(bad: float, deploying: bool, rollback_left: int, p: Any) -> tuple[float, bool, int, bool, bool]:
+    """The next minute's rollout: one more step of traffic on the bad build; a rollback that is ready ends it.
+
+    Returns (bad build share, deploying, rollback minutes left, deploy finished, rollback ready).
+    """
+    finished = False
+    ready = False
     if deploying:
-        bad = min(1.0, bad + params.rollout_step)
+        bad = min(1.0, bad + p.rollout_step)
         if bad >= 1.0:
             deploying = False
-            events.append(ev.DEPLOY_FINISHED)
+            finished = True
     if rollback_left > 0:
         rollback_left -= 1
         if rollback_left == 0:
             bad = 0.0
             deploying = False
-            events.append(ev.ROLLBACK_READY)
-    return Rollout(bad, deploying, rollback_left)
+            ready = True
+    return bad, deploying, rollback_left, finished, ready

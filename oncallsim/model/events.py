@@ -1,73 +1,129 @@
-"""The text of the events a minute reports: one place, shared by the scalar and the batch engine
-(and keyed by the page's translation catalog with numbers replaced by {n})."""
+"""What a minute reports: structured events, ``(code, args)``, rendered into words only at the surfaces.
+
+An ``Event`` is a code from ``EVENT_TEXTS`` plus its arguments. So that logs, CSV files and tests read
+naturally, its ``str`` value is the English rendering (an ``Event`` compares equal to that sentence), but
+code decides by ``event.code``, never by the words; the surfaces render ``code`` through the translation
+layer (``render``), with ``n`` driving plural forms.
+
+The compiled minute reports its events as counts in fixed slots (``KERNEL_EVENTS``); ``from_slots`` turns
+them into events, the same way for the scalar and the batch engine.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
-    "DEPLOY_FINISHED",
-    "DEPLOY_STARTED",
-    "FLUSHED",
-    "PAGE_CLEARED",
-    "PAGE_FIRED",
-    "ROLLBACK_READY",
-    "ROLLBACK_RESTARTED",
-    "ROLLBACK_STARTED",
-    "WARMUP_FINISHED",
-    "WARMUP_RUNNING",
-    "WARMUP_STARTED",
-    "fleet_to_floor",
-    "floor_raised",
-    "instances_ready",
-    "scaled_in",
-    "scaled_out",
-    "setting",
+    "EVENT_TEXTS",
+    "KERNEL_EVENTS",
+    "Event",
+    "event",
+    "from_slots",
+    "render",
     "show_value",
 ]
 
-DEPLOY_STARTED = "deploy started"
-DEPLOY_FINISHED = "deploy finished"
-FLUSHED = "cache flushed"
-PAGE_FIRED = "page fired"
-PAGE_CLEARED = "page cleared"
-WARMUP_STARTED = "warm-up started"
-WARMUP_RUNNING = "warm-up already running"
-WARMUP_FINISHED = "warm-up finished"
-ROLLBACK_STARTED = "rollback started"
-ROLLBACK_RESTARTED = "rollback restarted"
-ROLLBACK_READY = "rollback ready"
+# code → (singular English template, plural English template); {n}, {name} and {value} are the arguments.
+EVENT_TEXTS: dict[str, tuple[str, str]] = {
+    "deploy_started": ("deploy started", "deploy started"),
+    "deploy_finished": ("deploy finished", "deploy finished"),
+    "cache_flushed": ("cache flushed", "cache flushed"),
+    "page_fired": ("page fired", "page fired"),
+    "page_cleared": ("page cleared", "page cleared"),
+    "warmup_started": ("warm-up started", "warm-up started"),
+    "warmup_running": ("warm-up already running", "warm-up already running"),
+    "warmup_finished": ("warm-up finished", "warm-up finished"),
+    "rollback_started": ("rollback started", "rollback started"),
+    "rollback_restarted": ("rollback restarted", "rollback restarted"),
+    "rollback_ready": ("rollback ready", "rollback ready"),
+    "setting": ("set {name} = {value}", "set {name} = {value}"),
+    "floor_raised": ("floor raised: {n} instance starting", "floor raised: {n} instances starting"),
+    "fleet_to_floor_started": (
+        "fleet set to the floor: {n} starting",
+        "fleet set to the floor: {n} starting",
+    ),
+    "fleet_to_floor_removed": ("fleet set to the floor: {n} removed", "fleet set to the floor: {n} removed"),
+    "instances_ready": ("{n} instance ready", "{n} instances ready"),
+    "scaled_out": ("scaled out: {n} instance starting", "scaled out: {n} instances starting"),
+    "scaled_in": ("scaled in: {n} instance removed", "scaled in: {n} instances removed"),
+}
 
-
-def _instances(n: int) -> str:
-    return f"{n} instance{'s' * (n != 1)}"
+# The slots the compiled minute fills, in the order its events happen within a minute.
+KERNEL_EVENTS: tuple[str, ...] = (
+    "deploy_started",
+    "cache_flushed",
+    "page_fired",
+    "page_cleared",
+    "warmup_finished",
+    "deploy_finished",
+    "rollback_ready",
+    "instances_ready",
+    "scaled_out",
+    "scaled_in",
+)
+_COUNTED = frozenset({"instances_ready", "scaled_out", "scaled_in"})
 
 
 def show_value(value: Any) -> str:
+    """A control's value as the event log writes it: on/off, or the number without trailing zeros."""
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, str):
+        return value
     return f"{value:g}"
 
 
-def setting(name: str, value: Any) -> str:
-    return f"set {name} = {show_value(value)}"
+def render(
+    code: str,
+    args: dict[str, Any],
+    gettext: Callable[[str], str] | None = None,
+    ngettext: Callable[[str, str, int], str] | None = None,
+) -> str:
+    """An event in words: English by default, or through the given translation functions."""
+    singular, plural = EVENT_TEXTS[code]
+    n = args.get("n")
+    if n is not None:
+        template = ngettext(singular, plural, n) if ngettext else (singular if n == 1 else plural)
+    else:
+        template = gettext(singular) if gettext else singular
+    shown = {k: show_value(v) if k == "value" else v for k, v in args.items()}
+    return template.format(**shown)
 
 
-def floor_raised(n: int) -> str:
-    return f"floor raised: {_instances(n)} starting"
+class Event(str):
+    """A structured event whose ``str`` is its English text. ``code`` and ``args`` are what code reads."""
+
+    code: str
+    args: dict[str, Any]
+
+    def __new__(cls, code: str, **args: Any) -> Event:
+        if code not in EVENT_TEXTS:
+            raise ValueError(f"unknown event code {code!r}")
+        self = super().__new__(cls, render(code, args))
+        self.code = code
+        self.args = args
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (process pools, Dask) keep the structure
+        return (_rebuild, (self.code, self.args))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "args": dict(self.args), "text": str(self)}
 
 
-def fleet_to_floor(change: int) -> str:
-    return f"fleet set to the floor: {-change} removed" if change < 0 else f"fleet set to the floor: {change} starting"
+def _rebuild(code: str, args: dict[str, Any]) -> Event:
+    return Event(code, **args)
 
 
-def instances_ready(n: int) -> str:
-    return f"{_instances(n)} ready"
+def event(code: str, **args: Any) -> Event:
+    return Event(code, **args)
 
 
-def scaled_out(n: int) -> str:
-    return f"scaled out: {_instances(n)} starting"
-
-
-def scaled_in(n: int) -> str:
-    return f"scaled in: {_instances(n)} removed"
+def from_slots(slots: Sequence[int]) -> list[Event]:
+    """The events of a compiled minute, from its slot counts, in ``KERNEL_EVENTS`` order."""
+    out = []
+    for code, count in zip(KERNEL_EVENTS, slots, strict=True):
+        if count:
+            out.append(Event(code, n=int(count)) if code in _COUNTED else Event(code))
+    return out

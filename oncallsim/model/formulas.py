@@ -40,7 +40,7 @@ FORMULAS: tuple[Formula, ...] = (
         r"\lambda(t) = \mathrm{base}\left(1 + 0.25 \sin\frac{2\pi (t + \mathrm{clock} - 6\,\mathrm{h})}{24\,\mathrm{h}}"
         r"\right) \cdot \mathrm{surge}(t)",
         (6,),
-        "oncallsim.model.traffic.expected_rate",
+        "oncallsim.model.traffic.diurnal_rate",
         "Peak at 12:00. Per-minute count ≈ N(60λ, √(60λ))·(1 + N(0, 0.02)); the observed rate is count/60.",
     ),
     Formula(

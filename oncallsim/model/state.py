@@ -1,34 +1,114 @@
-"""The state of a run at the start of a minute: everything the next minute's computation reads."""
+"""The state of a run at the start of a minute: everything the next minute's computation reads.
+
+Held as the compiled minute wants it (``fields.STATE_SCHEMA`` as a float vector, booting counts by minutes
+left, the burn window oldest first) with named views for the surfaces. Immutable by convention: ``step``
+copies the arrays before the minute changes them.
+"""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from oncallsim.model.controls import Controls
+import numpy as np
+import numpy.typing as npt
+
+from oncallsim.model.controls import SETTINGS, Controls
+from oncallsim.model.fields import ST
 from oncallsim.model.fleet import Fleet
+from oncallsim.model.kernel import kernel_params, lgamma_table
 from oncallsim.model.params import Params
 from oncallsim.model.plan import RunPlan
-from oncallsim.model.slo import BurnWindows
+from oncallsim.model.stages import DEPLOY, FLUSH, NO_SURGE
 
-__all__ = ["State", "initial_state"]
+__all__ = ["KernelInputs", "State", "initial_state", "kernel_inputs", "surge_of"]
+
+
+class KernelInputs(NamedTuple):
+    """What the compiled minute needs besides the state, prepared once per run."""
+
+    params: Any  # kernel.KParams
+    ln_factorial: npt.NDArray[np.float64]
+    flags: npt.NDArray[np.int64]  # per minute: DEPLOY | FLUSH
+    surge: tuple[float, float, float, float]
+
+
+def kernel_inputs(plan: RunPlan, params: Params) -> KernelInputs:
+    flags = np.zeros(plan.minutes + 1, dtype=np.int64)
+    for m in plan.deploy_minutes:
+        if 0 <= m < len(flags):
+            flags[m] |= DEPLOY
+    for m in plan.flush_minutes:
+        if 0 <= m < len(flags):
+            flags[m] |= FLUSH
+    surge = surge_of(plan)
+    table = lgamma_table(params.max_fleet * params.workers_per_instance)
+    return KernelInputs(kernel_params(params), table, flags, surge)
+
+
+def surge_of(plan: RunPlan) -> tuple[float, float, float, float]:
+    """The plan's surge as the compiled minute reads it: (onset, peak, rise, decay); onset ∞ = none."""
+    s = plan.surge
+    return NO_SURGE if s is None else (float(s.onset_min), float(s.peak), float(s.rise_min), float(s.decay_min))
 
 
 class State(NamedTuple):
     minute: int
     plan: RunPlan
-    controls: Controls
-    fleet: Fleet
-    cache_warm: float = 1.0
-    warmup_left: int = 0
-    bad_build_share: float = 0.0
-    deploying: bool = False
-    rollback_left: int = 0
-    windows: BurnWindows | None = None
-    page_firing: bool = False
-    budget_left: float = 1.0
-    cost_so_far: float = 0.0
+    vec: npt.NDArray[np.float64]
+    boot: npt.NDArray[np.int64]
+    window: npt.NDArray[np.float64]
+    kernel: KernelInputs
+
+    def value(self, name: str) -> float:
+        return float(self.vec[getattr(ST, name)])
+
+    @property
+    def controls(self) -> Controls:
+        return controls_from_vector(self.vec)
+
+    @property
+    def fleet(self) -> Fleet:
+        booting = tuple(k for k in range(len(self.boot) - 1, 0, -1) for _ in range(int(self.boot[k])))
+        return Fleet(int(self.vec[ST.serving]), booting, int(self.vec[ST.quiet_minutes]))
+
+    @property
+    def budget_left(self) -> float:
+        return self.value("budget_left")
+
+    @property
+    def cost_so_far(self) -> float:
+        return self.value("cost_so_far")
+
+    @property
+    def cache_warm(self) -> float:
+        return self.value("cache_warm")
+
+    @property
+    def warmup_left(self) -> int:
+        return int(self.value("warmup_left"))
+
+    @property
+    def rollback_left(self) -> int:
+        return int(self.value("rollback_left"))
+
+    @property
+    def page_firing(self) -> bool:
+        return bool(self.value("page_firing"))
+
+
+def controls_from_vector(vec: npt.NDArray[np.float64]) -> Controls:
+    values = {name: vec[getattr(ST, name)] for name in SETTINGS}
+    return Controls.from_vector(values)
 
 
 def initial_state(plan: RunPlan, controls: Controls, params: Params) -> State:
     """Minute 0: the floor's instances all serving, the cache warm, the scenario's opening budget."""
-    return State(minute=0, plan=plan, controls=controls, fleet=Fleet(controls.floor), budget_left=plan.budget_start)
+    vec = np.zeros(len(ST), dtype=np.float64)
+    for name in SETTINGS:
+        vec[getattr(ST, name)] = float(getattr(controls, name))
+    vec[ST.serving] = controls.floor
+    vec[ST.cache_warm] = 1.0
+    vec[ST.budget_left] = plan.budget_start
+    boot = np.zeros(max(params.boot_delay_min, 0) + 1, dtype=np.int64)
+    window = np.zeros(max(params.burn_long_window_min, params.burn_short_window_min), dtype=np.float64)
+    return State(0, plan, vec, boot, window, kernel_inputs(plan, params))

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from oncallsim.model import Controls, MinuteRecord, Params
+from oncallsim.model.kernel import kernel_params
 from oncallsim.model.traffic import diurnal_rate
 from oncallsim.policies.base import register
 from oncallsim.simulation import Observation
@@ -44,7 +45,11 @@ def instances_for(rate: float, service_ms: float, target: float, params: Params)
 def usual_rate(record: MinuteRecord, params: Params) -> float:
     """The diurnal traffic an operator expects at this time of day, without any surge."""
     hours, minutes = record.clock.split(":")
-    return diurnal_rate(0.0, int(hours) * 60 + int(minutes), params)
+    return usual_rate_at(int(hours) * 60 + int(minutes), params)
+
+
+def usual_rate_at(minute_of_day: int, params: Params) -> float:
+    return diurnal_rate(0.0, float(minute_of_day), kernel_params(params))  # type: ignore[no-any-return]
 
 
 @register("textbook")

@@ -1,0 +1,81 @@
+"""How the minute's formulas are compiled: one decorator, the parameters as a typed tuple, two special functions.
+
+Every formula is written once, as plain scalar Python over floats and ints, and compiled with numba
+(``cache=True``: once per machine). The scalar engine calls the compiled minute once per minute; the batch
+engine calls it in a compiled loop over runs. Set ``NUMBA_DISABLE_JIT=1`` to run the same code interpreted
+(slow, but steppable in a debugger; the tests compare both paths bit for bit).
+
+Two special functions need care to stay bit-identical to CPython and SciPy:
+- the Poisson cdf is SciPy's own ``pdtr`` (its Cython export, bound by symbol name so the cache holds);
+- ln(N!) comes from a table filled with CPython's ``math.lgamma`` (numba's lgamma differs in the last bits).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["JIT", "KParams", "compiled", "kernel_params", "lgamma_table", "pdtr"]
+
+T = TypeVar("T", bound=Callable[..., Any])
+
+from numba.core import config as _numba_config  # noqa: E402
+
+JIT = not getattr(_numba_config, "DISABLE_JIT", False)
+
+if JIT:
+    import llvmlite.binding as _llvm
+    from numba import njit, types
+    from numba.extending import get_cython_function_address
+
+    _llvm.add_symbol("oncallsim_pdtr", get_cython_function_address("scipy.special.cython_special", "pdtr"))
+    _pdtr = types.ExternalFunction("oncallsim_pdtr", types.float64(types.float64, types.float64, types.intc))
+
+    def compiled(fn: T) -> T:
+        """Compile a formula (no Python objects inside; cached on disk beside the module)."""
+        return njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
+
+    @compiled
+    def pdtr(k: float, m: float) -> float:
+        """Poisson cdf P(X ≤ k), X ~ Poisson(m): SciPy's ``pdtr``, called from compiled code."""
+        return _pdtr(k, m, 0)  # type: ignore[call-overload]
+
+else:  # interpreted: the same functions, run by CPython
+    from scipy.special import pdtr as _scipy_pdtr
+
+    def compiled(fn: T) -> T:
+        return fn
+
+    def pdtr(k: float, m: float) -> float:
+        return float(_scipy_pdtr(k, m))
+
+
+def _kparams_type() -> Any:
+    from oncallsim.model.params import Params
+
+    names = [*Params.__dataclass_fields__, "error_budget"]
+    return namedtuple("KParams", names)
+
+
+KParams = _kparams_type()
+
+
+@lru_cache(maxsize=64)
+def kernel_params(params: Any) -> Any:
+    """The parameters as a flat tuple that compiled code reads by name (ints stay ints, floats floats)."""
+    values = [getattr(params, name) for name in KParams._fields]
+    return KParams(*values)
+
+
+@lru_cache(maxsize=8)
+def lgamma_table(max_n: int) -> npt.NDArray[np.float64]:
+    """ln(n!) = lgamma(n + 1) for n = 0…max_n, by CPython's ``math.lgamma`` (the scalar model's numbers)."""
+    table = np.array([math.lgamma(n + 1.0) for n in range(max_n + 1)])
+    table.setflags(write=False)
+    return table

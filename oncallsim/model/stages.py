@@ -1,0 +1,226 @@
+"""The minute, written once: the stages of MODEL.md §3a in order, over one run's numbers.
+
+traffic → shedding → cache → database → service → queueing → errors → SLO → cost → advance.
+
+``minute`` reads the state at the start of minute ``t`` (a float vector laid out by ``fields.STATE_SCHEMA``,
+the booting counts and the burn window), writes the minute's record (``fields.NUMERIC_FIELDS``) and event
+slot counts (``events.KERNEL_EVENTS``), and advances the state in place. Each stage is a formula of its own
+module (cache, database, queueing, slo, cost, deploy, fleet, traffic). The scalar engine calls ``minute``
+for its one run; the batch engine calls ``minute_runs``, a compiled loop over runs. Both are compiled
+(``kernel.compiled``), so there is one copy of every formula and one copy of its order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oncallsim.model.cache import hit_ratio, mean_age_s, refill
+from oncallsim.model.cost import cost_per_hour
+from oncallsim.model.database import db_demand, db_headroom_factor, queries_per_request, query_time_ms
+from oncallsim.model.deploy import advance, start_deploy
+from oncallsim.model.fields import REC, ST
+from oncallsim.model.fleet import autoscale, booting_count, desired_fleet, tick
+from oncallsim.model.kernel import compiled
+from oncallsim.model.queueing import queue_k
+from oncallsim.model.rng import normal_pair_k
+from oncallsim.model.slo import burn, page_state, push_window, split_errors
+from oncallsim.model.traffic import diurnal_rate, noisy_rate, surge_factor
+
+__all__ = ["DEPLOY", "FLUSH", "NO_SURGE", "minute", "minute_runs"]
+
+DEPLOY = 1  # plan flag: a deploy starts this minute
+FLUSH = 2  # plan flag: the cache is flushed this minute
+NO_SURGE = (float("inf"), 1.0, 1.0, 1.0)  # onset never: factor 1
+
+# event slots, in events.KERNEL_EVENTS order
+_E_DEPLOY_STARTED, _E_FLUSHED, _E_PAGE_FIRED, _E_PAGE_CLEARED, _E_WARMUP_FINISHED = 0, 1, 2, 3, 4
+_E_DEPLOY_FINISHED, _E_ROLLBACK_READY, _E_READY, _E_SCALED_OUT, _E_SCALED_IN = 5, 6, 7, 8, 9
+
+
+@compiled
+def minute(
+    p: Any,
+    t: int,
+    clock_start: int,
+    flags: int,
+    surge: Any,
+    z_count: float,
+    z_scale: float,
+    noisy: bool,
+    st: Any,
+    boot: Any,
+    win: Any,
+    rec: Any,
+    evs: Any,
+    ln_factorial: Any,
+) -> None:
+    """Compute minute ``t`` of one run and advance its state (``st``, ``boot``, ``win``) in place."""
+    for k in range(len(evs)):
+        evs[k] = 0
+    floor = int(st[ST.floor])
+    autoscaler = st[ST.autoscaler] != 0.0
+    target = st[ST.target_utilization]
+    ttl = st[ST.ttl_s]
+    shed = st[ST.shed_share]
+    recommendations = st[ST.recommendations] != 0.0
+    serving = int(st[ST.serving])
+    quiet = int(st[ST.quiet_minutes])
+    warm = st[ST.cache_warm]
+    warmup_left = int(st[ST.warmup_left])
+    bad = st[ST.bad_build_share]
+    deploying = st[ST.deploying] != 0.0
+    rollback_left = int(st[ST.rollback_left])
+    was_firing = st[ST.page_firing] != 0.0
+
+    # The scenario's own events.
+    if flags & DEPLOY:
+        bad = start_deploy(bad, p)
+        deploying = True
+        evs[_E_DEPLOY_STARTED] = 1
+    if flags & FLUSH:
+        warm = 0.0
+        evs[_E_FLUSHED] = 1
+
+    # Traffic and shedding.
+    expected = diurnal_rate(float(t), float(clock_start), p) * surge_factor(
+        float(t), surge[0], surge[1], surge[2], surge[3]
+    )
+    requests = noisy_rate(expected, z_count, z_scale, p) if noisy else expected
+    admitted = requests * (1.0 - p.low_priority_share * shed)
+    # Cache and database.
+    hit = hit_ratio(admitted, ttl, warm, p)
+    warmup_active = warmup_left > 0
+    q = queries_per_request(recommendations, p)
+    demand = db_demand(admitted, q, hit, warmup_active, p)
+    rho = demand / p.db_capacity_qps
+    query_ms = query_time_ms(rho, p)
+    # Service time and the instance pool.
+    app_ms = p.app_time_ms + (p.feature_app_time_ms if recommendations else 0.0)
+    service_ms = app_ms * (1.0 + (p.bad_build_cpu_factor - 1.0) * bad) + (1.0 - hit) * q * query_ms
+    service_s = service_ms / 1000.0
+    servers = serving * p.workers_per_instance
+    wait, timeout, overload, p99_s, utilization = queue_k(admitted, service_s, servers, p.timeout_s, ln_factorial)
+    # Errors by cause, the SLO, the page.
+    e_overload, e_timeout, e_bad = split_errors(overload, timeout, bad, p)
+    error_rate = e_overload + e_timeout + e_bad
+    push_window(win, error_rate, t == 0)
+    burn_now = error_rate / p.error_budget
+    burn_long = burn(win, p.burn_long_window_min, p)
+    burn_short = burn(win, p.burn_short_window_min, p)
+    budget_left = st[ST.budget_left] - burn_now / p.budget_period_min
+    firing = page_state(was_firing, burn_long, burn_short, p)
+    if firing and not was_firing:
+        evs[_E_PAGE_FIRED] = 1
+    elif was_firing and not firing:
+        evs[_E_PAGE_CLEARED] = 1
+    # Cost.
+    rolling_back = rollback_left > 0
+    booting_now = booting_count(boot)
+    cost_rate = cost_per_hour(serving + booting_now, rolling_back, p)
+    cost_so_far = st[ST.cost_so_far] + cost_rate / 60.0
+
+    # Advance the state for the next minute.
+    next_warm = refill(warm, db_headroom_factor(demand, p), warmup_active, p)
+    if warmup_left > 0:
+        warmup_left -= 1
+        if warmup_left == 0:
+            evs[_E_WARMUP_FINISHED] = 1
+    next_bad, deploying, rollback_left, finished, rollback_ready = advance(bad, deploying, rollback_left, p)
+    if finished:
+        evs[_E_DEPLOY_FINISHED] = 1
+    if rollback_ready:
+        evs[_E_ROLLBACK_READY] = 1
+    next_serving, ready = tick(serving, boot)
+    evs[_E_READY] = ready
+    if autoscaler:
+        desired = desired_fleet(serving, utilization, target, floor, p)
+        next_serving, quiet, change = autoscale(next_serving, boot, quiet, desired, p)
+        if change > 0:
+            evs[_E_SCALED_OUT] = change
+        elif change < 0:
+            evs[_E_SCALED_IN] = -change
+    else:
+        desired = floor
+
+    rec[REC.expected_requests_per_s] = expected
+    rec[REC.requests_per_s] = requests
+    rec[REC.admitted_per_s] = admitted
+    rec[REC.shed_share] = shed
+    rec[REC.shed_per_s] = requests - admitted
+    rec[REC.ttl_s] = ttl
+    rec[REC.recommendations] = recommendations
+    rec[REC.cache_warm] = warm
+    rec[REC.cache_hit] = hit
+    rec[REC.mean_age_s] = mean_age_s(ttl)
+    rec[REC.warmup_active] = warmup_active
+    rec[REC.db_demand_qps] = demand
+    rec[REC.db_utilization] = rho
+    rec[REC.query_time_ms] = query_ms
+    rec[REC.service_time_ms] = service_ms
+    rec[REC.servers] = servers
+    rec[REC.capacity_per_s] = servers / service_s if service_s > 0 else 0.0
+    rec[REC.erlangs] = admitted * service_s
+    rec[REC.utilization] = utilization
+    rec[REC.wait_probability] = wait
+    rec[REC.timeout_share] = timeout
+    rec[REC.overload_share] = overload
+    rec[REC.bad_build_share] = bad
+    rec[REC.error_rate] = error_rate
+    rec[REC.error_overload] = e_overload
+    rec[REC.error_timeout] = e_timeout
+    rec[REC.error_bad_build] = e_bad
+    rec[REC.p99_ms] = p99_s * 1000.0
+    rec[REC.burn] = burn_now
+    rec[REC.burn_1h] = burn_long
+    rec[REC.burn_5m] = burn_short
+    rec[REC.budget_left] = budget_left
+    rec[REC.page_firing] = firing
+    rec[REC.serving] = serving
+    rec[REC.booting] = booting_now
+    rec[REC.desired] = desired
+    rec[REC.floor] = floor
+    rec[REC.autoscaler] = autoscaler
+    rec[REC.target_utilization] = target
+    rec[REC.rollback_active] = rolling_back
+    rec[REC.cost_per_hour] = cost_rate
+    rec[REC.cost_so_far] = cost_so_far
+    rec[REC.recommendations_available] = 1.0 if recommendations else 0.0
+
+    st[ST.serving] = next_serving
+    st[ST.quiet_minutes] = quiet
+    st[ST.cache_warm] = next_warm
+    st[ST.warmup_left] = warmup_left
+    st[ST.bad_build_share] = next_bad
+    st[ST.deploying] = deploying
+    st[ST.rollback_left] = rollback_left
+    st[ST.page_firing] = firing
+    st[ST.budget_left] = budget_left
+    st[ST.cost_so_far] = cost_so_far
+
+
+@compiled
+def minute_runs(
+    p: Any,
+    t: int,
+    clock_start: int,
+    flags: int,
+    surges: Any,
+    rng_states: Any,
+    noisy: bool,
+    st: Any,
+    boot: Any,
+    win: Any,
+    rec: Any,
+    evs: Any,
+    ln_factorial: Any,
+) -> None:
+    """``minute`` for every run of a batch (row i of each array is run i); each run draws its own noise."""
+    for i in range(st.shape[0]):
+        z_count = 0.0
+        z_scale = 0.0
+        if noisy:
+            rng_states[i], z_count, z_scale = normal_pair_k(rng_states[i])
+        minute(
+            p, t, clock_start, flags, surges[i], z_count, z_scale, noisy, st[i], boot[i], win[i], rec[i], evs[i],
+            ln_factorial,
+        )  # fmt: skip
