@@ -24,10 +24,9 @@ from oncallsim.model import (
     Params,
     RunPlan,
     State,
-    initial_state,
-    step,
 )
 from oncallsim.model.controls import coerce_control_value
+from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
 from oncallsim.validation import invalid_input
 
@@ -151,7 +150,9 @@ class Simulation:
         noise: bool = True,
         minutes: int | None = None,
         clock: str | None = None,
+        engine: str = DEFAULT_ENGINE,
     ) -> None:
+        self.engine: Engine = get_engine(engine)
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
         if minutes is not None and (
@@ -171,7 +172,7 @@ class Simulation:
         opening = Controls.from_mapping({**self.scenario.controls, **control_overrides})
         self.rng = Mulberry32(seed)
         self.plan: RunPlan = self.scenario.build_plan(self.rng, clock=clock, minutes=minutes)
-        self.state: State = initial_state(self.plan, opening, self.params)
+        self.state: State = self.engine.initial(self.plan, opening, self.params)
         self.timeline: list[MinuteRecord] = []
         self.actions: list[Action] = []
 
@@ -193,7 +194,7 @@ class Simulation:
         if self.done:
             raise InvalidInput("minute", f"the run is over after {self.plan.minutes} minutes")
         stamped = [self._stamp(a) for a in actions] if actions else []
-        self.state, record = step(
+        self.state, record = self.engine.step(
             self.state, [(a.control, a.value) for a in stamped], self.rng if self.noise else None, self.params
         )
         self.actions.extend(stamped)
@@ -263,6 +264,7 @@ class Simulation:
             noise=self.noise,
             minutes=self.minutes_override,
             clock=self.clock_override,
+            engine=self.engine.name,
         )
         other.run(until=minutes, policy=policy)
         return other
@@ -280,6 +282,7 @@ class Simulation:
             noise=self.noise,
             minutes=self.minutes_override,
             clock=self.clock_override,
+            engine=self.engine.name,
             actions=[a.to_dict() for a in self.actions],
             played=self.minute,
         )
@@ -291,7 +294,13 @@ class Simulation:
         if run.scenario_spec is not None:
             scenario = scenario_from_dict(run.scenario_spec, "run file scenario_spec")
         return cls(
-            scenario, seed=run.seed, overrides=run.overrides, noise=run.noise, minutes=run.minutes, clock=run.clock
+            scenario,
+            seed=run.seed,
+            overrides=run.overrides,
+            noise=run.noise,
+            minutes=run.minutes,
+            clock=run.clock,
+            engine=run.engine,
         )
 
     @classmethod
@@ -318,6 +327,7 @@ class RunFile(BaseModel):
     noise: bool = True
     minutes: int | None = None
     clock: str | None = None
+    engine: str = Field(default=DEFAULT_ENGINE, description="the engine that computed the run (absent = minute)")
     actions: list[dict[str, Any]] = Field(default_factory=list)
     played: int | None = Field(default=None, ge=0, description="minutes computed; None = the whole run")
 

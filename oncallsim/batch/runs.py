@@ -15,6 +15,7 @@ from oncallsim.debrief import run_outcome
 from oncallsim.debrief.accumulate import OutcomeAccumulator, scenario_incident_start
 from oncallsim.debrief.scorecard import judge, p99_targets
 from oncallsim.debrief.summary import Outcome
+from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.policies import load_policy
 from oncallsim.scenarios import Scenario, load_scenario
 from oncallsim.simulation import Simulation
@@ -45,10 +46,14 @@ def run_seeds(
     noise: bool = True,
     minutes: int | None = None,
     clock: str | None = None,
+    engine: str = DEFAULT_ENGINE,
 ) -> list[dict[str, Any]]:
-    """One row per seed (in the order given): outcome, budget by cause, objectives passed and their values."""
+    """One row per seed (in the order given): outcome, budget by cause, objectives passed and their values.
+
+    The vectorized path needs a vectorized engine and a vectorized policy; otherwise runs go one by one.
+    """
     spec = load_scenario(scenario)
-    vector = vectorized(policy)
+    vector = vectorized(policy) if get_engine(engine).vectorized else None
     if vector is not None:
         batch = BatchRun(spec, seeds, overrides, noise, minutes, clock, keep=())
         acc = OutcomeAccumulator(batch.n, batch.params, batch.budget.copy(), spec.latency_target_ms, p99_targets(spec))
@@ -62,7 +67,9 @@ def run_seeds(
     else:
         outcomes = []
         for seed in seeds:
-            sim = Simulation(spec, seed=seed, overrides=overrides, noise=noise, minutes=minutes, clock=clock)
+            sim = Simulation(
+                spec, seed=seed, overrides=overrides, noise=noise, minutes=minutes, clock=clock, engine=engine
+            )
             sim.run(policy=load_policy(policy) if policy is not None else None)
             outcomes.append(run_outcome(sim).model_dump())
     return [row(spec, seed, o) for seed, o in zip(seeds, outcomes, strict=True)]

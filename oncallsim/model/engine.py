@@ -1,0 +1,57 @@
+"""The engine seam: what ``Simulation`` asks of an engine, and the engines there are.
+
+An engine lays out a run's opening state and computes one minute from it. The minute model (``minute``)
+is the first; the request-level engine plugs in here next. Run files name their engine (absent = minute).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from oncallsim.model.controls import Controls
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.params import Params
+from oncallsim.model.plan import RunPlan
+from oncallsim.model.record import MinuteRecord
+from oncallsim.model.rng import Mulberry32
+from oncallsim.model.state import State, initial_state
+from oncallsim.model.step import step
+
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine"]
+
+
+class Engine(Protocol):
+    name: str
+    vectorized: bool  # the batch layer runs it as one compiled loop over runs; else run by run
+
+    def initial(self, plan: RunPlan, controls: Controls, params: Params) -> State: ...
+
+    def step(
+        self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
+    ) -> tuple[State, MinuteRecord]: ...
+
+
+class MinuteEngine:
+    """The minute model: textbook formulas, one compiled minute (``model.stages``)."""
+
+    name = "minute"
+    vectorized = True
+
+    def initial(self, plan: RunPlan, controls: Controls, params: Params) -> State:
+        return initial_state(plan, controls, params)
+
+    def step(
+        self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
+    ) -> tuple[State, MinuteRecord]:
+        return step(state, actions, rng, params)
+
+
+ENGINES: dict[str, Engine] = {"minute": MinuteEngine()}
+DEFAULT_ENGINE = "minute"
+
+
+def get_engine(name: str) -> Engine:
+    if not isinstance(name, str) or name not in ENGINES:
+        raise InvalidInput("engine", f"must be one of {', '.join(ENGINES)}, got {name!r}")
+    return ENGINES[name]
