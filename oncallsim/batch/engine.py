@@ -74,7 +74,7 @@ class BatchRun:
         self.boot = np.tile(opening.boot, (n, 1))
         self.window: F = np.tile(opening.window, (n, 1))
         self.surges: F = np.array([surge_of(plan) for plan in self.plans])
-        self.values: F = np.zeros((n, len(NUMERIC_FIELDS)))
+        self.values: F = np.zeros((len(NUMERIC_FIELDS), n))  # field-major: one row per field
         self.slots = np.zeros((n, len(KERNEL_EVENTS)), dtype=np.int64)
         self.actions: list[list[Action]] = [[] for _ in range(n)]
         # what a vectorized policy reads: the last minute's values and the last four minutes' traffic
@@ -119,12 +119,14 @@ class BatchRun:
         )  # fmt: skip
         for i in np.flatnonzero(self.slots.any(axis=1)):
             events.setdefault(int(i), []).extend(from_slots(self.slots[i].tolist()))
+        # float fields are views (the columns copy them; a policy reads them before the next minute)
         minute: dict[str, Any] = {
-            f.name: self.values[:, j].astype(_DTYPES[f.dtype]) for j, f in enumerate(NUMERIC_FIELDS)
+            f.name: self.values[j] if f.dtype == "float" else self.values[j].astype(_DTYPES[f.dtype])
+            for j, f in enumerate(NUMERIC_FIELDS)
         }
         self.columns.write(t, clock=(self.clock_start + t) % 1440, events=events, **minute)
         self.last = self.feed = minute
-        self.request_history = [*self.request_history[-3:], self.values[:, REC.requests_per_s].copy()]
+        self.request_history = [*self.request_history[-3:], self.values[REC.requests_per_s].copy()]
         self.t = t + 1
 
     def run(self, actions: Sequence[Sequence[Action]] | None = None, policy: Any = None) -> Columns:

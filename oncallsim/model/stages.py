@@ -214,13 +214,14 @@ def minute_runs(
     evs: Any,
     ln_factorial: Any,
 ) -> None:
-    """``minute`` for every run of a batch (row i of each array is run i); each run draws its own noise."""
+    """``minute`` for every run of a batch: row i of the state arrays is run i; ``rec`` is field-major (column i
+    is run i's record), so that each field is one contiguous row for the columns and the policies."""
     for i in range(st.shape[0]):
         z_count = 0.0
         z_scale = 0.0
         if noisy:
             rng_states[i], z_count, z_scale = normal_pair_k(rng_states[i])
         minute(
-            p, t, clock_start, flags, surges[i], z_count, z_scale, noisy, st[i], boot[i], win[i], rec[i], evs[i],
+            p, t, clock_start, flags, surges[i], z_count, z_scale, noisy, st[i], boot[i], win[i], rec[:, i], evs[i],
             ln_factorial,
         )  # fmt: skip
