@@ -84,6 +84,8 @@ def create_app(
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = _field_of(first.get("loc", ()))
         message = f"{field}: {str(first.get('msg', 'invalid')).removeprefix('Value error, ')}"
+        if first.get("type") == "json_invalid":
+            field, message = "body", f"body: not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})"
         if len(errors) > 1:
             message += f" (and {len(errors) - 1} more)"
         if _wants_html(request):

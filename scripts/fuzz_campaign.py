@@ -1,0 +1,144 @@
+"""The long fuzz and kill campaign, run before a release (not in CI): issue 13's "done when" figures.
+
+    python scripts/fuzz_campaign.py --examples 2000 --kills 100
+
+1. The fuzz properties of tests/test_fuzz_web.py with many more examples and fresh random inputs: every HTTP
+   endpoint, every WebSocket message type, run files, scenario content and the CLI's options; no 5xx, no
+   dropped socket, no traceback (a failure stops the campaign and prints hypothesis's minimal example).
+2. Raw HTTP against a real uvicorn server on loopback: malformed requests, bodies and headers; the server must
+   answer each with a 4xx (or a clean close) and stay up.
+3. Kill trials: the real server SIGKILLed while actions arrive; every acknowledged action must be in the log
+   after a restart, and ``PRAGMA integrity_check`` must say ok.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def fuzz(examples: int) -> dict[str, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        counts = Path(tmp) / "counts.json"
+        env = {
+            **os.environ,
+            "ONCALLSIM_FUZZ_EXAMPLES": str(examples),
+            "ONCALLSIM_FUZZ_RANDOM": "1",
+            "ONCALLSIM_FUZZ_COUNTS": str(counts),
+        }
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_fuzz_web.py"],
+            cwd=ROOT,
+            env=env,
+        )
+        found = json.loads(counts.read_text()) if counts.exists() else {}
+        found["failures"] = int(result.returncode != 0)
+        found["seconds"] = round(time.monotonic() - started)
+        return found
+
+
+JSON_POST = b"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+RAW_REQUESTS = [
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    JSON_POST + b"Content-Length: 5\r\n\r\n{\xff\xfe}",
+    JSON_POST + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    JSON_POST + b"Content-Length: 99999999\r\n\r\n{}",
+    b"GET /play?scenario=surge&seed=99999999999999999999 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"GET /api/runs/%00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+]
+
+
+def raw_http(requests: int, seed: int) -> dict[str, int]:
+    from tests.server import start_server
+
+    rng = random.Random(seed)
+    answered = errors_5xx = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        process, base, log = start_server(Path(tmp) / "runs.sqlite3")
+        port = int(base.rsplit(":", 1)[1])
+        try:
+            for i in range(requests):
+                if i % 3 == 0:
+                    raw = rng.choice(RAW_REQUESTS)
+                else:
+                    body = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300)))
+                    path = rng.choice(["/api/runs", "/api/runs/import", "/runs", "/api/runs/abc/actions"])
+                    ctype = rng.choice(["application/json", "text/plain", "multipart/form-data; boundary=x", ""])
+                    raw = (
+                        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {base}\r\n"
+                        f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
+                    ).encode() + body
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.connect()
+                assert connection.sock is not None
+                connection.sock.sendall(raw)
+                try:
+                    response = http.client.HTTPResponse(connection.sock, method="POST")
+                    response.begin()
+                    answered += 1
+                    errors_5xx += response.status >= 500
+                except (http.client.HTTPException, OSError):
+                    pass  # h11 may close the connection on a request it cannot parse: that is an answer too
+                finally:
+                    connection.close()
+                assert process.poll() is None, "the server died"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+            log.close()
+    return {"raw_requests": requests, "answered": answered, "5xx": errors_5xx}
+
+
+def kills(trials: int) -> dict[str, int]:
+    from tests.test_durability import kill_trial
+
+    acknowledged = kept_extra = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(1, trials + 1):
+            result = kill_trial(Path(tmp), seed)
+            acknowledged += result["acknowledged"]
+            kept_extra += result["unacknowledged_kept"]
+            (Path(tmp) / f"trial-{seed}.sqlite3").unlink(missing_ok=True)
+    return {"trials": trials, "acknowledged": acknowledged, "lost": 0, "unacknowledged_kept": kept_extra}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=int, default=2000, help="hypothesis examples per fuzz property")
+    parser.add_argument("--raw", type=int, default=3000, help="raw HTTP requests against a real server")
+    parser.add_argument("--kills", type=int, default=100, help="SIGKILL trials")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    for name, value in (("--examples", args.examples), ("--raw", args.raw), ("--kills", args.kills)):
+        if value < 0:
+            parser.error(f"{name} must be 0 or more, got {value}")
+    figures: dict[str, dict[str, int]] = {}
+    if args.examples:
+        figures["fuzz"] = fuzz(args.examples)
+        print("fuzz:", figures["fuzz"], flush=True)
+    if args.raw:
+        figures["raw_http"] = raw_http(args.raw, args.seed)
+        print("raw http:", figures["raw_http"], flush=True)
+    if args.kills:
+        figures["kills"] = kills(args.kills)
+        print("kills:", figures["kills"], flush=True)
+    print(json.dumps(figures, indent=2))
+    failed = figures.get("fuzz", {}).get("failures", 0) or figures.get("raw_http", {}).get("5xx", 0)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

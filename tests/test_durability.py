@@ -1,0 +1,142 @@
+"""Durability (issue 13, finding 11): kill the real server with SIGKILL while actions arrive; after a restart every
+acknowledged action is in the run's log, in order, and the database is intact.
+
+``kill_trial`` is shared with ``scripts/fuzz_campaign.py``, which runs it a hundred times and more."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.server import start_server
+
+ORIGIN_HEADERS = {"Content-Type": "application/json"}
+
+
+def post(base: str, path: str, body: dict[str, Any], timeout: float = 10.0) -> Any:
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode(), headers={**ORIGIN_HEADERS, "Origin": base}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def watch(base: str, run_id: str, stop: threading.Event) -> None:
+    """A viewer, so that the run ticks (a run nobody watches holds still)."""
+    from websockets.sync.client import connect
+
+    url = base.replace("http://", "ws://") + f"/api/runs/{run_id}/ws"
+    try:
+        with connect(url, origin=base, open_timeout=10) as ws:  # type: ignore[arg-type]
+            while not stop.is_set():
+                ws.recv(timeout=5)
+    except Exception:  # the server was killed: the viewer's end
+        return
+
+
+def act(
+    base: str, run_id: str, acked: list[tuple[int, str, Any]], limit: int, seed: int, stop: threading.Event
+) -> None:
+    rng = random.Random(seed)
+    for _ in range(limit):
+        if stop.is_set():
+            return
+        control, value = rng.choice(
+            [("floor", rng.randint(1, 40)), ("ttl_s", rng.randint(0, 600)), ("autoscaler", rng.random() < 0.5)]
+        )
+        try:
+            answer = post(base, f"/api/runs/{run_id}/actions", {"control": control, "value": value})
+        except (OSError, urllib.error.URLError):
+            return  # killed mid-request: not acknowledged
+        accepted = answer["accepted"]
+        acked.append((accepted["minute"], accepted["control"], accepted.get("value")))
+
+
+def kill_trial(tmp: Path, seed: int, runs: int = 2, per_run: int = 100) -> dict[str, int]:
+    """One trial: start, play ``runs`` live runs with a viewer and a stream of actions each, SIGKILL the server
+    after a random number of acknowledged actions, restart, compare. Returns the counts; raises on a loss."""
+    rng = random.Random(seed)
+    db = tmp / f"trial-{seed}.sqlite3"
+    process, base, log = start_server(db)
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    acked: dict[str, list[tuple[int, str, Any]]] = {}
+    try:
+        for i in range(runs):
+            run_id = post(base, "/api/runs", {"scenario": "free-play", "seed": seed + i, "speed": 16})["id"]
+            acked[run_id] = []
+            threads.append(threading.Thread(target=watch, args=(base, run_id, stop), daemon=True))
+            threads.append(
+                threading.Thread(
+                    target=act, args=(base, run_id, acked[run_id], per_run, seed * 31 + i, stop), daemon=True
+                )
+            )
+        for t in threads:
+            t.start()
+        target = rng.randint(5, runs * per_run - 5)
+        done = threading.Event()
+
+        def reached() -> None:
+            while not done.is_set():
+                if sum(len(a) for a in acked.values()) >= target:
+                    done.set()
+                    return
+                if not any(t.is_alive() for t in threads[1::2]):
+                    done.set()
+                    return
+                done.wait(0.002)
+
+        waiter = threading.Thread(target=reached, daemon=True)
+        waiter.start()
+        done.wait(60)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    finally:
+        stop.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+    for t in threads:
+        t.join(timeout=10)
+    snapshot = {run_id: list(a) for run_id, a in acked.items()}  # what the clients saw acknowledged
+
+    with sqlite3.connect(db) as check:
+        assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    process, base, log = start_server(db)
+    try:
+        extra = 0
+        for run_id, seen in snapshot.items():
+            stored = [(a["minute"], a["control"], a.get("value")) for a in get(base, f"/api/runs/{run_id}")["actions"]]
+            stored += [
+                (a["minute"], a["control"], a.get("value"))
+                for a in get(base, f"/api/runs/{run_id}")["state"]["pending"]
+            ]
+            assert stored[: len(seen)] == seen, f"run {run_id}: an acknowledged action was lost (seed {seed})"
+            assert len(stored) - len(seen) <= 1  # at most the one request in flight when the server died
+            extra += len(stored) - len(seen)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+    return {"acknowledged": sum(len(a) for a in snapshot.values()), "unacknowledged_kept": extra}
+
+
+def test_every_acknowledged_action_survives_sigkill(tmp_path: Path) -> None:
+    total = 0
+    for seed in (1, 2, 3):
+        total += kill_trial(tmp_path, seed)["acknowledged"]
+    assert total > 0

@@ -1,0 +1,307 @@
+"""A bounded, deterministic fuzz suite (hypothesis, ``derandomize=True``) over the HTTP endpoints, the WebSocket
+message types, run files, scenario content and the CLI's options: no 5xx, no dropped socket, no traceback, and
+every error in the documented shape. ``scripts/fuzz_campaign.py`` runs the same properties far longer."""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oncallsim import Simulation
+from oncallsim.web.app import create_app
+
+BASE = "http://testserver"
+HEADERS = {"Origin": BASE}
+# per property: the whole file stays within a few seconds in CI; scripts/fuzz_campaign.py raises it and lets
+# hypothesis draw fresh inputs (ONCALLSIM_FUZZ_RANDOM=1)
+EXAMPLES = int(os.environ.get("ONCALLSIM_FUZZ_EXAMPLES", "40"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    derandomize=os.environ.get("ONCALLSIM_FUZZ_RANDOM") != "1",
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# --- what a careless user or an attacker sends ---------------------------------------------------------------
+
+numbers = st.one_of(
+    st.integers(),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, 1, -1, 2**32, 2**32 - 1, 2**53 + 1, 10**4000, 1e308, -0.0]),  # longer: raw_bodies
+)
+texts = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["", "bad-deploy", "/dev/zero", "/etc/passwd", "x.toml", "../../x", "\x00", "16", "true", "nan"]),
+)
+scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4), max_leaves=12
+)
+KEYS = ["scenario", "seed", "speed", "clock", "minutes", "overrides", "paused", "scenario_toml", "control", "value"]
+CONTROLS = ["floor", "autoscaler", "target_utilization", "ttl_s", "shed_share", "recommendations", "warmup", "rollback"]
+
+
+@st.composite
+def bodies(draw: Any) -> Any:
+    """Mostly objects with the right keys and wrong values, sometimes anything at all."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(json_values)
+    keys = draw(st.lists(st.sampled_from(KEYS), max_size=6, unique=True))
+    body = {k: draw(json_values) for k in keys}
+    if draw(st.booleans()):
+        body["scenario"] = draw(st.sampled_from(["bad-deploy", "surge", "free-play", "cache-flush"]))
+    if "control" in body and draw(st.booleans()):
+        body["control"] = draw(st.sampled_from(CONTROLS))
+    return body
+
+
+def encode(body: Any) -> bytes:
+    return json.dumps(body, allow_nan=True, default=str).encode()
+
+
+raw_bodies = st.one_of(
+    st.binary(max_size=200),
+    st.sampled_from(
+        [
+            b"",
+            b"{",
+            b"[" * 5000 + b"]" * 5000,
+            b'{"a":' * 3000 + b"1" + b"}" * 3000,
+            b"\xff\xfe\x00{",
+            b'{"seed": ' + b"9" * 5000 + b"}",
+            b'{"scenario": "surge", "seed": 1e999}',
+            b"NaN",
+            b'{"scenario": "surge", "speed": Infinity}',
+        ]
+    ),
+)
+
+
+def deep_json_bytes(depth: int) -> bytes:
+    return b'{"x":' * depth + b"1" + b"}" * depth
+
+
+COUNTS: Counter[str] = Counter()  # inputs sent, by kind: the campaign's figures
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_counts() -> Iterator[None]:
+    yield
+    out = os.environ.get("ONCALLSIM_FUZZ_COUNTS")
+    if out:
+        Path(out).write_text(json.dumps(COUNTS))
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    db = tmp_path_factory.mktemp("fuzz") / "runs.sqlite3"
+    with TestClient(create_app(db, allow_hosts=["testserver"]), base_url=BASE, headers=HEADERS) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def run_id(client: TestClient) -> str:
+    response = client.post("/api/runs", json={"scenario": "free-play", "seed": 1, "speed": 16, "paused": True})
+    return str(response.json()["id"])
+
+
+def check_http(response: Any) -> None:
+    COUNTS["http"] += 1
+    assert response.status_code < 500, (response.status_code, response.text[:300])
+    if response.status_code >= 400 and response.headers.get("content-type", "").startswith("application/json"):
+        body = response.json()
+        assert set(body) == {"error", "field"}, body
+        assert isinstance(body["error"], str) and isinstance(body["field"], str)
+
+
+# --- HTTP ------------------------------------------------------------------------------------------------------
+
+
+@FUZZ
+@given(body=bodies())
+def test_fuzz_new_run(client: TestClient, body: Any) -> None:
+    check_http(client.post("/api/runs", content=encode(body), headers={"Content-Type": "application/json"}))
+
+
+@FUZZ
+@given(raw=raw_bodies, ctype=st.sampled_from(["application/json", "text/plain", "application/json; charset=latin-1"]))
+def test_fuzz_raw_bodies(client: TestClient, run_id: str, raw: bytes, ctype: str) -> None:
+    for path in ("/api/runs", f"/api/runs/{run_id}/actions", f"/api/runs/{run_id}/control"):
+        check_http(client.post(path, content=raw, headers={"Content-Type": ctype}))
+
+
+@FUZZ
+@given(body=bodies())
+def test_fuzz_actions_and_controls(client: TestClient, run_id: str, body: Any) -> None:
+    headers = {"Content-Type": "application/json"}
+    check_http(client.post(f"/api/runs/{run_id}/actions", content=encode(body), headers=headers))
+    if isinstance(body, dict) and "type" not in body:
+        body = {"type": "pause", **body}
+    check_http(client.post(f"/api/runs/{run_id}/control", content=encode(body), headers=headers))
+
+
+def run_file_mutations(draw: Any) -> bytes:
+    sim = Simulation("bad-deploy", seed=3)
+    sim.run(until=10)
+    data = json.loads(sim.run_file().model_dump_json())
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from([*data, "scenario_spec", "extra"]))
+        data[key] = draw(json_values)
+    return encode(data)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_run_file_import(client: TestClient, data: Any) -> None:
+    payload = data.draw(st.one_of(raw_bodies, st.builds(lambda: b"").flatmap(lambda _: st.just(b"{}"))))
+    if data.draw(st.booleans()):
+        payload = run_file_mutations(data.draw)
+    for path in ("/api/runs/import", "/runs/import"):
+        check_http(client.post(path, files={"file": ("run.json", payload)}))
+
+
+@FUZZ
+@given(
+    scenario=texts,
+    seed=st.one_of(texts, numbers.map(str)),
+    speed=st.one_of(texts, numbers.map(str)),
+    clock=texts,
+    param=st.tuples(texts, texts),
+)
+def test_fuzz_forms_and_share_links(
+    client: TestClient, scenario: str, seed: str, speed: str, clock: str, param: tuple[str, str]
+) -> None:
+    form = {"scenario": scenario, "seed": seed, "speed": speed, "clock": clock, f"param.{param[0]}": param[1]}
+    check_http(client.post("/runs", data=form, follow_redirects=False))
+    check_http(client.get("/play", params={"scenario": scenario, "seed": seed}))
+    check_http(client.get("/", params={"scenario": scenario, "seed": seed}))
+
+
+@FUZZ
+@given(path=st.text(alphabet=string.ascii_letters + string.digits + "-_.%~", max_size=30))
+def test_fuzz_run_ids(client: TestClient, path: str) -> None:
+    for url in (f"/api/runs/{path}", f"/runs/{path}", f"/runs/{path}/debrief", f"/api/runs/{path}/debrief"):
+        check_http(client.get(url))
+
+
+@FUZZ
+@given(toml=st.one_of(st.text(max_size=300), st.sampled_from(["peak = nan", "x = inf", "[[events]]\n" * 3])))
+def test_fuzz_scenario_content(client: TestClient, toml: str) -> None:
+    body = {"scenario": "x", "scenario_toml": toml}
+    check_http(client.post("/api/runs", json=body))
+
+
+# --- the WebSocket --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def frames(draw: Any) -> tuple[str, Any]:
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return "bytes", draw(st.binary(max_size=50))
+    if kind == 1:
+        return "text", draw(st.one_of(st.text(max_size=50), st.sampled_from(["", "{", "[" * 3000, "null", "1e999"])))
+    message: dict[str, Any] = {"type": draw(st.one_of(st.sampled_from(["action", "speed", "pause", "x"]), texts))}
+    if draw(st.booleans()):
+        message["control"] = draw(st.one_of(st.sampled_from(CONTROLS), texts))
+    if draw(st.booleans()):
+        message["value"] = draw(json_values)
+    if message["type"] in ("resume", "step"):
+        message["type"] = "pause"  # the run stays put, so the probe below answers at once
+    return "text", json.dumps(message, default=str)
+
+
+@FUZZ
+@given(sent=st.lists(frames(), min_size=1, max_size=5))
+def test_fuzz_socket_messages_keep_the_socket_open(
+    client: TestClient, run_id: str, sent: list[tuple[str, Any]]
+) -> None:
+    with client.websocket_connect(f"/api/runs/{run_id}/ws", headers=HEADERS) as ws:
+        assert ws.receive_json()["type"] == "snapshot"
+        for kind, payload in sent:
+            COUNTS["websocket"] += 1
+            if kind == "bytes":
+                ws.send_bytes(payload)
+            else:
+                ws.send_text(payload)
+        ws.send_json({"type": "pause"})  # the probe: the socket still answers
+        for _ in range(10_000):
+            message = ws.receive_json()
+            assert message["type"] in ("error", "state", "ack", "minute"), message
+            if message["type"] == "error":
+                assert {"field", "message"} <= set(message)
+            if message["type"] == "state" and message["paused"]:
+                break
+
+
+# --- the CLI --------------------------------------------------------------------------------------------------
+
+
+@FUZZ
+@given(
+    args=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "--seed",
+                    "--minutes",
+                    "--clock",
+                    "--set",
+                    "--format",
+                    "--policy",
+                    "surge",
+                    "/dev/zero",
+                    "x.toml",
+                    "true",
+                    "4294967296",
+                    "-1",
+                    "nan",
+                    "ttl_s=inf",
+                    "floor=1e400",
+                    "9" * 5000,
+                    "--debrief",
+                ]
+            ),
+            st.text(alphabet=string.printable, max_size=12),
+        ),
+        max_size=6,
+    )
+)
+def test_fuzz_cli_never_prints_a_traceback(tmp_path_factory: pytest.TempPathFactory, args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    COUNTS["cli"] += 1
+    result = CliRunner().invoke(app, ["run", *args, "--minutes", "3"] if "--minutes" not in args else ["run", *args])
+    assert result.exit_code in (0, 1, 2), result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+
+
+def test_a_run_file_naming_a_device_does_not_grow_the_cli(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    sim = Simulation("surge", seed=1)
+    data = json.loads(sim.run_file().model_dump_json())
+    for scenario in ("/dev/zero", "/dev/zero.toml", "/etc"):
+        path = tmp_path / "r.json"
+        path.write_text(json.dumps({**data, "scenario": scenario}))
+        result = CliRunner().invoke(app, ["debrief", str(path)])
+        assert result.exit_code == 2 and "scenario" in result.output, result.output
+    result = CliRunner().invoke(app, ["debrief", "/dev/zero"])
+    assert result.exit_code == 2 and "not a regular file" in result.output
