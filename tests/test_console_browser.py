@@ -176,3 +176,31 @@ def test_console_fits_a_laptop_screen(server: str) -> None:
         for name in ("Autoscaler", "Recommendations feature"):
             assert page.get_by_role("switch", name=name).count() == 1
         watch.check()
+
+
+def test_no_page_makes_an_outside_request_or_breaks_its_policy(server: str) -> None:
+    """Every page in Chromium with request interception: anything not on the server is aborted and counted; the
+    CSP (no inline script) must not block anything the page needs (a violation is a console error)."""
+    outside: list[str] = []
+    with chromium_page() as page:
+        watch = Watch(page)
+
+        def route(r: Any) -> None:
+            if urlparse(r.request.url).hostname in {"127.0.0.1"}:
+                r.continue_()
+            else:
+                outside.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+        run_id = start(page, server, "Cache flush", seed=2, speed=16)
+        charts_drew(page)
+        for path in ("/", "/model", "/runs", "/play?scenario=surge&seed=5", f"/runs/{run_id}"):
+            page.goto(server + path)
+            page.wait_for_load_state("load")
+        page.get_by_role("link", name="Debrief").wait_for(timeout=120_000)
+        page.get_by_role("link", name="Debrief").click()
+        page.locator("#debrief-chart .main-svg").first.wait_for()
+        watch.errors = [e for e in watch.errors if "favicon" not in e and "404" not in e]
+        watch.check()
+    assert outside == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -39,3 +40,22 @@ def test_html_report_is_self_contained_and_draws(tmp_path: Path) -> None:
     for url in requests:
         parsed = urlparse(url)
         assert parsed.scheme in {"file", "data", "blob"} or parsed.hostname in {"127.0.0.1", "localhost"}, url
+
+
+def test_a_hostile_title_runs_no_script_in_the_report(tmp_path: Path) -> None:
+    hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    spec = tmp_path / "hostile.toml"
+    spec.write_text(
+        f'id = "hostile"\nversion = 1\ntitle = {json.dumps(hostile)}\nsummary = "s"\nbriefing = "b"\n'
+        'start = "10:00"\nminutes = 20\n'
+    )
+    run_file, html = tmp_path / "run.json", tmp_path / "report.html"
+    done = CliRunner().invoke(app, ["run", str(spec), "--save-run", str(run_file), "--format", "csv"])
+    assert done.exit_code == 0, done.output
+    done = CliRunner().invoke(app, ["debrief", str(run_file), "--html", str(html)])
+    assert done.exit_code == 0, done.output
+    with chromium_page() as page:
+        page.goto(html.as_uri())
+        page.wait_for_selector("#debrief-chart .main-svg")
+        assert page.evaluate("() => window.pwned === undefined")
+        assert page.locator("h1").inner_text().endswith(hostile)  # shown as text, not markup

@@ -266,3 +266,48 @@ def test_share_link_page(client: TestClient) -> None:
     page = client.get("/play?scenario=surge&seed=42")
     assert page.status_code == 200 and 'value="42"' in page.text and "Traffic surge" in page.text
     assert client.get("/play?scenario=nope&seed=1").status_code == 404
+
+
+def test_actions_are_rate_limited_per_run(client: TestClient) -> None:
+    from oncallsim.web.live import ACTIONS_PER_MINUTE
+
+    run_id = new_run(client, paused=True)
+    for i in range(ACTIONS_PER_MINUTE):
+        assert (
+            client.post(f"/api/runs/{run_id}/actions", json={"control": "floor", "value": 1 + i % 40}).status_code
+            == 200
+        )
+    refused = client.post(f"/api/runs/{run_id}/actions", json={"control": "floor", "value": 5})
+    assert (
+        refused.status_code == 422 and refused.json()["field"] == "action" and "per minute" in refused.json()["error"]
+    )
+    assert len(client.get(f"/api/runs/{run_id}").json()["state"]["pending"]) == ACTIONS_PER_MINUTE
+
+
+def test_a_flood_of_socket_messages_is_cut_and_the_socket_stays_open(client: TestClient) -> None:
+    from oncallsim.web.api import MESSAGES_PER_SECOND
+
+    run_id = new_run(client, paused=True)
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        ws.receive_json()
+        for _ in range(MESSAGES_PER_SECOND * 4):
+            ws.send_json({"type": "speed", "value": 8})
+        flood = receive_until(ws, lambda m: m["type"] == "error")
+        assert flood["field"] == "message" and "per second" in flood["message"]
+        ws.send_bytes(b"\x00\x01")  # still open (an error answers, once the window has passed or not)
+        ws.send_text("{")
+    state = client.get(f"/api/runs/{run_id}").json()["state"]
+    assert state["speed"] == 8
+
+
+def test_the_debrief_charts_are_computed_once_and_kept(client: TestClient, db: Path) -> None:
+    import sqlite3
+
+    run_id = new_run(client, minutes=20)
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "finished")
+    with sqlite3.connect(db) as con:
+        stored = con.execute("SELECT debrief_figure FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+    assert stored and "hands-off" in stored
+    page = client.get(f"/runs/{run_id}/debrief")
+    assert page.status_code == 200 and stored[:200] in page.text
