@@ -78,3 +78,55 @@ def test_example_prints_both_returns() -> None:
 
 def test_module_exports() -> None:
     assert set(oncallsim.gym.ENV_IDS.values()) == {"free-play", "bad-deploy", "surge", "cache-flush"}
+
+
+def test_vector_env_runs_each_seed_as_the_single_env() -> None:
+    from oncallsim.gym.vector import OncallVectorEnv
+
+    n, seed = 3, 40
+    venv = OncallVectorEnv(n, "cache-flush")
+    singles = [gymnasium.make("oncallsim/CacheFlush-v0", disable_env_checker=True) for _ in range(n)]
+    obs, info = venv.reset(seed=seed)
+    assert list(info["seed"]) == [seed, seed + 1, seed + 2]
+    for i, env in enumerate(singles):
+        single_obs, _ = env.reset(seed=seed + i)
+        assert np.array_equal(obs[i], single_obs)
+    venv.action_space.seed(5)
+    for _ in range(40):
+        action = venv.action_space.sample()
+        obs, reward, terminated, _, _ = venv.step(action)
+        for i, env in enumerate(singles):
+            one = {name: value[i] for name, value in action.items()}
+            single_obs, single_reward, single_done, _, _ = env.step(one)
+            assert np.array_equal(obs[i], single_obs) and reward[i] == single_reward
+            assert terminated[i] == single_done
+    assert venv.observation_space.shape == (n, len(OBSERVATION))
+
+
+def test_vector_env_starts_new_runs_after_the_end() -> None:
+    from oncallsim.gym.vector import OncallVectorEnv
+
+    venv = OncallVectorEnv(2, "bad-deploy", overrides=None)
+    venv.reset(seed=7)
+    assert venv.batch is not None
+    hold = {name: np.stack([space.sample()] * 2) for name, space in venv.single_action_space.items()}
+    for name in hold:
+        hold[name] = (
+            np.asarray([venv.batch.setting(name)[0]] * 2) if name in venv.batch.opening.__slots__ else 0 * hold[name]
+        )
+    done = np.zeros(2, dtype=bool)
+    steps = 0
+    while not done.all():
+        _, _, done, _, _ = venv.step(hold)
+        steps += 1
+    assert steps == venv.batch.length
+    _, reward, done, _, info = venv.step(hold)
+    assert not done.any() and (reward == 0).all() and list(info["seed"]) == [9, 10]
+    with pytest.raises(ValueError, match="num_envs"):
+        OncallVectorEnv(0)
+
+
+def test_make_vec_uses_the_batch_engine() -> None:
+    venv = gymnasium.make_vec("oncallsim/Surge-v0", num_envs=4, vectorization_mode="vector_entry_point")
+    obs, _ = venv.reset(seed=1)
+    assert obs.shape == (4, len(OBSERVATION)) and type(venv.unwrapped).__name__ == "OncallVectorEnv"

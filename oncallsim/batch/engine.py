@@ -19,7 +19,7 @@ import numpy.typing as npt
 from oncallsim.batch.columns import Columns
 from oncallsim.model import InvalidInput, MinuteRecord, Mulberry32, Params, RunPlan
 from oncallsim.model.controls import apply_to_vector, coerce_control_value
-from oncallsim.model.events import KERNEL_EVENTS, Event, from_slots
+from oncallsim.model.events import KERNEL_EVENTS, Event
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
 from oncallsim.model.stages import minute_runs
 from oncallsim.model.state import surge_of
@@ -117,14 +117,12 @@ class BatchRun:
             k.params, t, self.clock_start, int(k.flags[t]), self.surges, self.rng_states, self.noise,
             self.state, self.boot, self.window, self.values, self.slots, k.ln_factorial,
         )  # fmt: skip
-        for i in np.flatnonzero(self.slots.any(axis=1)):
-            events.setdefault(int(i), []).extend(from_slots(self.slots[i].tolist()))
         # float fields are views (the columns copy them; a policy reads them before the next minute)
         minute: dict[str, Any] = {
             f.name: self.values[j] if f.dtype == "float" else self.values[j].astype(_DTYPES[f.dtype])
             for j, f in enumerate(NUMERIC_FIELDS)
         }
-        self.columns.write(t, clock=(self.clock_start + t) % 1440, events=events, **minute)
+        self.columns.write(t, (self.clock_start + t) % 1440, events, self.slots, **minute)
         self.last = self.feed = minute
         self.request_history = [*self.request_history[-3:], self.values[REC.requests_per_s].copy()]
         self.t = t + 1

@@ -12,43 +12,123 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from oncallsim.model import CONTROL_SPECS, MinuteRecord
+from oncallsim.model import CONTROL_SPECS, SETTINGS, MinuteRecord
 from oncallsim.simulation import MAX_SEED, Simulation
 
-__all__ = ["OBSERVATION", "REWARD_WEIGHTS", "OncallEnv"]
+__all__ = ["OBSERVATION", "REWARD_WEIGHTS", "OncallEnv", "action_space"]
 
-# (field, low, high, unit): what the operator sees on the console, in this order.
+BUTTONS_IN_ORDER = tuple(name for name, spec in CONTROL_SPECS.items() if spec.kind == "button")
+
+
+def _control_bounds(name: str) -> tuple[float, float]:
+    spec = CONTROL_SPECS[name]
+    if spec.kind == "bool":
+        return 0.0, 1.0
+    if spec.kind == "choice":
+        return 0.0, float(len(spec.choices) - 1)
+    assert spec.min is not None and spec.max is not None
+    return float(spec.min), float(spec.max)
+
+
+def _obs(name: str, low: float, high: float, unit: str) -> tuple[str, float, float, str]:
+    return (name, low, high, unit)
+
+
+# (field, low, high, unit): what the operator sees on the console, in this order. Controls take their
+# bounds from the control registry.
 OBSERVATION: tuple[tuple[str, float, float, str], ...] = (
-    ("burn_1h", 0.0, 1000.0, "× the error budget's rate"),
-    ("burn_5m", 0.0, 1000.0, "× the error budget's rate"),
-    ("requests_per_s", 0.0, 1e6, "req/s"),
-    ("serving", 0.0, 1000.0, "instances"),
-    ("booting", 0.0, 1000.0, "instances"),
-    ("cache_hit", 0.0, 1.0, "fraction"),
-    ("cache_warm", 0.0, 1.0, "fraction"),
-    ("db_utilization", 0.0, 100.0, "fraction (may exceed 1)"),
-    ("shed_share", 0.0, 1.0, "fraction of the low-priority traffic"),
-    ("cost_per_hour", 0.0, 1e5, "$/h"),
-    ("mean_age_s", 0.0, 600.0, "s"),
-    ("bad_build_share", 0.0, 1.0, "fraction"),
-    ("recommendations_available", 0.0, 1.0, "fraction"),
-    ("p99_ms", 0.0, 600_000.0, "ms"),
-    ("error_rate", 0.0, 1.0, "fraction"),
-    ("budget_left", -1e4, 1.0, "fraction of the 30-day budget"),
-    ("page_firing", 0.0, 1.0, "0/1"),
-    ("floor", 1.0, 40.0, "instances"),
-    ("autoscaler", 0.0, 1.0, "0/1"),
-    ("target_utilization", 0.3, 0.9, "fraction"),
-    ("ttl_s", 0.0, 600.0, "s"),
-    ("rollback_active", 0.0, 1.0, "0/1"),
-    ("warmup_active", 0.0, 1.0, "0/1"),
-    ("time_left", 0.0, 1.0, "fraction of the run"),
+    _obs("burn_1h", 0.0, 1000.0, "× the error budget's rate"),
+    _obs("burn_5m", 0.0, 1000.0, "× the error budget's rate"),
+    _obs("requests_per_s", 0.0, 1e6, "req/s"),
+    _obs("serving", 0.0, 1000.0, "instances"),
+    _obs("booting", 0.0, 1000.0, "instances"),
+    _obs("cache_hit", 0.0, 1.0, "fraction"),
+    _obs("cache_warm", 0.0, 1.0, "fraction"),
+    _obs("db_utilization", 0.0, 100.0, "fraction (may exceed 1)"),
+    _obs("shed_share", *_control_bounds("shed_share"), "fraction of the low-priority traffic"),
+    _obs("cost_per_hour", 0.0, 1e5, "$/h"),
+    _obs("mean_age_s", 0.0, _control_bounds("ttl_s")[1], "s"),
+    _obs("bad_build_share", 0.0, 1.0, "fraction"),
+    _obs("recommendations_available", 0.0, 1.0, "fraction"),
+    _obs("p99_ms", 0.0, 600_000.0, "ms"),
+    _obs("error_rate", 0.0, 1.0, "fraction"),
+    _obs("budget_left", -1e4, 1.0, "fraction of the 30-day budget"),
+    _obs("page_firing", 0.0, 1.0, "0/1"),
+    _obs("floor", *_control_bounds("floor"), "instances"),
+    _obs("autoscaler", *_control_bounds("autoscaler"), "0/1"),
+    _obs("target_utilization", *_control_bounds("target_utilization"), "fraction"),
+    _obs("ttl_s", *_control_bounds("ttl_s"), "s"),
+    _obs("rollback_active", 0.0, 1.0, "0/1"),
+    _obs("warmup_active", 0.0, 1.0, "0/1"),
+    _obs("time_left", 0.0, 1.0, "fraction of the run"),
 )
+_LOWS = np.array([o[1] for o in OBSERVATION], dtype=np.float32)
+_HIGHS = np.array([o[2] for o in OBSERVATION], dtype=np.float32)
+# Where each observed field sits in a MinuteRecord (time_left is computed).
+_RECORD_INDEX = [MinuteRecord._fields.index(o[0]) for o in OBSERVATION[:-1]]
+# A number's resolution in an action, by kind: what a console slider can set.
+_DECIMALS = {"fraction": 4, "seconds": 1}
+
+
+def action_space() -> spaces.Dict:
+    """One entry per control of the registry: whole numbers, switches, choices and buttons are discrete."""
+    entries: dict[str, spaces.Space[Any]] = {}
+    for name, spec in CONTROL_SPECS.items():
+        if spec.kind == "int":
+            assert spec.min is not None and spec.max is not None
+            entries[name] = spaces.Discrete(int(spec.max) - int(spec.min) + 1, start=int(spec.min))
+        elif spec.kind in ("bool", "button"):
+            entries[name] = spaces.Discrete(2)
+        elif spec.kind == "choice":
+            entries[name] = spaces.Discrete(len(spec.choices))
+        else:
+            low, high = _control_bounds(name)
+            entries[name] = spaces.Box(low, high, shape=(), dtype=np.float32)
+    return spaces.Dict(entries)
+
+
+def wanted_value(name: str, raw: Any) -> Any:
+    """An action entry as the control's value (rounded to what the console can set)."""
+    spec = CONTROL_SPECS[name]
+    if spec.kind == "int":
+        return int(raw)
+    if spec.kind == "bool":
+        return bool(raw)
+    if spec.kind == "choice":
+        return spec.choices[int(raw)]
+    return round(float(raw), _DECIMALS.get(spec.kind, 4))
+
+
+def action_entry(name: str, value: Any) -> Any:
+    """The inverse of ``wanted_value``: a control's value as its action-space entry."""
+    spec = CONTROL_SPECS[name]
+    if spec.kind == "button":
+        return 1
+    if spec.kind == "int":
+        return int(value)
+    if spec.kind == "bool":
+        return int(bool(value))
+    if spec.kind == "choice":
+        return spec.choices.index(value)
+    return np.float32(value)
+
 
 # The reward: minus what the minute cost, in dollars. 1 % of the 30-day error budget is priced at $10, the
 # fleet at its bill, a minute with p99 over the scenario's latency target at $0.05, and shed traffic at $1
 # per 100,000 requests (the debrief's costs: budget burned, money, latency, shed).
 REWARD_WEIGHTS = {"budget_per_percent": 10.0, "latency_minute": 0.05, "shed_per_request": 1e-5}
+
+
+def minute_reward(
+    before_budget: Any, budget_left: Any, cost_per_hour: Any, p99_ms: Any, shed_per_s: Any, latency_target_ms: float
+) -> Any:
+    """Minus what the minute cost, in dollars (floats, or arrays of runs for the vector env)."""
+    return -(
+        (before_budget - budget_left) * 100.0 * REWARD_WEIGHTS["budget_per_percent"]
+        + cost_per_hour / 60.0
+        + (p99_ms > latency_target_ms) * REWARD_WEIGHTS["latency_minute"]
+        + shed_per_s * 60.0 * REWARD_WEIGHTS["shed_per_request"]
+    )
 
 
 class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
@@ -66,48 +146,33 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         self.noise = noise
         self.render_mode = render_mode
         probe = Simulation(scenario, overrides=self.overrides, noise=noise, minutes=1)
-        self.length = probe.plan.minutes
         self.latency_target_ms = probe.scenario.latency_target_ms
-        lows = np.array([o[1] for o in OBSERVATION], dtype=np.float32)
-        highs = np.array([o[2] for o in OBSERVATION], dtype=np.float32)
-        self.observation_space = spaces.Box(lows, highs, dtype=np.float32)
-        floor = CONTROL_SPECS["floor"]
-        assert floor.min is not None and floor.max is not None
-        self.action_space = spaces.Dict(
-            {
-                "floor": spaces.Discrete(int(floor.max) - int(floor.min) + 1, start=int(floor.min)),
-                "autoscaler": spaces.Discrete(2),
-                "target_utilization": spaces.Box(0.3, 0.9, shape=(), dtype=np.float32),
-                "ttl_s": spaces.Box(0.0, 600.0, shape=(), dtype=np.float32),
-                "shed_share": spaces.Box(0.0, 1.0, shape=(), dtype=np.float32),
-                "recommendations": spaces.Discrete(2),
-                "warmup": spaces.Discrete(2),
-                "rollback": spaces.Discrete(2),
-            }
-        )
+        self.observation_space = spaces.Box(_LOWS, _HIGHS, dtype=np.float32)
+        self.action_space = action_space()
         self.sim: Simulation | None = None
 
     def _observe(self, record: MinuteRecord | None) -> np.ndarray:
         assert self.sim is not None
-        controls = self.sim.state.controls
-        values = []
-        for name, low, high, _unit in OBSERVATION:
-            if name == "time_left":
-                value = 1.0 - self.sim.minute / self.length
-            elif name in ("floor", "autoscaler", "target_utilization", "ttl_s"):
-                value = float(getattr(controls, name))
-            elif record is None:
-                value = {
-                    "budget_left": self.sim.plan.budget_start,
-                    "cache_warm": 1.0,
-                    "cache_hit": 0.0,
-                    "recommendations_available": 1.0 if controls.recommendations else 0.0,
-                    "serving": float(controls.floor),
-                }.get(name, 0.0)
-            else:
-                value = float(getattr(record, name))
-            values.append(min(high, max(low, value)))  # the space's documented bounds (never reached in play)
-        return np.array(values, dtype=np.float32)
+        time_left = 1.0 - self.sim.minute / self.sim.plan.minutes
+        if record is None:
+            controls = self.sim.state.controls
+            opening = {
+                "budget_left": self.sim.plan.budget_start,
+                "cache_warm": 1.0,
+                "recommendations_available": 1.0 if controls.recommendations else 0.0,
+                "serving": float(controls.floor),
+            }
+            values = [
+                float(getattr(controls, o[0])) if o[0] in SETTINGS else opening.get(o[0], 0.0) for o in OBSERVATION[:-1]
+            ]
+        else:
+            # the controls in force after this minute's actions are the record's own control fields
+            values = [float(record[i]) for i in _RECORD_INDEX]  # type: ignore[arg-type]
+        values.append(time_left)
+        # clipped to the space's documented bounds (never reached in play)
+        obs = np.array(values, dtype=np.float32)
+        np.maximum(obs, _LOWS, out=obs)
+        return np.minimum(obs, _HIGHS, out=obs)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -121,16 +186,12 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         """The action's settings that differ from the controls in force, then the buttons pressed."""
         assert self.sim is not None
         controls = self.sim.state.controls
-        wanted = {
-            "floor": int(action["floor"]),
-            "autoscaler": bool(action["autoscaler"]),
-            "target_utilization": round(float(action["target_utilization"]), 4),
-            "ttl_s": round(float(action["ttl_s"]), 1),
-            "shed_share": round(float(action["shed_share"]), 4),
-            "recommendations": bool(action["recommendations"]),
-        }
-        out: list[tuple[str, Any]] = [(k, v) for k, v in wanted.items() if getattr(controls, k) != v]
-        out += [(button, None) for button in ("warmup", "rollback") if int(action[button])]
+        out: list[tuple[str, Any]] = []
+        for name in SETTINGS:
+            value = wanted_value(name, action[name])
+            if getattr(controls, name) != value:
+                out.append((name, value))
+        out += [(button, None) for button in BUTTONS_IN_ORDER if int(action[button])]
         return out
 
     def step(self, action: dict[str, Any]) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -138,11 +199,13 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
             raise RuntimeError("call reset() before step()")
         before_budget = self.sim.state.budget_left
         record = self.sim.step(self.to_actions(action))
-        reward = -(
-            (before_budget - record.budget_left) * 100.0 * REWARD_WEIGHTS["budget_per_percent"]
-            + record.cost_per_hour / 60.0
-            + (REWARD_WEIGHTS["latency_minute"] if record.p99_ms > self.latency_target_ms else 0.0)
-            + record.shed_per_s * 60.0 * REWARD_WEIGHTS["shed_per_request"]
+        reward = minute_reward(
+            before_budget,
+            record.budget_left,
+            record.cost_per_hour,
+            record.p99_ms,
+            record.shed_per_s,
+            self.latency_target_ms,
         )
         return self._observe(record), float(reward), self.sim.done, False, {"record": record.to_dict()}
 
@@ -150,29 +213,15 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         """The action that changes nothing (the controls in force, no button)."""
         assert self.sim is not None
         c = self.sim.state.controls
-        return {
-            "floor": c.floor,
-            "autoscaler": int(c.autoscaler),
-            "target_utilization": np.float32(c.target_utilization),
-            "ttl_s": np.float32(c.ttl_s),
-            "shed_share": np.float32(c.shed_share),
-            "recommendations": int(c.recommendations),
-            "warmup": 0,
-            "rollback": 0,
-        }
+        action = {name: action_entry(name, getattr(c, name)) for name in SETTINGS}
+        action.update({button: 0 for button in BUTTONS_IN_ORDER})
+        return action
 
     def action_from(self, actions: list[tuple[str, Any]]) -> dict[str, Any]:
         """An action dict from (control, value) pairs, e.g. what a ``Policy`` decided; the rest held."""
         action = self.hold()
         for name, value in actions:
-            if name in ("warmup", "rollback"):
-                action[name] = 1
-            elif name in ("autoscaler", "recommendations"):
-                action[name] = int(bool(value))
-            elif name == "floor":
-                action[name] = int(value)
-            else:
-                action[name] = np.float32(value)
+            action[name] = action_entry(name, value)
         return action
 
     def render(self) -> str | None:

@@ -11,7 +11,8 @@ them into events, the same way for the scalar and the batch engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -76,7 +77,7 @@ def show_value(value: Any) -> str:
 
 def render(
     code: str,
-    args: dict[str, Any],
+    args: Mapping[str, Any],
     gettext: Callable[[str], str] | None = None,
     ngettext: Callable[[str, str, int], str] | None = None,
 ) -> str:
@@ -95,24 +96,36 @@ class Event(str):
     """A structured event whose ``str`` is its English text. ``code`` and ``args`` are what code reads."""
 
     code: str
-    args: dict[str, Any]
+    args: Mapping[str, Any]
 
     def __new__(cls, code: str, **args: Any) -> Event:
+        # Events are immutable values and a few thousand kinds cover whole sweeps: made once, then shared.
+        key = (code, *((k, type(v), v) for k, v in args.items()))
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
         if code not in EVENT_TEXTS:
             raise ValueError(f"unknown event code {code!r}")
         self = super().__new__(cls, render(code, args))
         self.code = code
-        self.args = args
+        self.args = MappingProxyType(args)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = self
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickles (process pools, Dask) keep the structure
-        return (_rebuild, (self.code, self.args))
+        return (_rebuild, (self.code, dict(self.args)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "args": dict(self.args), "text": str(self)}
 
 
-def _rebuild(code: str, args: dict[str, Any]) -> Event:
+_CACHE: dict[tuple[Any, ...], Event] = {}
+_CACHE_SIZE = 4096
+
+
+def _rebuild(code: str, args: Mapping[str, Any]) -> Event:
     return Event(code, **args)
 
 

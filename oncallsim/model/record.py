@@ -67,14 +67,10 @@ class MinuteRecord(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the contract's field order, ``errors_by_cause`` as an object, events as a list."""
-        out: dict[str, Any] = {}
-        for name in RECORD_FIELDS:
-            if name == "errors_by_cause":
-                out[name] = self.errors_by_cause
-            elif name == "events":
-                out[name] = list(self.events)
-            else:
-                out[name] = getattr(self, name)
+        out: dict[str, Any] = dict(zip(_BEFORE_CAUSES, self[: len(_BEFORE_CAUSES)], strict=True))
+        out["errors_by_cause"] = self.errors_by_cause
+        out.update(zip(_AFTER_CAUSES, self[len(_BEFORE_CAUSES) + 3 : -1], strict=True))
+        out["events"] = list(self.events)
         return out
 
     def to_row(self) -> dict[str, Any]:
@@ -90,3 +86,5 @@ RECORD_FIELDS: tuple[str, ...] = tuple(
     "errors_by_cause" if f == "error_overload" else f for f in MinuteRecord._fields if f not in _CAUSES[1:]
 )
 CSV_FIELDS: tuple[str, ...] = MinuteRecord._fields
+_BEFORE_CAUSES = MinuteRecord._fields[: MinuteRecord._fields.index("error_overload")]
+_AFTER_CAUSES = MinuteRecord._fields[MinuteRecord._fields.index("error_bad_build") + 1 : -1]
