@@ -57,9 +57,8 @@ def main() -> None:
     single = rate(gymnasium.make("oncallsim/Surge-v0"), args.seconds)
     peer = rate(gymnasium.make("CartPole-v1"), args.seconds)
     vector = vector_rate(args.num_envs, args.seconds)
-    print(
-        f"single env, random actions: {single:,.0f} steps/s (target {TARGET:,}: {'met' if single >= TARGET else 'NOT met'})"
-    )
+    verdict = "met" if single >= TARGET else "NOT met"
+    print(f"single env, random actions: {single:,.0f} steps/s (target {TARGET:,}: {verdict})")
     print(f"peer CartPole-v1, random actions: {peer:,.0f} steps/s; ratio oncallsim / CartPole = {single / peer:.2f}")
     print(f"vector env ({args.num_envs} runs on the batch engine, holding): {vector:,.0f} env-steps/s")
 
