@@ -27,6 +27,7 @@ from oncallsim.model import (
 )
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
+from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
 from oncallsim.validation import invalid_input
 
@@ -156,9 +157,9 @@ class Simulation:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
         if minutes is not None and (
-            isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= 7 * 1440
+            isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= MAX_RUN_MINUTES
         ):
-            raise InvalidInput("minutes", f"must be a whole number from 1 to {7 * 1440}, got {minutes!r}")
+            raise InvalidInput("minutes", f"must be a whole number from 1 to {MAX_RUN_MINUTES}, got {minutes!r}")
         if clock is not None:
             parse_clock(clock, "clock")
         self.scenario = load_scenario(scenario)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from oncallsim import Action, Simulation
 from oncallsim.cli import app
 from oncallsim.debrief import make_report, run_outcome
-from oncallsim.policies import counterfactuals, debrief, load_policy
+from oncallsim.policies import counterfactuals, full_report, load_policy
 
 BALANCE_SEEDS = range(1000, 1030)  # not the seeds the thresholds were measured on (0–39)
 SCENARIOS = ["bad-deploy", "surge", "cache-flush"]
@@ -104,7 +104,7 @@ def test_counterfactuals_stop_where_the_player_stopped() -> None:
 
 
 def test_headline_says_what_the_decisions_bought() -> None:
-    report = debrief(played_by_hand("bad-deploy"))
+    report = full_report(played_by_hand("bad-deploy"))
     assert report.headline[0].startswith("Had you done nothing, 12.")
     assert "the playbook spends" in report.headline[0]
 
@@ -118,7 +118,7 @@ def test_every_decision_is_listed_with_its_effect() -> None:
 
 
 def test_json_contract_fields() -> None:
-    data = json.loads(debrief(played_by_hand("surge")).model_dump_json())
+    data = json.loads(full_report(played_by_hand("surge")).model_dump_json())
     for key in (
         "scenario",
         "seed",
@@ -172,7 +172,7 @@ def test_saved_run_debriefs_to_the_same_numbers_as_the_live_run(tmp_path: Path) 
     assert done.exit_code == 0, done.output
     live = Simulation("cache-flush", seed=8)
     live.run(policy=load_policy("textbook"))
-    assert json.loads(summary.read_text()) == json.loads(debrief(live).model_dump_json())
+    assert json.loads(summary.read_text()) == json.loads(full_report(live).model_dump_json())
     assert "Score card" in done.stdout
 
 

@@ -6,7 +6,6 @@ arrays. ``incident.py`` keeps the per-minute definitions (phases need them); a t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -41,11 +40,8 @@ FEEDS = (
 
 def scenario_incident_start(plan: RunPlan, minutes: int) -> int:
     """The first scenario event within ``minutes`` (deploy, flush, surge onset), or -1 for none."""
-    starts = [*plan.deploy_minutes, *plan.flush_minutes]
-    if plan.surge is not None:
-        starts.append(math.ceil(plan.surge.onset_min))
-    starts = [m for m in starts if m < minutes]
-    return min(starts) if starts else NO_MINUTE
+    start = plan.first_event(minutes)
+    return NO_MINUTE if start is None else start
 
 
 class OutcomeAccumulator:

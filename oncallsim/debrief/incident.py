@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from oncallsim.model import MinuteRecord, Params, RunPlan
@@ -15,17 +14,18 @@ RECOVERY_HOLD_MIN = 10
 
 def incident_start(plan: RunPlan, timeline: Sequence[MinuteRecord]) -> int | None:
     """The first scenario event: a deploy, a flush, a surge's onset; else the first page (free play)."""
-    starts = [*plan.deploy_minutes, *plan.flush_minutes]
-    if plan.surge is not None:
-        starts.append(math.ceil(plan.surge.onset_min))
-    starts = [m for m in starts if m < len(timeline)]
-    if starts:
-        return min(starts)
-    return first_page(timeline)
+    start = plan.first_event(len(timeline))
+    return start if start is not None else first_page(timeline)
 
 
 def first_page(timeline: Sequence[MinuteRecord]) -> int | None:
-    return next((r.minute for r in timeline if "page fired" in r.events), None)
+    """The first minute the page fired (firing, and not firing the minute before)."""
+    was_firing = False
+    for r in timeline:
+        if r.page_firing and not was_firing:
+            return r.minute
+        was_firing = r.page_firing
+    return None
 
 
 def recovery_minute(timeline: Sequence[MinuteRecord], start: int | None, params: Params) -> int | None:

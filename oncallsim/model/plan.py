@@ -6,11 +6,14 @@ reads it, so both engines and every surface see the same incident.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from oncallsim.model.traffic import Surge
 
-__all__ = ["RunPlan"]
+__all__ = ["MAX_RUN_MINUTES", "RunPlan"]
+
+MAX_RUN_MINUTES = 7 * 1440  # the longest run: a week
 
 _CLOCK_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))
 
@@ -23,6 +26,14 @@ class RunPlan:
     deploy_minutes: frozenset[int] = frozenset()
     flush_minutes: frozenset[int] = frozenset()
     budget_start: float = 1.0
+
+    def first_event(self, minutes: int) -> int | None:
+        """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""
+        starts = [*self.deploy_minutes, *self.flush_minutes]
+        if self.surge is not None:
+            starts.append(math.ceil(self.surge.onset_min))
+        starts = [m for m in starts if m < minutes]
+        return min(starts) if starts else None
 
     def clock(self, minute: int) -> str:
         """The time of day of a minute, "HH:MM" (wrapping past midnight)."""

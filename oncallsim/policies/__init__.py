@@ -2,7 +2,7 @@
 
 from oncallsim.policies import hands_off, textbook  # noqa: F401  (registers the built-ins)
 from oncallsim.policies.base import BUILTIN_POLICIES, load_policy
-from oncallsim.policies.counterfactual import COUNTERFACTUAL_POLICIES, counterfactuals, debrief
+from oncallsim.policies.counterfactual import COUNTERFACTUAL_POLICIES, counterfactuals, full_report
 from oncallsim.policies.hands_off import HandsOff
 from oncallsim.policies.textbook import Textbook
 
@@ -12,6 +12,6 @@ __all__ = [
     "HandsOff",
     "Textbook",
     "counterfactuals",
-    "debrief",
+    "full_report",
     "load_policy",
 ]

@@ -6,7 +6,7 @@ from oncallsim.debrief import Report, make_report
 from oncallsim.policies.base import load_policy
 from oncallsim.simulation import Simulation
 
-__all__ = ["COUNTERFACTUAL_POLICIES", "counterfactuals", "debrief"]
+__all__ = ["COUNTERFACTUAL_POLICIES", "counterfactuals", "full_report"]
 
 COUNTERFACTUAL_POLICIES = ("hands-off", "textbook")
 
@@ -16,6 +16,6 @@ def counterfactuals(sim: Simulation) -> dict[str, Simulation]:
     return {name: sim.counterfactual(load_policy(name), minutes=sim.minute) for name in COUNTERFACTUAL_POLICIES}
 
 
-def debrief(sim: Simulation) -> Report:
+def full_report(sim: Simulation) -> Report:
     """The full debrief of a run, counterfactuals included."""
     return make_report(sim, counterfactuals(sim))
