@@ -87,7 +87,8 @@ def sweep(
     except KeyboardInterrupt:
         code = 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
         kept_rows = sweeping.rows_in(out_path)
-        where = f"the {kept_rows} rows already written are in {out_path}" if kept_rows else "no rows were written"
+        place = out_path if out_path.is_file() else sweeping.parts_dir(out_path)
+        where = f"the {kept_rows} rows already written are in {place}" if kept_rows else "no rows were written"
         err.print(f"interrupted: {where}; --resume continues", soft_wrap=True)
         raise typer.Exit(code) from None
     finally:

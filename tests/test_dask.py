@@ -93,3 +93,20 @@ def test_dask_sweep_equals_the_local_sweep(cluster: str, tmp_path: Path) -> None
     a = pq.read_table(remote).to_pandas().sort_values(key).reset_index(drop=True)
     b = pq.read_table(local).to_pandas().sort_values(key).reset_index(drop=True)
     assert len(a) == 48 and a.equals(b)
+
+
+def test_a_dask_sweep_resumes_per_seed(cluster: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out, local = tmp_path / "remote.parquet", tmp_path / "local.parquet"
+    args = ["sweep", "bad-deploy", "--policy", "textbook", "--grid", "rollback_minutes=3,5"]
+    env = {"ONCALLSIM_ROWS_PER_TASK": "5"}
+    done = runner.invoke(app, [*args, "--seeds", "12", "--scheduler", cluster, "--out", str(out)], env=env)
+    assert done.exit_code == 0, done.output
+    done = runner.invoke(app, [*args, "--seeds", "20", "--scheduler", cluster, "--out", str(out), "--resume"], env=env)
+    assert done.exit_code == 0, done.output
+    assert "(24 rows kept from before)" in done.stdout
+    assert runner.invoke(app, [*args, "--seeds", "20", "--workers", "1", "--out", str(local)]).exit_code == 0
+    key = ["grid_rollback_minutes", "seed"]
+    a = pq.read_table(out).to_pandas().sort_values(key).reset_index(drop=True)
+    b = pq.read_table(local).to_pandas().sort_values(key).reset_index(drop=True)
+    assert len(a) == 40 and a.equals(b)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from oncallsim.batch.sweep import LocalExecutor, SweepSpec, parse_grid, plan_sweep, sweep
 from oncallsim.cli import app
-from oncallsim.model import MODEL_VERSION
+from oncallsim.model import MODEL_VERSION, InvalidInput
 
 runner = CliRunner()
 
@@ -266,3 +266,24 @@ def test_the_file_records_the_whole_configuration(tmp_path: Path) -> None:
     assert config["overrides"] == {"floor": 3} and config["minutes"] == 90 and config["noise"] is False
     assert config["grid"] == {"rollback_minutes": [3, 5]} and config["model_version"] == MODEL_VERSION
     assert config["engine"] == "minute" and config["clock"] is None and config["seed_start"] == 0
+
+
+class Explodes:
+    """A policy whose every decision is refused: the error must reach the user from inside a worker."""
+
+    name = "explodes"
+
+    def reset(self, seed: int) -> None:
+        pass
+
+    def decide(self, observation: object) -> list[object]:
+        raise InvalidInput("policy", "explodes on purpose")
+
+
+def test_an_error_in_a_worker_reaches_the_user_as_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "r.parquet"
+    args = ["sweep", "bad-deploy", "--seeds", "8", "--policy", "tests.test_sweep:Explodes", "--workers", "2"]
+    done = runner.invoke(app, [*args, "--out", str(out)], env={"ONCALLSIM_ROWS_PER_TASK": "2"})
+    assert done.exit_code == 2, done.output
+    assert "policy: explodes on purpose" in done.stderr and "Traceback" not in done.output
+    assert list(tmp_path.iterdir()) == []

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,6 +336,34 @@ class LocalExecutor:
                 worker.stop()
 
 
+@dataclass
+class _Failure:
+    """An exception in a worker, on its way to the parent (as plain data: not every exception unpickles)."""
+
+    kind: str
+    message: str
+    trace: str
+    invalid: tuple[str, str] | None = None
+
+
+def _run_safely(task: Task) -> tuple[int, Columns] | _Failure:
+    try:
+        return run_task(task)
+    except Exception as exc:
+        invalid = (exc.field, exc.reason) if isinstance(exc, InvalidInput) else None
+        return _Failure(type(exc).__name__, str(exc), traceback.format_exc(), invalid)
+
+
+def _unwrap(result: tuple[int, Columns] | _Failure) -> tuple[int, Columns]:
+    """A worker's result, or its exception raised here: bad input stays one line (InvalidInput), a bug shows
+    the worker's traceback."""
+    if isinstance(result, _Failure):
+        if result.invalid is not None:
+            raise InvalidInput(*result.invalid)
+        raise RuntimeError(f"{result.kind} in a sweep worker: {result.message}\n{result.trace}")
+    return result
+
+
 _WORKER_CODE = "from oncallsim.batch.sweep import _worker_main; _worker_main()"
 
 
@@ -371,10 +400,10 @@ class _Worker:
 
     def receive(self) -> tuple[int, Columns]:
         try:
-            result: tuple[int, Columns] = self.rx.recv()
+            result: tuple[int, Columns] | _Failure = self.rx.recv()
         except (EOFError, OSError):
             raise RuntimeError(f"a sweep worker stopped (exit code {self.process.wait()})") from None
-        return result
+        return _unwrap(result)
 
     def stop(self) -> None:
         """Close its pipes and end it now (a chunk in progress is not wanted any more)."""
@@ -401,7 +430,7 @@ def _worker_main() -> None:
         except (EOFError, OSError):
             return
         try:
-            tx.send(run_task(task))
+            tx.send(_run_safely(task))
         except (BrokenPipeError, OSError):
             return
 
@@ -450,17 +479,17 @@ class DaskExecutor:
         pending = set()
         try:
             for task in itertools.islice(queue, 2 * self.workers):  # a bounded number in flight
-                future = self.client.submit(run_task, task, pure=False)
+                future = self.client.submit(_run_safely, task, pure=False)
                 pending.add(future)
                 futures.add(future)
             for future in futures:
                 pending.discard(future)
                 following = next(queue, None)
                 if following is not None:
-                    nxt = self.client.submit(run_task, following, pure=False)
+                    nxt = self.client.submit(_run_safely, following, pure=False)
                     pending.add(nxt)
                     futures.add(nxt)
-                yield future.result()
+                yield _unwrap(future.result())
         finally:
             for future in pending:
                 future.cancel()
