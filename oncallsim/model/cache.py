@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 
 __all__ = ["hit_ratio", "mean_age_s", "refill"]
 
@@ -13,7 +13,7 @@ __all__ = ["hit_ratio", "mean_age_s", "refill"]
 @compiled
 def hit_ratio(admitted_per_s: float, ttl_s: float, warm: float, p: Any) -> float:
     """hit = warm·rT/(1 + rT), r = λ/hot objects (requests per second per object), T = TTL."""
-    rt = admitted_per_s / p.hot_objects * ttl_s
+    rt = admitted_per_s / p[P.hot_objects] * ttl_s
     return warm * rt / (1.0 + rt)
 
 
@@ -29,7 +29,7 @@ def refill(warm: float, db_factor: float, warmup_active: bool, p: Any) -> float:
 
     ``db_factor`` = min(1, DB capacity / DB demand): a saturated database slows both.
     """
-    warm += (1.0 - warm) * (1.0 - math.exp(-1.0 / p.cache_refill_tau_min)) * db_factor
+    warm += (1.0 - warm) * (1.0 - math.exp(-1.0 / p[P.cache_refill_tau_min])) * db_factor
     if warmup_active:
-        warm += p.warmup_step * db_factor
+        warm += p[P.warmup_step] * db_factor
     return min(1.0, warm)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 
 __all__ = ["cost_per_hour"]
 
 
 @compiled
 def cost_per_hour(instances: int, rolling_back: bool, p: Any) -> float:
-    return p.instance_price_per_hour * instances * (p.rollback_cost_factor if rolling_back else 1.0)
+    return p[P.instance_price_per_hour] * instances * (p[P.rollback_cost_factor] if rolling_back else 1.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 
 __all__ = ["advance", "start_deploy"]
 
@@ -12,7 +12,7 @@ __all__ = ["advance", "start_deploy"]
 @compiled
 def start_deploy(bad_build_share: float, p: Any) -> float:
     """The deploy starts: its first minute already puts one step of traffic on the bad build."""
-    return min(1.0, bad_build_share + p.rollout_step)
+    return min(1.0, bad_build_share + p[P.rollout_step])
 
 
 @compiled
@@ -24,7 +24,7 @@ def advance(bad: float, deploying: bool, rollback_left: int, p: Any) -> tuple[fl
     finished = False
     ready = False
     if deploying:
-        bad = min(1.0, bad + p.rollout_step)
+        bad = min(1.0, bad + p[P.rollout_step])
         if bad >= 1.0:
             deploying = False
             finished = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 
 __all__ = ["Fleet", "autoscale", "desired_fleet", "fleet_size", "match_floor", "start", "tick"]
 
@@ -92,7 +92,7 @@ def tick(serving: int, boot: Any) -> tuple[int, int]:
 def desired_fleet(serving: int, utilization: float, target: float, floor: int, p: Any) -> int:
     """Target tracking: ⌈serving·utilization/target⌉ within [floor, max]."""
     want = math.ceil(serving * utilization / target - _CEIL_SLACK)
-    return min(p.max_fleet, max(floor, want))
+    return min(int(p[P.max_fleet]), max(floor, want))
 
 
 @compiled
@@ -107,11 +107,11 @@ def autoscale(serving: int, boot: Any, quiet: int, desired: int, p: Any) -> tupl
     if desired > size:
         if booting > 0:
             return serving, 0, 0
-        return start(serving, boot, desired - size, p.boot_delay_min), 0, desired - size
+        return start(serving, boot, desired - size, int(p[P.boot_delay_min])), 0, desired - size
     if desired < size:
         quiet += 1
-        if quiet >= p.scale_in_quiet_minutes:
-            step = max(1, math.floor(p.scale_in_max_share * size))
+        if quiet >= p[P.scale_in_quiet_minutes]:
+            step = max(1, math.floor(p[P.scale_in_max_share] * size))
             remove = min(size - desired, step, serving)
             return serving - remove, 0, -remove
         return serving, quiet, 0

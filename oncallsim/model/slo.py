@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 
 __all__ = ["burn", "page_state", "push_window", "split_errors"]
 
@@ -24,7 +24,7 @@ def split_errors(overload: float, timeout: float, bad_build_share: float, p: Any
     survived_overload = 1.0 - overload
     timeout_part = survived_overload * timeout
     served = survived_overload * (1.0 - timeout)
-    return overload, timeout_part, served * p.bad_build_error_rate * bad_build_share
+    return overload, timeout_part, served * p[P.bad_build_error_rate] * bad_build_share
 
 
 @compiled
@@ -46,13 +46,13 @@ def burn(window: Any, minutes: int, p: Any) -> float:
     total = 0.0
     for k in range(len(window) - minutes, len(window)):
         total += window[k]
-    return total / minutes / p.error_budget
+    return total / minutes / p[P.error_budget]
 
 
 @compiled
 def page_state(firing: bool, burn_long: float, burn_short: float, p: Any) -> bool:
     """Fires when both windows burn at ≥ the threshold; clears when the short window drops below it."""
-    threshold = p.page_burn_threshold
+    threshold = p[P.page_burn_threshold]
     if firing:
         return burn_short >= threshold
     return burn_long >= threshold and burn_short >= threshold

@@ -20,7 +20,7 @@ from oncallsim.model.database import db_demand, db_headroom_factor, queries_per_
 from oncallsim.model.deploy import advance, start_deploy
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.fleet import autoscale, booting_count, desired_fleet, tick
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 from oncallsim.model.queueing import queue_k
 from oncallsim.model.rng import normal_pair_k
 from oncallsim.model.slo import burn, page_state, push_window, split_errors
@@ -53,8 +53,11 @@ def minute(
     rec: Any,
     evs: Any,
     ln_factorial: Any,
-) -> None:
-    """Compute minute ``t`` of one run and advance its state (``st``, ``boot``, ``win``) in place."""
+) -> int:
+    """Compute minute ``t`` of one run and advance its state (``st``, ``boot``, ``win``) in place.
+
+    Returns how many event slots are set (0: nothing happened, the common case).
+    """
     for k in range(len(evs)):
         evs[k] = 0
     floor = int(st[ST.floor])
@@ -86,28 +89,28 @@ def minute(
         float(t), surge[0], surge[1], surge[2], surge[3]
     )
     requests = noisy_rate(expected, z_count, z_scale, p) if noisy else expected
-    admitted = requests * (1.0 - p.low_priority_share * shed)
+    admitted = requests * (1.0 - p[P.low_priority_share] * shed)
     # Cache and database.
     hit = hit_ratio(admitted, ttl, warm, p)
     warmup_active = warmup_left > 0
     q = queries_per_request(recommendations, p)
     demand = db_demand(admitted, q, hit, warmup_active, p)
-    rho = demand / p.db_capacity_qps
+    rho = demand / p[P.db_capacity_qps]
     query_ms = query_time_ms(rho, p)
     # Service time and the instance pool.
-    app_ms = p.app_time_ms + (p.feature_app_time_ms if recommendations else 0.0)
-    service_ms = app_ms * (1.0 + (p.bad_build_cpu_factor - 1.0) * bad) + (1.0 - hit) * q * query_ms
+    app_ms = p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)
+    service_ms = app_ms * (1.0 + (p[P.bad_build_cpu_factor] - 1.0) * bad) + (1.0 - hit) * q * query_ms
     service_s = service_ms / 1000.0
-    servers = serving * p.workers_per_instance
-    wait, timeout, overload, p99_s, utilization = queue_k(admitted, service_s, servers, p.timeout_s, ln_factorial)
+    servers = serving * int(p[P.workers_per_instance])
+    wait, timeout, overload, p99_s, utilization = queue_k(admitted, service_s, servers, p[P.timeout_s], ln_factorial)
     # Errors by cause, the SLO, the page.
     e_overload, e_timeout, e_bad = split_errors(overload, timeout, bad, p)
     error_rate = e_overload + e_timeout + e_bad
     push_window(win, error_rate, t == 0)
-    burn_now = error_rate / p.error_budget
-    burn_long = burn(win, p.burn_long_window_min, p)
-    burn_short = burn(win, p.burn_short_window_min, p)
-    budget_left = st[ST.budget_left] - burn_now / p.budget_period_min
+    burn_now = error_rate / p[P.error_budget]
+    burn_long = burn(win, int(p[P.burn_long_window_min]), p)
+    burn_short = burn(win, int(p[P.burn_short_window_min]), p)
+    budget_left = st[ST.budget_left] - burn_now / p[P.budget_period_min]
     firing = page_state(was_firing, burn_long, burn_short, p)
     if firing and not was_firing:
         evs[_E_PAGE_FIRED] = 1
@@ -196,6 +199,11 @@ def minute(
     st[ST.page_firing] = firing
     st[ST.budget_left] = budget_left
     st[ST.cost_so_far] = cost_so_far
+    happened = 0
+    for k in range(len(evs)):
+        if evs[k] != 0:
+            happened += 1
+    return happened
 
 
 @compiled

@@ -7,7 +7,7 @@ copies the arrays before the minute changes them.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +26,7 @@ __all__ = ["KernelInputs", "State", "initial_state", "kernel_inputs", "surge_of"
 class KernelInputs(NamedTuple):
     """What the compiled minute needs besides the state, prepared once per run."""
 
-    params: Any  # kernel.KParams
+    params: npt.NDArray[np.float64]  # kernel.kernel_params: the parameters as compiled code reads them
     ln_factorial: npt.NDArray[np.float64]
     flags: npt.NDArray[np.int64]  # per minute: DEPLOY | FLUSH
     surge: tuple[float, float, float, float]

@@ -25,6 +25,7 @@ from oncallsim.model.state import State
 
 __all__ = ["apply_actions", "make_record", "step"]
 
+_new_record = tuple.__new__  # a named tuple from a ready tuple, without binding 46 arguments
 _INTS = tuple(i for i, f in enumerate(NUMERIC_FIELDS) if f.dtype == "int")
 _BOOLS = tuple(i for i, f in enumerate(NUMERIC_FIELDS) if f.dtype == "bool")
 
@@ -35,8 +36,8 @@ def make_record(t: int, clock: str, values: npt.NDArray[np.float64], events: Ite
     for i in _INTS:
         row[i] = int(row[i])
     for i in _BOOLS:
-        row[i] = bool(row[i])
-    return MinuteRecord(t, clock, *row, tuple(events))  # type: ignore[call-arg]
+        row[i] = row[i] != 0.0
+    return _new_record(MinuteRecord, (t, clock, *row, tuple(events)))
 
 
 def apply_actions(state: State, actions: Iterable[tuple[str, Any]], params: Params) -> tuple[State, list[Event]]:
@@ -63,10 +64,11 @@ def step(
     k = state.kernel
     values = np.empty(len(NUMERIC_FIELDS))
     slots = np.empty(len(KERNEL_EVENTS), dtype=np.int64)
-    minute(
+    happened = minute(
         k.params, t, state.plan.clock_start_min, int(k.flags[t]), k.surge, z_count, z_scale, rng is not None,
         vec, boot, window, values, slots, k.ln_factorial,
     )  # fmt: skip
-    events.extend(from_slots(slots.tolist()))
+    if happened:
+        events.extend(from_slots(slots.tolist()))
     record = make_record(t, state.plan.clock(t), values, events)
     return State(t + 1, state.plan, vec, boot, window, k), record

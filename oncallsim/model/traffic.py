@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from oncallsim.model.kernel import compiled
+from oncallsim.model.kernel import P, compiled
 
 __all__ = ["Surge", "diurnal_rate", "noisy_rate", "surge_factor"]
 
@@ -40,8 +40,8 @@ class Surge:
 @compiled
 def diurnal_rate(t_min: float, clock_min: float, p: Any) -> float:
     """λ(t) = base·(1 + A·sin(2π(t + clock − (peak − 6 h))/24 h)), in req/s; peaks at ``diurnal_peak_hour``."""
-    phase_min = t_min + clock_min - (p.diurnal_peak_hour - 6.0) * 60.0
-    return p.base_requests_per_s * (1.0 + p.diurnal_amplitude * math.sin(_TWO_PI * phase_min / 1440.0))
+    phase_min = t_min + clock_min - (p[P.diurnal_peak_hour] - 6.0) * 60.0
+    return p[P.base_requests_per_s] * (1.0 + p[P.diurnal_amplitude] * math.sin(_TWO_PI * phase_min / 1440.0))
 
 
 @compiled
@@ -52,5 +52,5 @@ def noisy_rate(expected: float, z_count: float, z_scale: float, p: Any) -> float
     cosine variate for the count, the sine variate for the multiplicative noise.
     """
     per_minute = 60.0 * expected
-    count = (per_minute + math.sqrt(per_minute) * z_count) * (1.0 + p.traffic_noise_cv * z_scale)
+    count = (per_minute + math.sqrt(per_minute) * z_count) * (1.0 + p[P.traffic_noise_cv] * z_scale)
     return max(0.0, count) / 60.0
