@@ -41,32 +41,6 @@ def sweep(
 
     from oncallsim.batch import sweep as sweeping
 
-    spec = sweeping.SweepSpec(
-        scenario,
-        seeds,
-        seed_start,
-        policy,
-        sweeping.parse_grid(grid or []),
-        parse_sets(set_ or []),
-        not no_noise,
-        minutes,
-    )
-    plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
-    state = sweeping.check_output(plan, out_path, resume)
-    executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
-    console = stdout_console()
-    points = len(plan.points)
-    kept = f" ({state.rows} rows kept from before)" if state.resuming else ""
-    console.print(
-        f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} on {executor.description}{kept}"
-    )
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} runs/s"),
-        TimeRemainingColumn(),
-    )
     stopped_by: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:  # SIGTERM stops the sweep as Ctrl-C does
@@ -74,7 +48,35 @@ def sweep(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
+    executor: sweeping.LocalExecutor | sweeping.DaskExecutor | None = None
+    console = stdout_console()
     try:
+        spec = sweeping.SweepSpec(
+            scenario,
+            seeds,
+            seed_start,
+            policy,
+            sweeping.parse_grid(grid or []),
+            parse_sets(set_ or []),
+            not no_noise,
+            minutes,
+        )
+        plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
+        state = sweeping.check_output(plan, out_path, resume)
+        executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
+        points = len(plan.points)
+        kept = f" ({state.rows} rows kept from before)" if state.resuming else ""
+        console.print(
+            f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} "
+            f"on {executor.description}{kept}"
+        )
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} runs/s"),
+            TimeRemainingColumn(),
+        )
         with Progress(*columns, console=console, transient=False) as bar:
             job = bar.add_task("runs", total=None, rate="—")
             started = time.perf_counter()
