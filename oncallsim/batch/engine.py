@@ -18,7 +18,8 @@ import numpy.typing as npt
 
 from oncallsim.batch.columns import Columns
 from oncallsim.model import InvalidInput, MinuteRecord, Mulberry32, Params, RunPlan
-from oncallsim.model.controls import apply_to_vector, coerce_control_value
+from oncallsim.model.controls import CONTROL_SPECS, coerce_control_value, effect_events, stored_value
+from oncallsim.model.effects import apply_runs
 from oncallsim.model.events import KERNEL_EVENTS, Event
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
 from oncallsim.model.stages import minute_runs
@@ -102,16 +103,35 @@ class BatchRun:
 
     # --- the operator's inputs, run by run, through the control registry ---------------------------------
 
-    def apply(self, i: int, actions: Sequence[tuple[str, Any]]) -> list[Event]:
-        """Run i's inputs this minute (validated here, once), applied to its row of the state."""
-        checked = [(name, coerce_control_value(name, value)) for name, value in actions]
-        self.actions[i].extend(Action(self.t, name, value) for name, value in checked)
-        return apply_to_vector(self.state[i], self.boot[i], checked, self.params)
+    def apply(self, actions: Mapping[int, Sequence[tuple[str, Any]]]) -> dict[int, list[Event]]:
+        """Every run's inputs this minute, each run's in its order: validated here (once), logged, then applied
+        to the runs' rows in one compiled call of the scalar engine's own effects."""
+        runs, effects, indexes, stored, done = [], [], [], [], []
+        for i, acts in actions.items():
+            for name, raw in acts:
+                value = coerce_control_value(name, raw)
+                spec = CONTROL_SPECS[name]
+                runs.append(i)
+                effects.append(spec.effect)
+                indexes.append(getattr(ST, name) if spec.is_setting else 0)
+                stored.append(stored_value(spec, value))
+                done.append((i, spec, value))
+                self.actions[i].append(Action(self.t, name, value))
+        if not runs:
+            return {}
+        codes = apply_runs(
+            np.array(runs, dtype=np.int64), np.array(effects, dtype=np.int64), np.array(indexes, dtype=np.int64),
+            np.array(stored), self.state, self.boot, self.kernel.params,
+        ).tolist()  # fmt: skip
+        events: dict[int, list[Event]] = {}
+        for (i, spec, value), code in zip(done, codes, strict=True):
+            events.setdefault(i, []).extend(effect_events(spec, value, code))
+        return events
 
     def step(self, actions: Mapping[int, Sequence[tuple[str, Any]]] | None = None) -> None:
         """Compute minute ``t`` for every run; ``actions`` maps a run's index to its inputs this minute."""
         t = self.t
-        events: dict[int, list[Event]] = {i: self.apply(i, acts) for i, acts in (actions or {}).items() if acts}
+        events = self.apply(actions) if actions else {}
         k = self.kernel
         minute_runs(
             k.params, t, self.clock_start, int(k.flags[t]), self.surges, self.rng_states, self.noise,

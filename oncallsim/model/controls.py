@@ -9,17 +9,18 @@ Gymnasium spaces. Adding a control is one entry here plus its stage logic (docs/
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.effects import EFFECT_EVENTS, PRESS_ROLLBACK, PRESS_WARMUP, SET, SET_FLOOR, apply_effect
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event
 from oncallsim.model.fields import ST
-from oncallsim.model.fleet import fleet_size, match_floor, start
+from oncallsim.model.kernel import kernel_params
 
 __all__ = [
     "BUTTONS",
@@ -34,64 +35,6 @@ __all__ = [
 # int/fraction/seconds: numbers with a unit and range; bool: a switch; choice: one of named values
 # (stored as its index); button: an action without a value.
 Kind = Literal["int", "fraction", "seconds", "bool", "choice", "button"]
-Effect = Callable[["ControlSpec", npt.NDArray[np.float64], npt.NDArray[np.int64], Any, Any], list[Event]]
-
-
-def set_setting(
-    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
-) -> list[Event]:
-    """A setting's plain effect: the value is in force from this minute's computation."""
-    stored = float(spec.choices.index(value)) if spec.kind == "choice" else float(value)
-    vec[getattr(ST, spec.name)] = stored
-    return [Event("setting", name=spec.name, value=value)]
-
-
-def keep_fleet_at_floor(vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], params: Any) -> list[Event]:
-    """With the autoscaler off the fleet is exactly the floor: extras go at once, missing ones boot."""
-    if vec[ST.autoscaler]:
-        return []
-    serving = int(vec[ST.serving])
-    before = fleet_size(serving, boot)
-    floor = int(vec[ST.floor])
-    if before == floor:
-        return []
-    vec[ST.serving] = match_floor(serving, boot, floor, params.boot_delay_min)
-    change = fleet_size(int(vec[ST.serving]), boot) - before
-    if change == 0:
-        return []
-    if change < 0:
-        return [Event("fleet_to_floor_removed", n=-change)]
-    return [Event("fleet_to_floor_started", n=change)]
-
-
-def set_floor(
-    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
-) -> list[Event]:
-    """Raising the floor starts instances at once (they still boot before they serve)."""
-    events = set_setting(spec, vec, boot, value, params)
-    serving = int(vec[ST.serving])
-    size = fleet_size(serving, boot)
-    if size < value:
-        vec[ST.serving] = start(serving, boot, value - size, params.boot_delay_min)
-        events.append(Event("floor_raised", n=value - size))
-    return events
-
-
-def press_warmup(
-    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
-) -> list[Event]:
-    if vec[ST.warmup_left] > 0:
-        return [Event("warmup_running")]
-    vec[ST.warmup_left] = params.warmup_minutes
-    return [Event("warmup_started")]
-
-
-def press_rollback(
-    spec: ControlSpec, vec: npt.NDArray[np.float64], boot: npt.NDArray[np.int64], value: Any, params: Any
-) -> list[Event]:
-    again = vec[ST.rollback_left] > 0
-    vec[ST.rollback_left] = params.rollback_minutes
-    return [Event("rollback_restarted" if again else "rollback_started")]
 
 
 @dataclass(frozen=True)
@@ -104,7 +47,7 @@ class ControlSpec:
     min: float | None = None
     max: float | None = None
     unit: str = ""
-    effect: Effect = set_setting
+    effect: int = SET  # what it does to the state: an effect kind of model/effects.py
     choices: tuple[str, ...] = ()
 
     @property
@@ -150,7 +93,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             1,
             40,
             "instances",
-            effect=set_floor,
+            effect=SET_FLOOR,
         ),
         ControlSpec(
             "autoscaler",
@@ -202,7 +145,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "Warm up cache",
             "Loads hot keys for 6 minutes (+12 % of the cache per "
             "minute) at the price of 600 extra database queries/s.",
-            effect=press_warmup,
+            effect=PRESS_WARMUP,
         ),
         ControlSpec(
             "rollback",
@@ -210,7 +153,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "Roll back",
             "Deploys the last good build on a new fleet (5 min, "
             "billed double), then switches traffic. Pressing again restarts the preparation.",
-            effect=press_rollback,
+            effect=PRESS_ROLLBACK,
         ),
     )
 }
@@ -311,19 +254,35 @@ class Controls:
         return cls(**coerced)
 
 
+def stored_value(spec: ControlSpec, value: Any) -> float:
+    """A control's value as the state vector holds it (a choice by its index; a button holds nothing)."""
+    if spec.kind == "button":
+        return 0.0
+    return float(spec.choices.index(value)) if spec.kind == "choice" else float(value)
+
+
+def effect_events(spec: ControlSpec, value: Any, codes: Any) -> list[Event]:
+    """The events an effect reported as codes (``effects.apply_effect``)."""
+    first, second, n = codes
+    events = [Event("setting", name=spec.name, value=value) if first == 1 else Event(EFFECT_EVENTS[first])]
+    if second:
+        events.append(Event(EFFECT_EVENTS[second], n=int(n)))
+    return events
+
+
 def apply_to_vector(
     vec: npt.NDArray[np.float64],
     boot: npt.NDArray[np.int64],
     actions: Iterable[tuple[str, Any]],
     params: Any,
 ) -> list[Event]:
-    """The operator's inputs, already validated, in the order given (MODEL.md §3a.1): each control's effect,
-    then, for a setting, the fleet kept at the floor when the autoscaler is off. Both engines call this on a
-    run's state (the batch engine on the run's row)."""
+    """The operator's inputs, already validated, in the order given (MODEL.md §3a.1): each control's effect
+    on a run's state (both engines call this; the batch engine on the run's row)."""
+    p = kernel_params(params)
     events: list[Event] = []
     for name, value in actions:
         spec = CONTROL_SPECS[name]
-        events.extend(spec.effect(spec, vec, boot, value, params))
-        if spec.is_setting:
-            events.extend(keep_fleet_at_floor(vec, boot, params))
+        index = getattr(ST, name) if spec.is_setting else 0
+        codes = apply_effect(spec.effect, index, stored_value(spec, value), vec, boot, p)
+        events.extend(effect_events(spec, value, codes))
     return events
