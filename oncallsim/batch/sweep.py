@@ -364,7 +364,11 @@ def _unwrap(result: tuple[int, Columns] | _Failure) -> tuple[int, Columns]:
     return result
 
 
-_WORKER_CODE = "from oncallsim.batch.sweep import _worker_main; _worker_main()"
+# Ctrl-C reaches the whole foreground process group: a worker ignores it from its first line (the parent stops it).
+_WORKER_CODE = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "from oncallsim.batch.sweep import _worker_main; _worker_main()"
+)
 
 
 class _Worker:
@@ -727,6 +731,8 @@ def sweep(
             tasks[task.index] = task
             yield task
 
+    if remaining == 0 and out.is_file() and not state.parts.exists():
+        return state.rows  # nothing left to run: the file stays as it is
     _open_parts(state, plan.config)
     metadata = {CONFIG_KEY: json.dumps(plan.config).encode()}
     schema: Any = None
