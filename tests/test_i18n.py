@@ -13,7 +13,7 @@ from babel.messages.pofile import read_po
 
 import oncallsim
 from oncallsim import Action, Simulation
-from oncallsim.i18n import negotiate, page_catalog, translations
+from oncallsim.i18n import LANGUAGES, negotiate, page_catalog, translations
 from oncallsim.model.formulas import FORMULAS
 
 PACKAGE = Path(oncallsim.__file__).parent
@@ -41,8 +41,11 @@ def test_english_catalog_is_up_to_date_and_complete() -> None:
 
 def test_server_translations_load() -> None:
     assert translations("en").gettext("Roll back") == "Roll back"
-    assert negotiate(None, "da-DK,da;q=0.9,en;q=0.5") == "en"
-    assert negotiate("xx", None) == "en"
+    for language in LANGUAGES:  # every language with a catalog is chosen by ?lang= and by the browser
+        assert negotiate(language, None) == language
+        assert negotiate(None, f"{language}-XX,{language};q=0.9,en;q=0.5") == language
+    assert negotiate("xx", None) == "en"  # no catalog: English
+    assert negotiate(None, "xx-YY,xx;q=0.9") == "en"
 
 
 class _Text(HTMLParser):
