@@ -82,9 +82,5 @@ class Columns:
                 values[name] = (
                     int(value) if name in INT_FIELDS else bool(value) if name in BOOL_FIELDS else float(value)
                 )
-            out.append(
-                MinuteRecord(
-                    minute=t, clock=_LABELS[self.clock[t]], events=self.events(t, run), **values
-                )
-            )
+            out.append(MinuteRecord(minute=t, clock=_LABELS[self.clock[t]], events=self.events(t, run), **values))
         return out
