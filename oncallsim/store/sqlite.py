@@ -163,6 +163,11 @@ class RunStore:
             else:
                 self._db.execute("UPDATE runs SET played = ?, speed = ? WHERE id = ?", (played, speed, run_id))
 
+    def set_progress_many(self, positions: list[tuple[str, int]]) -> None:
+        """Many runs' positions in one transaction (the clock's tick)."""
+        with self._lock, self._db:
+            self._db.executemany("UPDATE runs SET played = ? WHERE id = ?", [(m, r) for r, m in positions])
+
     def set_held(self, run_id: str, held: bool, played: int) -> None:
         """The operator paused (held) or resumed the run: kept across a restart."""
         with self._lock, self._db:

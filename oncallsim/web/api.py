@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request, UploadFile, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Query, Request, UploadFile, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from pydantic import (
     BaseModel,
@@ -151,14 +151,26 @@ async def controls() -> dict[str, Any]:
 
 
 @router.get("/stats")
-async def stats(request: Request) -> dict[str, Any]:
-    """How the clock keeps up: live runs in memory, how many tick, and the worst lateness of a minute."""
-    runs = list(manager_of(request).runs.values())
+async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, le=600.0)) -> dict[str, Any]:
+    """How the clock keeps up: live runs in memory, how many tick, and how late minutes were computed (the
+    worst ever, and the median, p99 and share over 250 ms of the minutes of the last ``window_s`` seconds)."""
+    manager = manager_of(request)
+    runs = list(manager.runs.values())
+    since = time.monotonic() - window_s
+    recent = sorted(late for when, late in manager.clock.lateness if when >= since)
+
+    def quantile(q: float) -> float:
+        return recent[min(len(recent) - 1, int(q * len(recent)))] * 1000.0 if recent else 0.0
+
     return {
         "runs_in_memory": len(runs),
         "ticking": sum(not r.paused and not r.done for r in runs),
         "viewers": sum(len(r.subscribers) for r in runs),
         "max_lag_ms": max((r.max_lag_s for r in runs), default=0.0) * 1000.0,
+        "minutes_in_window": len(recent),
+        "lateness_p50_ms": quantile(0.5),
+        "lateness_p99_ms": quantile(0.99),
+        "late_over_250ms_share": sum(late > 0.25 for late in recent) / len(recent) if recent else 0.0,
     }
 
 
@@ -216,7 +228,7 @@ async def run_file(request: Request, run_id: str) -> JSONResponse:
 @router.get("/runs/{run_id}/debrief")
 async def debrief_json(request: Request, run_id: str) -> dict[str, Any]:
     live = await get_live(request, run_id)
-    if live.report is None:
+    if not await live.debrief_ready() or live.report is None:
         raise InvalidInput("run", "the run is not over yet: its debrief comes at the end")
     return live.report.model_dump(mode="json")
 

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import AsyncIterator, Iterable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -85,7 +86,8 @@ def create_app(
         field = _field_of(first.get("loc", ()))
         message = f"{field}: {str(first.get('msg', 'invalid')).removeprefix('Value error, ')}"
         if first.get("type") == "json_invalid":
-            field, message = "body", f"body: not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})"
+            context: Any = first.get("ctx") or {}
+            field, message = "body", f"body: not valid JSON ({context.get('error', 'decode error')})"
         if len(errors) > 1:
             message += f" (and {len(errors) - 1} more)"
         if _wants_html(request):

@@ -85,6 +85,7 @@ class LiveRun:
         speed: int,
         paused: bool,
         on_finish: Callable[[LiveRun], None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.id = run_id
         self.sim = sim
@@ -102,8 +103,7 @@ class LiveRun:
         self._writing = asyncio.Lock()  # the clock does not advance while an action is being written
         self._recent_actions: deque[float] = deque()
         self._finishing: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.clock = clock or Clock(store)
         self._on_finish = on_finish
 
     # --- what the browser sees ---------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class LiveRun:
         self.subscribers.add(queue)
         if self.paused and self.held_by == "idle" and not self.done:
             self.paused = False
-            self._wake.set()
+            self.clock.update(self)
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
@@ -234,59 +234,42 @@ class LiveRun:
             self.advance()
 
     def _changed(self) -> None:
-        self._wake.set()
+        self.clock.update(self)
         self.broadcast(self.state())
 
     # --- the clock -------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._task is None and not self.done:
-            self._task = spawn(self._tick(), name=f"run-{self.id}")
+        """Join the clock of this run's speed (when it is running); see ``Clock``."""
+        self.clock.update(self)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        self.clock.remove(self)
 
-    async def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        due = loop.time()
-        while not self.done:
-            if self.paused:
-                self._wake.clear()
-                await self._wake.wait()
-                due = loop.time() + 1.0 / self.speed
-                continue
-            delay = due - loop.time()
-            if delay > 0:
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                    due = loop.time() + 1.0 / self.speed  # paused, resumed or re-timed: start a fresh interval
-                    continue
-                except TimeoutError:
-                    pass
-            self.max_lag_s = max(self.max_lag_s, loop.time() - due)
-            async with self._writing:
-                if self.paused or self.done:
-                    continue
+    def _note_lateness(self, late_s: float) -> None:
+        self.max_lag_s = max(self.max_lag_s, late_s)
+        self.clock.lateness.append((time.monotonic(), late_s))
+
+    async def _advance_after_write(self, due: float) -> None:
+        async with self._writing:
+            if not (self.paused or self.done):
                 self.advance()
-            due += 1.0 / self.speed
-        await self._finish()
+                self._note_lateness(asyncio.get_running_loop().time() - due)
 
-    def advance(self) -> None:
+    def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
+        """Compute the next minute with the pending actions; the position is written every few minutes (into
+        ``progress`` when the clock writes many runs' positions at once)."""
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
         if self.sim.minute % PROGRESS_EVERY_MIN == 0:
-            self.background_write(self.store.set_progress, self.id, self.sim.minute)
+            if progress is not None:
+                progress.append((self.id, self.sim.minute))
+            else:
+                self.background_write(self.store.set_progress, self.id, self.sim.minute)
         self.broadcast({"type": "minute", "record": record.to_dict(), "state": self.state()})
         if self.done:
-            if self._task is None:
-                self.finish_soon()
-            else:
-                self._wake.set()  # the ticker leaves its loop and finishes the run
+            self.clock.remove(self)
+            self.finish_soon()
 
     def background_write(self, fn: Callable[..., Any], *args: Any) -> None:
         """A write nobody waits for (the position between actions): queued on the writer thread, kept, logged."""
@@ -308,6 +291,14 @@ class LiveRun:
         if self._on_finish is not None:
             self._on_finish(self)
 
+    async def debrief_ready(self) -> bool:
+        """Whether the debrief exists, waiting for it when the run is over and it is being computed."""
+        if self.report is None and self.done:
+            self.finish_soon()
+            assert self._finishing is not None
+            await asyncio.shield(self._finishing)
+        return self.report is not None
+
     async def figure(self) -> str:
         """The debrief's charts: computed once, off the event loop, and kept in the store."""
         if self.figure_json is None:
@@ -316,19 +307,79 @@ class LiveRun:
         return self.figure_json
 
 
+class Clock:
+    """The simulated clocks of all live runs: one ticker per speed steps every running run of that speed in the
+    same loop iteration (one timer for hundreds of runs instead of one each), writes their positions in one
+    transaction, and records how late each minute was computed (``lateness``: (when, seconds) pairs)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.groups: dict[int, dict[str, LiveRun]] = {}
+        self.tickers: dict[int, asyncio.Task[None]] = {}
+        self.lateness: deque[tuple[float, float]] = deque(maxlen=500_000)
+
+    def update(self, run: LiveRun) -> None:
+        """Put the run where its state says: ticking at its speed, or nowhere (paused, done)."""
+        self.remove(run)
+        if run.paused or run.done:
+            return
+        self.groups.setdefault(run.speed, {})[run.id] = run
+        if run.speed not in self.tickers:
+            self.tickers[run.speed] = spawn(self._tick(run.speed), name=f"clock-{run.speed}x")
+
+    def remove(self, run: LiveRun) -> None:
+        for group in self.groups.values():
+            group.pop(run.id, None)
+
+    async def stop(self) -> None:
+        tickers, self.tickers = list(self.tickers.values()), {}
+        for task in tickers:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _tick(self, speed: int) -> None:
+        loop = asyncio.get_running_loop()
+        interval = 1.0 / speed
+        due = loop.time() + interval
+        try:
+            while self.groups.get(speed):
+                delay = due - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                progress: list[tuple[str, int]] = []
+                for run in list(self.groups.get(speed, {}).values()):
+                    if run.paused or run.done or run.speed != speed:
+                        continue
+                    if run._writing.locked():  # an action is being written: this run steps right after it
+                        spawn(run._advance_after_write(due), name=f"late-{run.id}")
+                        continue
+                    run.advance(progress)
+                    run._note_lateness(loop.time() - due)
+                if progress:
+                    spawn(self.store.write(self.store.set_progress_many, progress), name="progress")
+                due += interval
+                if loop.time() - due > 1.0:  # a second behind: start afresh rather than race to catch up
+                    due = loop.time()
+        finally:
+            if self.tickers.get(speed) is asyncio.current_task():
+                del self.tickers[speed]
+
+
 class RunManager:
     """The live runs in memory, backed by the store; rebuilds any run from its log on demand."""
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
         self.runs: dict[str, LiveRun] = {}
+        self.clock = Clock(store)
 
     async def create(self, sim: Simulation, speed: int, paused: bool = False) -> LiveRun:
         speed = check_speed(speed)
         run_id = await self.store.write(self.store.create_run, sim.run_file(), speed)
         if paused:
             await self.store.write(self.store.set_held, run_id, True, 0)
-        live = LiveRun(run_id, sim, self.store, speed, paused)
+        live = LiveRun(run_id, sim, self.store, speed, paused, clock=self.clock)
         self.runs[run_id] = live
         live.start()
         return live
@@ -363,7 +414,7 @@ class RunManager:
         if live is not None:
             return live
         # a run the operator paused stays paused; any other waits for someone to watch
-        live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held)
+        live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock)
         live.model_version = row.model_version
         live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
         if row.status == "finished" and row.summary is not None:
@@ -381,3 +432,4 @@ class RunManager:
             if not live.done:
                 await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
             await live.stop()
+        await self.clock.stop()

@@ -159,7 +159,7 @@ async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
     live = await live_or_404(request, run_id)
     if isinstance(live, HTMLResponse):
         return live
-    if live.report is None:
+    if not await live.debrief_ready():
         return render(request, "not_over.html", live=live, status=409)
     return render(
         request,
