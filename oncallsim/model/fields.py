@@ -89,12 +89,7 @@ NUMERIC_FIELDS: tuple[Field, ...] = tuple(f for f in RECORD_SCHEMA if f.role != 
 
 # The state a minute reads and the next minute's state it writes (besides the booting and burn arrays).
 STATE_SCHEMA: tuple[Field, ...] = (
-    Field("floor", "int", "instances", "fleet floor", "control"),
-    Field("autoscaler", "bool", "bool", "autoscaler on", "control"),
-    Field("target_utilization", "float", "fraction", "the autoscaler's target", "control"),
-    Field("ttl_s", "float", "s", "cache TTL", "control"),
-    Field("shed_share", "float", "fraction", "share of the low-priority traffic shed", "control"),
-    Field("recommendations", "bool", "bool", "feature on", "control"),
+    *(f for f in RECORD_SCHEMA if f.role == "control"),  # the settings in force
     Field("serving", "int", "instances", "serving instances", "state"),
     Field("quiet_minutes", "int", "min", "minutes in a row the autoscaler wanted fewer", "state"),
     Field("cache_warm", "float", "fraction", "how full the cache is", "state"),
