@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, UploadFile, WebSocket, WebSocketDisconnect
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -199,8 +199,10 @@ async def list_runs(request: Request) -> list[dict[str, Any]]:
 
 
 @router.get("/runs/{run_id}")
-async def get_run(request: Request, run_id: str) -> dict[str, Any]:
-    return (await get_live(request, run_id)).snapshot()
+async def get_run(request: Request, run_id: str) -> Response:
+    """A snapshot: the run, its records so far, its action log, its state."""
+    live = await get_live(request, run_id)
+    return Response(await live.snapshot_text(), media_type="application/json")
 
 
 @router.post("/runs/{run_id}/actions")
@@ -281,7 +283,7 @@ async def run_socket(websocket: WebSocket, run_id: str) -> None:
         await websocket.close(code=4404)
         return
     queue = live.subscribe()
-    await websocket.send_json(live.snapshot())
+    await websocket.send_text(await live.snapshot_text())  # the minutes after it arrive through the queue
 
     async def sender() -> None:
         while True:

@@ -133,7 +133,24 @@ class LiveRun:
             "pending": [a.to_dict() for a in self.pending],
         }
 
-    def snapshot(self) -> dict[str, Any]:
+    async def snapshot_text(self) -> str:
+        """The snapshot as JSON, serialized off the event loop (a 7-day run is 10,080 records): the lists are
+        copied here, at this minute, and the records (immutable) encoded on a worker thread."""
+        timeline, actions, state = list(self.sim.timeline), list(self.sim.actions), self.state()
+
+        def encode() -> str:
+            return json.dumps(self.snapshot(timeline, actions, state))
+
+        return await asyncio.to_thread(encode)
+
+    def snapshot(
+        self,
+        timeline: list[Any] | None = None,
+        actions: list[Action] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        timeline = self.sim.timeline if timeline is None else timeline
+        actions = self.sim.actions if actions is None else actions
         return {
             "type": "snapshot",
             "run": {
@@ -145,9 +162,9 @@ class LiveRun:
                 "model_version": self.model_version,
                 "current_model": self.model_version == MODEL_VERSION,
             },
-            "records": [r.to_dict() for r in self.sim.timeline],
-            "actions": [a.to_dict() for a in self.sim.actions],
-            "state": self.state(),
+            "records": [r.to_dict() for r in timeline],
+            "actions": [a.to_dict() for a in actions],
+            "state": self.state() if state is None else state,
         }
 
     def broadcast(self, message: dict[str, Any]) -> None:
