@@ -53,7 +53,7 @@ JSON_POST = b"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applic
 RAW_REQUESTS = [
     b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     b"GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n",
-    JSON_POST + b"Content-Length: 5\r\n\r\n{\xff\xfe}",
+    JSON_POST + b"Content-Length: 4\r\n\r\n{\xff\xfe}",
     JSON_POST + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     JSON_POST + b"Content-Length: 99999999\r\n\r\n{}",
     b"GET /play?scenario=surge&seed=99999999999999999999 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
@@ -65,7 +65,7 @@ def raw_http(requests: int, seed: int) -> dict[str, int]:
     from tests.server import start_server
 
     rng = random.Random(seed)
-    answered = errors_5xx = 0
+    answered = errors_5xx = closed = hung = 0
     with tempfile.TemporaryDirectory() as tmp:
         process, base, log = start_server(Path(tmp) / "runs.sqlite3")
         port = int(base.rsplit(":", 1)[1])
@@ -90,8 +90,10 @@ def raw_http(requests: int, seed: int) -> dict[str, int]:
                     response.begin()
                     answered += 1
                     errors_5xx += response.status >= 500
+                except TimeoutError:
+                    hung += 1  # no answer within 10 s: a failure
                 except (http.client.HTTPException, OSError):
-                    pass  # h11 may close the connection on a request it cannot parse: that is an answer too
+                    closed += 1  # h11 may close the connection on a request it cannot parse: an answer too
                 finally:
                     connection.close()
                 assert process.poll() is None, "the server died"
@@ -99,7 +101,7 @@ def raw_http(requests: int, seed: int) -> dict[str, int]:
             process.terminate()
             process.wait(timeout=10)
             log.close()
-    return {"raw_requests": requests, "answered": answered, "5xx": errors_5xx}
+    return {"raw_requests": requests, "answered": answered, "closed": closed, "hung": hung, "5xx": errors_5xx}
 
 
 def kills(trials: int) -> dict[str, int]:
@@ -136,7 +138,8 @@ def main() -> None:
         figures["kills"] = kills(args.kills)
         print("kills:", figures["kills"], flush=True)
     print(json.dumps(figures, indent=2))
-    failed = figures.get("fuzz", {}).get("failures", 0) or figures.get("raw_http", {}).get("5xx", 0)
+    raw = figures.get("raw_http", {})
+    failed = figures.get("fuzz", {}).get("failures", 0) or raw.get("5xx", 0) or raw.get("hung", 0)
     sys.exit(1 if failed else 0)
 
 
