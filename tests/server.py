@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,9 +21,14 @@ def free_port() -> int:
 
 
 def start_server(
-    db: Path, port: int | None = None, startup_timeout_s: float = 30.0, extra: list[str] | None = None
+    db: Path,
+    port: int | None = None,
+    startup_timeout_s: float = 30.0,
+    extra: list[str] | None = None,
+    expect_status: int = 200,
 ) -> tuple[subprocess.Popen[str], str, IO[str]]:
-    """Start `oncallsim serve` and wait until it answers; returns the process, its base URL and its log file."""
+    """Start `oncallsim serve` and wait until it answers (``expect_status``: 401 when it asks for a token);
+    returns the process, its base URL and its log file."""
     port = port or free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = db.with_name(db.name + ".server.log")
@@ -40,9 +46,11 @@ def start_server(
             raise RuntimeError(f"server exited: {log_path.read_text()}")
         try:
             with urllib.request.urlopen(base + "/api/scenarios", timeout=1) as response:
-                if response.status == 200:
+                if response.status == expect_status:
                     return process, base, log
-        except OSError:
+        except OSError as error:
+            if isinstance(error, urllib.error.HTTPError) and error.code == expect_status:
+                return process, base, log
             if time.monotonic() > deadline:
                 process.kill()
                 log.close()

@@ -204,3 +204,23 @@ def test_no_page_makes_an_outside_request_or_breaks_its_policy(server: str) -> N
         watch.errors = [e for e in watch.errors if "favicon" not in e and "404" not in e]
         watch.check()
     assert outside == []
+
+
+def test_with_an_access_token_the_console_works_once_the_link_is_opened(tmp_path: Path) -> None:
+    from tests.server import start_server
+
+    token = "k" * 32
+    process, base, log = start_server(tmp_path / "runs.sqlite3", extra=["--token", token], expect_status=401)
+    try:
+        with chromium_page() as page:
+            refused = page.goto(base + "/")
+            assert refused is not None and refused.status == 401
+            page.goto(base + f"/?token={token}")  # sets the cookie, then shows the page without the token
+            assert page.url == base + "/"
+            run_id = start(page, base, "Bad deploy", seed=3, speed=16)
+            charts_drew(page)  # the WebSocket carried the cookie
+            assert run_id
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
