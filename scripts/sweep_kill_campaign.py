@@ -35,9 +35,12 @@ def command(out: Path, seeds: int, workers: int, resume: bool) -> list[str]:
     return [*args, "--resume"] if resume else args
 
 
+def parts_of(out: Path) -> Path:
+    return out.with_name(out.name + ".parts")
+
+
 def part_names(out: Path) -> set[str]:
-    parts = out.with_name(out.name + ".parts")
-    return {p.name for p in parts.glob("part-*.parquet")}
+    return {p.name for p in parts_of(out).glob("part-*.parquet")}
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:
@@ -93,7 +96,7 @@ def interrupt(out: Path, args: argparse.Namespace, rng: random.Random, resume: b
     while any(alive(pid) for pid in children) and time.monotonic() < end:
         time.sleep(0.01)
     tally["processes outliving the sweep"] += sum(alive(pid) for pid in children)
-    parts = out.with_name(out.name + ".parts")
+    parts = parts_of(out)
     if signum == signal.SIGKILL and process.returncode == -signal.SIGKILL:
         tally["chunks on disk before a SIGKILL, lost"] += len(before - part_names(out))
         tally["chunks on disk before a SIGKILL, kept"] += len(before & part_names(out))
@@ -125,7 +128,7 @@ def main() -> None:
             while rng.random() < 0.3:  # sometimes the resume is interrupted too
                 interrupt(out, args, rng, resume=True, tally=tally)
             done = subprocess.run(
-                command(out, args.seeds, args.workers, resume=out.exists() or part_names(out) != set()),
+                command(out, args.seeds, args.workers, resume=out.exists() or parts_of(out).exists()),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
