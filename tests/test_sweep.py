@@ -287,3 +287,11 @@ def test_an_error_in_a_worker_reaches_the_user_as_one_line(tmp_path: Path) -> No
     assert done.exit_code == 2, done.output
     assert "policy: explodes on purpose" in done.stderr and "Traceback" not in done.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_resume_of_a_file_that_is_not_a_sweep_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "r.parquet"
+    out.write_bytes(b"not parquet")
+    done = runner.invoke(app, [*sweep_args(out, 5), "--resume"])
+    assert done.exit_code == 2 and "is not a readable Parquet file" in done.stderr, done.output
+    assert "\n" not in done.stderr.strip() and out.read_bytes() == b"not parquet"

@@ -314,9 +314,10 @@ class LocalExecutor:
             for task in itertools.chain(first, queue):
                 yield run_task(task)
             return
-        pool = [_Worker() for _ in first]
+        pool: list[_Worker] = []
         busy: dict[Any, _Worker] = {}
         try:
+            pool.extend(_Worker() for _ in first)
             for worker, task in zip(pool, first, strict=True):
                 worker.send(task)
                 busy[worker.rx] = worker
@@ -519,7 +520,8 @@ def _read_config(out: Path) -> dict[str, Any]:
     try:
         metadata = pq.read_schema(out).metadata or {}
     except (OSError, ValueError) as exc:
-        raise InvalidInput(str(out), f"is not a readable Parquet file ({exc}); choose another --out") from None
+        reason = (str(exc).splitlines() or ["unreadable"])[0]
+        raise InvalidInput(str(out), f"is not a readable Parquet file ({reason}); choose another --out") from None
     if CONFIG_KEY not in metadata:
         raise InvalidInput(
             str(out), "has no sweep configuration in its metadata (an older or foreign file); choose another --out"
@@ -616,7 +618,11 @@ def _seeds_done(plan: SweepPlan, files: Sequence[Path]) -> tuple[dict[int, npt.N
     found: dict[int, list[npt.NDArray[np.int64]]] = {}
     rows = 0
     for path in files:
-        table = pq.read_table(path, columns=[*(f"grid_{n}" for n in names), "seed"])
+        try:
+            table = pq.read_table(path, columns=[*(f"grid_{n}" for n in names), "seed"])
+        except (OSError, ValueError, KeyError) as exc:
+            reason = (str(exc).splitlines() or ["unreadable"])[0]
+            raise InvalidInput(str(path), f"cannot be read ({reason}); move it away, then --resume") from None
         rows += table.num_rows
         for p, point in enumerate(plan.points):
             mask = None
