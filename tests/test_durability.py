@@ -5,6 +5,7 @@ acknowledged action is in the run's log, in order, and the database is intact.
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import signal
@@ -58,8 +59,8 @@ def act(
         )
         try:
             answer = post(base, f"/api/runs/{run_id}/actions", {"control": control, "value": value})
-        except (OSError, urllib.error.URLError):
-            return  # killed mid-request: not acknowledged
+        except (OSError, urllib.error.URLError, http.client.HTTPException):
+            return  # killed mid-request or mid-answer: not acknowledged
         accepted = answer["accepted"]
         acked.append((accepted["minute"], accepted["control"], accepted.get("value")))
 
