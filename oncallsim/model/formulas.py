@@ -1,23 +1,50 @@
 """Formula metadata: each formula of the minute model in LaTeX, with its source and the code that computes it.
 
 The model reference page renders these (as MathML) beside the parameter table, so the page is generated
-from the model itself; a test checks that every ``code`` path names a real function.
+from the model itself; a test checks that every ``code`` path names a real function. Constants are not
+written in: ``⟪name⟫`` stands for a parameter and is filled with the value in force (``--set`` or a
+scenario may change it), ``⟪name%⟫`` for a fraction shown as a percentage.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-__all__ = ["FORMULAS", "SOURCES", "Formula"]
+__all__ = ["FORMULAS", "SOURCES", "Formula", "fill"]
+
+_PLACEHOLDER = re.compile(r"⟪([a-z_0-9]+)(%?)⟫")
+
+
+def _number(value: float, latex: bool) -> str:
+    text = f"{value:,g}" if abs(value) >= 10_000 else f"{value:g}"
+    return text.replace(",", r"\," if latex else "\u202f")
+
+
+def fill(template: str, params: Any, latex: bool = False) -> str:
+    """A template with each ``⟪name⟫`` replaced by that parameter's value in ``params``."""
+
+    def one(match: re.Match[str]) -> str:
+        value = float(getattr(params, match.group(1)))
+        if match.group(2):
+            return _number(value * 100.0, latex) + (r"\,\%" if latex else "\u202f%")
+        return _number(value, latex)
+
+    return _PLACEHOLDER.sub(one, template)
 
 
 class Formula(NamedTuple):
     key: str
     title: str
-    latex: str
+    latex: str  # a template: see the module's docstring
     sources: tuple[int, ...]
     code: str
-    note: str = ""
+    note: str = ""  # a template too (and the translation catalog's message id)
+
+    def render(self, params: Any, gettext: Callable[[str], str] = str) -> tuple[str, str]:
+        """(LaTeX, note) with the parameters in force; the note translated before it is filled."""
+        return fill(self.latex, params, latex=True), fill(gettext(self.note), params) if self.note else ""
 
 
 SOURCES: dict[int, str] = {
@@ -37,24 +64,27 @@ FORMULAS: tuple[Formula, ...] = (
     Formula(
         "traffic",
         "Traffic",
-        r"\lambda(t) = \mathrm{base}\left(1 + 0.25 \sin\frac{2\pi (t + \mathrm{clock} - 6\,\mathrm{h})}{24\,\mathrm{h}}"
+        r"\lambda(t) = ⟪base_requests_per_s⟫\left(1 + ⟪diurnal_amplitude⟫ \sin\frac{2\pi (t + \mathrm{clock} - "
+        r"(⟪diurnal_peak_hour⟫ - 6)\,\mathrm{h})}{24\,\mathrm{h}}"
         r"\right) \cdot \mathrm{surge}(t)",
         (6,),
         "oncallsim.model.traffic.diurnal_rate",
-        "Peak at 12:00. Per-minute count ≈ N(60λ, √(60λ))·(1 + N(0, 0.02)); the observed rate is count/60.",
+        "Peak at ⟪diurnal_peak_hour⟫ h. Per-minute count ≈ N(60λ, √(60λ))·(1 + N(0, ⟪traffic_noise_cv⟫)); the "
+        "observed rate is count/60.",
     ),
     Formula(
         "shedding",
         "Load shedding",
-        r"\lambda_a = \lambda \,(1 - 0.3\, s)",
+        r"\lambda_a = \lambda \,(1 - ⟪low_priority_share⟫\, s)",
         (1,),
-        "oncallsim.model.step.step",
-        "A share s of the 30 % low-priority traffic is rejected with “retry later”; it does not burn the budget.",
+        "oncallsim.model.stages.minute",
+        "A share s of the ⟪low_priority_share%⟫ low-priority traffic is rejected with “retry later”; it does not "
+        "burn the budget.",
     ),
     Formula(
         "cache",
         "Cache hit ratio",
-        r"\mathrm{hit} = \mathrm{warm} \cdot \frac{rT}{1 + rT}, \quad r = \frac{\lambda_a}{20\,000}",
+        r"\mathrm{hit} = \mathrm{warm} \cdot \frac{rT}{1 + rT}, \quad r = \frac{\lambda_a}{⟪hot_objects⟫}",
         (5,),
         "oncallsim.model.cache.hit_ratio",
         "T = TTL; mean age of a cached answer ≈ T/2.",
@@ -66,29 +96,34 @@ FORMULAS: tuple[Formula, ...] = (
         r"f_{db} = \min\left(1, \frac{\mathrm{capacity}}{\mathrm{demand}}\right)",
         (6,),
         "oncallsim.model.cache.refill",
-        "τ = 30 min; the warm-up job adds 12 %·f_db a minute for 6 minutes.",
+        "τ = ⟪cache_refill_tau_min⟫ min; the warm-up job adds ⟪warmup_step%⟫·f_db a minute for ⟪warmup_minutes⟫ "
+        "minutes.",
     ),
     Formula(
         "database",
         "Database",
-        r"\rho_{db} = \frac{\lambda_a q (1 - \mathrm{hit})}{4000}, \quad "
-        r"t_q = \min\left(250\,\mathrm{ms}, \frac{5\,\mathrm{ms}}{1 - \rho_{db}}\right)",
+        r"\rho_{db} = \frac{\lambda_a q (1 - \mathrm{hit})}{⟪db_capacity_qps⟫}, \quad "
+        r"t_q = \min\left(⟪db_max_query_ms⟫\,\mathrm{ms}, \frac{⟪db_base_query_ms⟫\,\mathrm{ms}}{1 - "
+        r"\rho_{db}}\right)",
         (6,),
         "oncallsim.model.database.query_time_ms",
-        "q = 2 queries per request (+1 with recommendations); 250 ms when ρ ≥ 1.",
+        "q = ⟪queries_per_request⟫ queries per request (+⟪feature_queries_per_request⟫ with recommendations); "
+        "⟪db_max_query_ms⟫ ms when ρ ≥ 1.",
     ),
     Formula(
         "service",
         "Service time",
-        r"S = S_{app}(1 + 0.25\, b) + (1 - \mathrm{hit})\, q\, t_q",
+        r"S = S_{app}(1 + (⟪bad_build_cpu_factor⟫ - 1)\, b) + (1 - \mathrm{hit})\, q\, t_q",
         (6,),
-        "oncallsim.model.step.step",
-        "S_app = 50 ms (+20 ms with recommendations); b = share of traffic on the bad build.",
+        "oncallsim.model.stages.minute",
+        "S_app = ⟪app_time_ms⟫ ms (+⟪feature_app_time_ms⟫ ms with recommendations); b = share of traffic on the "
+        "bad build.",
     ),
     Formula(
         "erlang",
         "Erlang C",
-        r"C(a, N) = \frac{B}{1 - \frac{a}{N}(1 - B)}, \quad a = \lambda_a S, \quad N = 16 \cdot \mathrm{instances}",
+        r"C(a, N) = \frac{B}{1 - \frac{a}{N}(1 - B)}, \quad a = \lambda_a S, \quad N = ⟪workers_per_instance⟫ \cdot "
+        r"\mathrm{instances}",
         (3, 6),
         "oncallsim.model.queueing.erlang_c",
         "B = Erlang B, from the Poisson closed form or the stable recursion — never factorials.",
@@ -96,7 +131,7 @@ FORMULAS: tuple[Formula, ...] = (
     Formula(
         "timeouts",
         "Waiting tail and timeouts",
-        r"P(W > t) = C\, e^{-(N/S - \lambda_a)\, t}, \quad \mathrm{timeouts} = P(W > 2\,\mathrm{s})",
+        r"P(W > t) = C\, e^{-(N/S - \lambda_a)\, t}, \quad \mathrm{timeouts} = P(W > ⟪timeout_s⟫\,\mathrm{s})",
         (3,),
         "oncallsim.model.queueing.queue_minute",
         "When a ≥ N the excess fails: failed share = 1 − N/a.",
@@ -108,7 +143,7 @@ FORMULAS: tuple[Formula, ...] = (
         (3, 6),
         "oncallsim.model.queueing.queue_minute",
         "Adding the service and waiting quantiles is an approximation (it can be a little high or low); "
-        "capped at the 2 s timeout.",
+        "capped at the ⟪timeout_s⟫ s timeout.",
     ),
     Formula(
         "little",
@@ -121,7 +156,7 @@ FORMULAS: tuple[Formula, ...] = (
     Formula(
         "errors",
         "Error rate",
-        r"e = 1 - (1 - o)(1 - t_o)(1 - 0.05\, b)",
+        r"e = 1 - (1 - o)(1 - t_o)(1 - ⟪bad_build_error_rate⟫\, b)",
         (1,),
         "oncallsim.model.slo.split_errors",
         "o = overload share, t_o = timeout share; the causes combine as independent.",
@@ -129,19 +164,23 @@ FORMULAS: tuple[Formula, ...] = (
     Formula(
         "budget",
         "Error budget and burn rate",
-        r"\mathrm{burn} = \frac{e}{0.1\,\%}, \quad \Delta\mathrm{budget} = -\frac{\mathrm{burn}}{43\,200}"
+        r"\mathrm{burn} = \frac{e}{⟪error_budget%⟫}, \quad \Delta\mathrm{budget} = "
+        r"-\frac{\mathrm{burn}}{⟪budget_period_min⟫}"
         r"\ \text{per minute}",
         (1, 2),
-        "oncallsim.model.step.step",
-        "burn(1 h) = mean error rate over the last 60 minutes / 0.1 % (window pre-filled with the opening minute).",
+        "oncallsim.model.stages.minute",
+        "burn(1 h) = mean error rate over the last ⟪burn_long_window_min⟫ minutes / ⟪error_budget%⟫ (window "
+        "pre-filled with the opening minute).",
     ),
     Formula(
         "page",
         "Multiwindow burn-rate page",
-        r"\mathrm{page} \iff \mathrm{burn}_{1h} \ge 14.4 \ \wedge\ \mathrm{burn}_{5m} \ge 14.4",
+        r"\mathrm{page} \iff \mathrm{burn}_{1h} \ge ⟪page_burn_threshold⟫ \ \wedge\ \mathrm{burn}_{5m} \ge "
+        r"⟪page_burn_threshold⟫",
         (2,),
         "oncallsim.model.slo.page_state",
-        "14.4× over an hour spends 2 % of a 30-day budget; the page clears when burn(5 min) < 14.4.",
+        "⟪page_burn_threshold⟫× over the long window pages; the page clears when burn over the short window < "
+        "⟪page_burn_threshold⟫ (by default 14.4× over an hour: 2 % of a 30-day budget).",
     ),
     Formula(
         "autoscaler",
@@ -151,13 +190,15 @@ FORMULAS: tuple[Formula, ...] = (
         (6,),
         "oncallsim.model.fleet.desired_fleet",
         "Utilization saturates at 100 %, so a saturated fleet grows step by step; no scale-out while instances "
-        "boot; scale-in by at most 20 % after 10 quiet minutes; within [floor, 40].",
+        "boot; scale-in by at most ⟪scale_in_max_share%⟫ after ⟪scale_in_quiet_minutes⟫ quiet minutes; within "
+        "[floor, ⟪max_fleet⟫].",
     ),
     Formula(
         "cost",
         "Cost",
-        r"\mathrm{cost/h} = 0.40\,\$ \cdot (\mathrm{serving} + \mathrm{booting}) \cdot (2 \text{ during a rollback})",
+        r"\mathrm{cost/h} = ⟪instance_price_per_hour⟫\,\$ \cdot (\mathrm{serving} + \mathrm{booting}) \cdot "
+        r"(⟪rollback_cost_factor⟫ \text{ during a rollback})",
         (6,),
-        "oncallsim.model.step.step",
+        "oncallsim.model.cost.cost_per_hour",
     ),
 )

@@ -15,7 +15,7 @@ from latex2mathml.converter import convert as latex_to_mathml
 
 from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
 from oncallsim.i18n import negotiate, page_catalog, translations
-from oncallsim.model import CONTROL_SPECS, InvalidInput, param_info
+from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED
@@ -182,5 +182,10 @@ async def import_run(request: Request, file: UploadFile) -> Response:
 
 @router.get("/model", response_class=HTMLResponse)
 async def model_reference(request: Request) -> HTMLResponse:
-    formulas = [(f, latex_to_mathml(f.latex, display="block")) for f in FORMULAS]
+    # The model's defaults, filled into each formula (a run's --set values show on its own pages).
+    language = negotiate(request.query_params.get("lang"), request.headers.get("accept-language"))
+    formulas = []
+    for f in FORMULAS:
+        latex, note = f.render(DEFAULT_PARAMS, translations(language).gettext)
+        formulas.append((f, latex_to_mathml(latex, display="block"), note))
     return render(request, "model.html", formulas=formulas, sources=SOURCES, params=param_info())
