@@ -20,7 +20,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
@@ -43,41 +42,57 @@ def post(base: str, path: str, body: dict[str, object]) -> dict[str, object]:
         return json.loads(response.read())  # type: ignore[no-any-return]
 
 
-async def viewer(base: str, run_id: str, seconds: float, counts: dict[str, int]) -> None:
+def get(base: str, path: str) -> dict[str, float]:
+    with urllib.request.urlopen(base + path, timeout=30) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+async def viewer(base: str, run_id: str, start: asyncio.Event, stop: asyncio.Event, counts: dict[str, int]) -> None:
+    """Connects, takes the snapshot, then counts the minutes that arrive between ``start`` and ``stop``."""
     url = base.replace("http://", "ws://") + f"/api/runs/{run_id}/ws"
-    async with websockets.connect(url, max_size=None, origin=base) as ws:  # type: ignore[arg-type]
+    async with websockets.connect(url, max_size=None, origin=base, open_timeout=120) as ws:  # type: ignore[arg-type]
         await ws.recv()  # the snapshot
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                message = json.loads(await asyncio.wait_for(ws.recv(), timeout=left))
-            except TimeoutError:
+        stopping = asyncio.ensure_future(stop.wait())
+        while not stop.is_set():
+            receiving = asyncio.ensure_future(ws.recv())
+            done, _ = await asyncio.wait({receiving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if receiving not in done:
+                receiving.cancel()
                 break
-            if message.get("type") == "minute":
+            if start.is_set() and json.loads(receiving.result()).get("type") == "minute":
                 counts[run_id] = counts.get(run_id, 0) + 1
 
 
-async def load(base: str, runs: int, seconds: float) -> dict[str, int]:
+async def load(base: str, runs: int, seconds: float) -> tuple[dict[str, int], dict[str, float]]:
+    """All runs created and watched first; then ``seconds`` measured with every viewer connected."""
     ids = [
         str(post(base, "/api/runs", {"scenario": "free-play", "seed": k, "speed": SPEED})["id"]) for k in range(runs)
     ]
     counts: dict[str, int] = {}
-    await asyncio.gather(*(viewer(base, run_id, seconds, counts) for run_id in ids))
-    return counts
+    start, stop = asyncio.Event(), asyncio.Event()
+    viewers = [asyncio.ensure_future(viewer(base, run_id, start, stop, counts)) for run_id in ids]
+    while (await asyncio.to_thread(get, base, "/api/stats"))["viewers"] < runs:
+        await asyncio.sleep(0.2)  # waiting for a condition: every viewer connected
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    start.set()
+    await asyncio.sleep(seconds)
+    stats = await asyncio.to_thread(get, base, f"/api/stats?window_s={seconds}")
+    stop.set()
+    stats["measured_s"] = loop.time() - started
+    await asyncio.gather(*viewers)
+    return counts, stats
 
 
 def measure(runs: int, seconds: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, running_server(Path(tmp) / "runs.sqlite3") as base:
-        counts = asyncio.run(load(base, runs, seconds))
-        window = max(1.0, seconds - 2.0)  # the last seconds: every viewer connected, the clocks settled
-        with urllib.request.urlopen(base + f"/api/stats?window_s={window}", timeout=10) as response:
-            stats = json.loads(response.read())
+        counts, stats = asyncio.run(load(base, runs, seconds))
     received = [counts.get(k, 0) for k in counts] or [0]
     return {
         "runs": runs,
         "median_received": statistics.median(received),
         "min_received": min(received),
-        "ratio": statistics.median(received) / (SPEED * seconds),
+        "ratio": statistics.median(received) / (SPEED * stats["measured_s"]),
         **stats,
     }
 
@@ -93,7 +108,9 @@ def main() -> None:
         parser.error(f"--runs: comma-separated whole numbers, got {args.runs!r}")
     if any(not 1 <= n <= 2000 for n in sizes) or not 1 <= args.seconds <= 300:
         parser.error("--runs from 1 to 2000 each, --seconds from 1 to 300")
-    print(f"live runs at {SPEED}x for {args.seconds:.0f} s, one WebSocket viewer each (lateness: last seconds)")
+    print(
+        f"live runs at {SPEED}x for {args.seconds:.0f} s, one WebSocket viewer each (measured once all are connected)"
+    )
     print("  runs  received/owed  lateness p50    p99  >250 ms  worst")
     for n in sizes:
         r = measure(n, args.seconds)

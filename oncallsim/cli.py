@@ -239,6 +239,8 @@ def serve(
         port=port,
         log_level="warning",
         ws_max_size=64 * 1024,
+        # no permessage-deflate: compressing every minute for every viewer cost more CPU than stepping the runs
+        ws_per_message_deflate=False,
         h11_max_incomplete_event_size=64 * 1024,
     )
 

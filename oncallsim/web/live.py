@@ -22,8 +22,9 @@ from typing import Any
 
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.model import MODEL_VERSION, InvalidInput
+from oncallsim.model import MODEL_VERSION, InvalidInput, MinuteRecord
 from oncallsim.model.controls import coerce_control_value
+from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
 from oncallsim.simulation import Action, Simulation, load_actions
 from oncallsim.store import RunStore
@@ -39,6 +40,16 @@ ACTIONS_PER_MINUTE = 120
 
 log = logging.getLogger("oncallsim.web")
 _background: set[asyncio.Task[Any]] = set()
+
+
+def wire_record(record: MinuteRecord) -> dict[str, Any]:
+    """A record as the console receives it: the JSON form, its events structured (code, args, kind, text)."""
+    out = record.to_dict()
+    out["events"] = [
+        e.to_dict() if isinstance(e, Event) else {"code": "", "args": {}, "kind": "system", "text": e}
+        for e in record.events
+    ]
+    return out
 
 
 def spawn(coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
@@ -162,7 +173,7 @@ class LiveRun:
                 "model_version": self.model_version,
                 "current_model": self.model_version == MODEL_VERSION,
             },
-            "records": [r.to_dict() for r in timeline],
+            "records": [wire_record(r) for r in timeline],
             "actions": [a.to_dict() for a in actions],
             "state": self.state() if state is None else state,
         }
@@ -171,7 +182,7 @@ class LiveRun:
         """Serialized once, however many viewers."""
         if not self.subscribers:
             return
-        text = json.dumps(message)
+        text = json.dumps(message, separators=(",", ":"), check_circular=False)
         for queue in list(self.subscribers):
             queue.put_nowait(text)
 
@@ -283,7 +294,7 @@ class LiveRun:
                 progress.append((self.id, self.sim.minute))
             else:
                 self.background_write(self.store.set_progress, self.id, self.sim.minute)
-        self.broadcast({"type": "minute", "record": record.to_dict(), "state": self.state()})
+        self.broadcast({"type": "minute", "record": wire_record(record), "state": self.state()})
         if self.done:
             self.clock.remove(self)
             self.finish_soon()
