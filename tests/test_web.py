@@ -311,3 +311,23 @@ def test_the_debrief_charts_are_computed_once_and_kept(client: TestClient, db: P
     assert stored and "hands-off" in stored
     page = client.get(f"/runs/{run_id}/debrief")
     assert page.status_code == 200 and stored[:200] in page.text
+
+
+def test_a_viewer_that_does_not_read_is_dropped_not_buffered(tmp_path: Path) -> None:
+    import asyncio
+
+    from oncallsim.store import RunStore
+    from oncallsim.web.live import MAX_BACKLOG, LiveRun
+
+    async def scenario() -> None:
+        store = RunStore(tmp_path / "runs.sqlite3")
+        live = LiveRun("x", Simulation("surge", seed=1), store, 16, paused=True)
+        queue = live.subscribe()
+        for _ in range(MAX_BACKLOG + 10):
+            live.broadcast({"type": "state"})
+        assert queue not in live.subscribers and queue.qsize() == MAX_BACKLOG + 1
+        items = [queue.get_nowait() for _ in range(queue.qsize())]
+        assert items[-1] is None  # the sender closes the socket (1013): the browser reconnects for a snapshot
+        store.close()
+
+    asyncio.run(scenario())

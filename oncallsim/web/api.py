@@ -286,8 +286,10 @@ async def run_socket(websocket: WebSocket, run_id: str) -> None:
     await websocket.send_text(await live.snapshot_text())  # the minutes after it arrive through the queue
 
     async def sender() -> None:
-        while True:
-            await websocket.send_text(await queue.get())
+        while (text := await queue.get()) is not None:
+            await websocket.send_text(text)
+        # too far behind: closed (1013 "try again later"); the browser reconnects and gets a fresh snapshot
+        await websocket.close(code=1013)
 
     sending = asyncio.create_task(sender())
     window_start, in_window = time.monotonic(), 0

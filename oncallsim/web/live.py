@@ -37,6 +37,8 @@ SPEEDS = (1, 2, 4, 8, 16)  # simulated minutes per wall second
 PROGRESS_EVERY_MIN = 15
 # At most this many actions per run in any 60 s of wall clock (an operator clicks a few a minute).
 ACTIONS_PER_MINUTE = 120
+# A viewer this many messages behind (a stalled tab, a client that never reads) is closed rather than buffered.
+MAX_BACKLOG = 4096
 
 log = logging.getLogger("oncallsim.web")
 _background: set[asyncio.Task[Any]] = set()
@@ -106,7 +108,7 @@ class LiveRun:
         # who holds the clock still: the operator ("user"), or nobody watching ("idle": resumes on connect)
         self.held_by = "user" if paused else "idle"
         self.pending: list[Action] = []
-        self.subscribers: set[asyncio.Queue[str]] = set()
+        self.subscribers: set[asyncio.Queue[str | None]] = set()
         self.report: Report | None = None
         self.figure_json: str | None = None
         self.model_version = MODEL_VERSION  # a stored run of another model version is flagged, not hidden
@@ -184,18 +186,22 @@ class LiveRun:
             return
         text = json.dumps(message, separators=(",", ":"), check_circular=False)
         for queue in list(self.subscribers):
+            if queue.qsize() >= MAX_BACKLOG:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
+                self.subscribers.discard(queue)
+                queue.put_nowait(None)
+                continue
             queue.put_nowait(text)
 
-    def subscribe(self) -> asyncio.Queue[str]:
+    def subscribe(self) -> asyncio.Queue[str | None]:
         """A new viewer; a run held only because nobody watched starts (again) now."""
-        queue: asyncio.Queue[str] = asyncio.Queue()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
         self.subscribers.add(queue)
         if self.paused and self.held_by == "idle" and not self.done:
             self.paused = False
             self.clock.update(self)
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
+    def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None:
         self.subscribers.discard(queue)
         if not self.subscribers and not self.paused and not self.done:
             # nobody watching: the clock stops where it is

@@ -111,7 +111,7 @@
       cell.parentElement.className = level;
     }
     const alert = $("alert");
-    if (r.events.includes("page fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
+    if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
     if (r.page_firing) {
       alert.hidden = false;
       alert.textContent = t("alert.page", { burn: r.burn_1h.toFixed(1), clock: pageSince, budget: (100 * r.budget_left).toFixed(1) });
@@ -127,9 +127,7 @@
     const list = $("events");
     for (const event of [...r.events].reverse()) { // newest first, and within a minute too
       const item = document.createElement("li");
-      const kind = /^set |floor raised|warm-up started|rollback (started|restarted)|fleet set/.test(event)
-        ? "operator" : /page fired/.test(event) ? "page" : "system";
-      item.className = kind;
+      item.className = event.kind; // operator, page or system: the server says which
       const time = document.createElement("time");
       time.textContent = r.clock;
       item.append(time, " ", tEvent(event));

@@ -12,14 +12,22 @@
     return text;
   }
 
-  // Model events arrive as English sentences with numbers ("scaled out: 3 instances starting"); the catalog
-  // keys them with the numbers replaced by {n}.
+  const has = (key) => Object.prototype.hasOwnProperty.call(catalog, key);
+  const plurals = new Intl.PluralRules(document.documentElement.lang || "en");
+
+  // Model events arrive structured ({code, args, kind, text}): the catalog keys them by code, by the plural
+  // form of their count ({n}), or, for a setting, by the control (and on/off for a switch). ``text`` is the
+  // English fallback for a code the catalog does not know.
   function tEvent(event) {
-    const numbers = event.match(/-?\d+(\.\d+)?/g) || [];
-    const key = "event." + event.replace(/-?\d+(\.\d+)?/g, "{n}");
-    if (!Object.prototype.hasOwnProperty.call(catalog, key)) return event;
-    let i = 0;
-    return catalog[key].replace(/\{n\}/g, () => numbers[i++]);
+    const args = event.args || {};
+    let key = "event." + event.code;
+    if (event.code === "setting") {
+      key += "." + args.name;
+      if (typeof args.value === "boolean") key += args.value ? ".on" : ".off";
+    } else if (typeof args.n === "number") {
+      key += has(key + "." + plurals.select(args.n)) ? "." + plurals.select(args.n) : ".other";
+    }
+    return has(key) ? t(key, args) : event.text;
   }
 
   window.i18n = { t, tEvent, catalog };
