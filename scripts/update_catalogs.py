@@ -9,6 +9,7 @@ a test fails while the catalog is out of date.
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -95,7 +96,47 @@ def build(language: str, messages: dict[str, list[tuple[str, int]]]) -> bytes:
     return buffer.getvalue()
 
 
+def page_events() -> dict[str, str]:
+    """The page catalog's English event texts, from the model's event table and the control registry.
+
+    ``event.CODE`` (``.one``/``.other`` when the event counts instances: Intl.PluralRules picks the form),
+    and for a setting ``event.setting.CONTROL`` (``.on``/``.off`` for a switch) with ``{value}``.
+    """
+    from oncallsim.model import CONTROL_SPECS
+    from oncallsim.model.events import EVENT_TEXTS
+
+    entries: dict[str, str] = {}
+    for code, (singular, plural) in EVENT_TEXTS.items():
+        if code == "setting":
+            continue
+        if "{n}" in singular:
+            entries[f"event.{code}.one"] = singular
+            entries[f"event.{code}.other"] = plural
+        else:
+            entries[f"event.{code}"] = singular
+    for name, spec in CONTROL_SPECS.items():
+        label = spec.label[0].lower() + spec.label[1:]  # the log's lines start in lower case
+        if spec.kind == "bool":
+            entries[f"event.setting.{name}.on"] = f"{label} on"
+            entries[f"event.setting.{name}.off"] = f"{label} off"
+        elif spec.kind == "choice":
+            entries[f"event.setting.{name}"] = f"{label}: {{value}}"
+        elif spec.kind != "button":
+            unit = f" {spec.unit}" if spec.unit else ""
+            entries[f"event.setting.{name}"] = f"{label} set to {{value}}{unit}"
+    return entries
+
+
+def page_catalog_text() -> str:
+    """locales/en/page.json with its event entries regenerated (the others kept as they are)."""
+    path = LOCALES / "en" / "page.json"
+    current = json.loads(path.read_text(encoding="utf-8"))
+    kept = {k: v for k, v in current.items() if not k.startswith("event.")}
+    return json.dumps({**kept, **page_events()}, ensure_ascii=False, indent=2) + "\n"
+
+
 def main() -> None:
+    (LOCALES / "en" / "page.json").write_text(page_catalog_text(), encoding="utf-8")
     messages = extracted()
     for folder in sorted(p for p in LOCALES.iterdir() if p.is_dir()):
         target = folder / "LC_MESSAGES" / "messages.po"

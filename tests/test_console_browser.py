@@ -90,7 +90,7 @@ def test_bad_deploy_page_rollback_and_debrief(server: str) -> None:
         minutes = lambda hhmm: int(hhmm[:2]) * 60 + int(hhmm[3:])  # noqa: E731
         assert minutes(ready_clock) - minutes(pressed_clock) == 4  # prepared minutes m … m+4, clean from m+5
         records = api(server, f"/api/runs/{run_id}")["records"]
-        pressed = next(r["minute"] for r in records if "rollback started" in r["events"])
+        pressed = next(r["minute"] for r in records if any(e["code"] == "rollback_started" for e in r["events"]))
         clean = next(r["minute"] for r in records if r["minute"] > pressed and r["bad_build_share"] == 0.0)
         assert clean == pressed + 5
         page.get_by_role("link", name="Debrief").wait_for()
@@ -123,7 +123,7 @@ def test_cache_flush_feature_off_lowers_db_utilization(server: str) -> None:
         page.get_by_role("switch", name="Recommendations feature").uncheck()
         page.locator("#error", has_text="recommendations").wait_for()  # the server logged the action
         step_once(page)
-        page.locator("#events li", has_text="recommendations off").wait_for()
+        page.locator("#events li", has_text="recommendations feature off").wait_for()
         after = float(page.locator("#s-db_utilization").inner_text().rstrip(" %"))
         assert after < before - 15
         assert page.locator("#s-recommendations_available").inner_text() == "0 %"
@@ -159,7 +159,7 @@ def test_a_switch_stays_where_the_operator_put_it_while_minutes_run(server: str)
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": 8})  # a slow laptop: minutes queue up behind the click
         switch = page.get_by_role("switch", name="Recommendations feature")
         switch.uncheck()  # Playwright checks that the click changed the state and that it stays changed
-        page.locator("#events li", has_text="recommendations off").wait_for()
+        page.locator("#events li", has_text="recommendations feature off").wait_for()
         assert not switch.is_checked()
         watch.check()
 

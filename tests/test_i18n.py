@@ -8,6 +8,7 @@ import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from babel.messages.pofile import read_po
 
@@ -28,11 +29,7 @@ def po_ids(language: str = "en") -> dict[str, str]:
 
 
 def test_english_catalog_is_up_to_date_and_complete() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        update = importlib.import_module("update_catalogs")
-    finally:
-        sys.path.pop(0)
+    update = update_catalogs()
     catalog = po_ids()
     missing = set(update.extracted()) - set(catalog)
     assert not missing, f"run scripts/update_catalogs.py; missing: {sorted(missing)[:5]}"
@@ -86,8 +83,29 @@ def test_scripts_take_every_string_from_the_catalog() -> None:
         assert 'textContent = "' not in source and "innerHTML" not in source, path.name
 
 
-def event_key(event: str) -> str:
-    return "event." + re.sub(r"-?\d+(\.\d+)?", "{n}", event)
+def event_key(event: Any) -> str:
+    """The page catalog's key for an event, as i18n.js's tEvent picks it (English plural forms)."""
+    key = "event." + event.code
+    if event.code == "setting":
+        key += "." + event.args["name"]
+        if isinstance(event.args["value"], bool):
+            key += ".on" if event.args["value"] else ".off"
+    elif "n" in event.args:
+        key += ".one" if event.args["n"] == 1 else ".other"
+    return key
+
+
+def update_catalogs() -> Any:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        return importlib.import_module("update_catalogs")
+    finally:
+        sys.path.pop(0)
+
+
+def test_page_catalog_events_come_from_the_model_and_the_registry() -> None:
+    on_disk = json.loads((PACKAGE / "locales" / "en" / "page.json").read_text())
+    assert on_disk == json.loads(update_catalogs().page_catalog_text()), "run scripts/update_catalogs.py"
 
 
 def test_every_model_event_has_a_catalog_entry() -> None:
@@ -122,7 +140,7 @@ def test_every_model_event_has_a_catalog_entry() -> None:
             sim.run(actions)
             events.update(e for r in sim.timeline for e in r.events)
     assert {"page fired", "page cleared", "rollback ready", "warm-up finished", "cache flushed"} <= events
-    missing = sorted(e for e in events if event_key(e) not in catalog)
+    missing = sorted(str(e) for e in events if event_key(e) not in catalog)
     assert not missing, f"locales/en/page.json lacks keys for: {missing}"
 
 

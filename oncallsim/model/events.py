@@ -18,8 +18,10 @@ from typing import Any
 __all__ = [
     "EVENT_TEXTS",
     "KERNEL_EVENTS",
+    "OPERATOR_EVENTS",
     "Event",
     "event",
+    "event_kind",
     "from_slots",
     "render",
     "show_value",
@@ -49,6 +51,24 @@ EVENT_TEXTS: dict[str, tuple[str, str]] = {
     "scaled_out": ("scaled out: {n} instance starting", "scaled out: {n} instances starting"),
     "scaled_in": ("scaled in: {n} instance removed", "scaled in: {n} instances removed"),
 }
+
+# Who caused an event: the operator's inputs, the page, or the system itself (the console colours them).
+OPERATOR_EVENTS = frozenset(
+    {
+        "setting",
+        "floor_raised",
+        "fleet_to_floor_started",
+        "fleet_to_floor_removed",
+        "warmup_started",
+        "rollback_started",
+        "rollback_restarted",
+    }
+)
+
+
+def event_kind(code: str) -> str:
+    return "operator" if code in OPERATOR_EVENTS else "page" if code == "page_fired" else "system"
+
 
 # The slots the compiled minute fills, in the order its events happen within a minute.
 KERNEL_EVENTS: tuple[str, ...] = (
@@ -118,7 +138,8 @@ class Event(str):
         return (_rebuild, (self.code, dict(self.args)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "args": dict(self.args), "text": str(self)}
+        """The wire form: what the console renders through its catalog (``text`` is the English fallback)."""
+        return {"code": self.code, "args": dict(self.args), "kind": event_kind(self.code), "text": str(self)}
 
 
 _CACHE: dict[tuple[Any, ...], Event] = {}
