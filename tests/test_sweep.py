@@ -66,13 +66,14 @@ def test_sweep_writes_one_row_per_run_and_a_summary(tmp_path: Path) -> None:
     assert "Plotly.newPlot" in page and '<script src="http' not in page  # plotly.js inlined: works offline
 
 
-def test_local_processes_give_the_same_rows_as_one_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_local_processes_give_the_same_rows_as_one_process(tmp_path: Path, start: str) -> None:
     spec = SweepSpec(
         "surge", seeds=30, policy="textbook", grid=parse_grid(["target_utilization=0.5,0.7"]), rows_per_task=8
     )
     one, two = tmp_path / "one.parquet", tmp_path / "two.parquet"
     sweep(spec, LocalExecutor(1), one)
-    sweep(spec, LocalExecutor(2), two)
+    sweep(spec, LocalExecutor(2, start=start), two)
     key = ["grid_target_utilization", "seed"]
     a = pq.read_table(one).to_pandas().sort_values(key).reset_index(drop=True)
     b = pq.read_table(two).to_pandas().sort_values(key).reset_index(drop=True)

@@ -54,9 +54,9 @@ def gone(pid: int) -> bool:
         return True
 
 
-def start(out: Path, seeds: int = SEEDS) -> tuple[subprocess.Popen[str], list[int]]:
+def start(out: Path, seeds: int = SEEDS, how: str = "fork") -> tuple[subprocess.Popen[str], list[int]]:
     """A sweep on two worker processes, once it has two chunks on disk; and its children's ids."""
-    env = {**os.environ, "ONCALLSIM_ROWS_PER_TASK": str(CHUNK)}
+    env = {**os.environ, "ONCALLSIM_ROWS_PER_TASK": str(CHUNK), "ONCALLSIM_SWEEP_START": how}
     command = [sys.executable, "-m", "oncallsim", *args(out, seeds)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     parts = out.with_name(out.name + ".parts")
@@ -84,10 +84,13 @@ def rows(path: Path) -> list[tuple[object, ...]]:
     return sorted(zip(*(table.column(n).to_pylist() for n in names), strict=True), key=repr)
 
 
-def test_sigkill_keeps_every_finished_chunk_and_no_worker_outlives_the_sweep(tmp_path: Path, clean: Path) -> None:
+@pytest.mark.parametrize("how", ["fork", "spawn"])
+def test_sigkill_keeps_every_finished_chunk_and_no_worker_outlives_the_sweep(
+    tmp_path: Path, clean: Path, how: str
+) -> None:
     out = tmp_path / "r.parquet"
     parts = out.with_name(out.name + ".parts")
-    process, children = start(out)
+    process, children = start(out, how=how)
     assert len(children) == 2  # the two workers and nothing else (no resource tracker)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)

@@ -297,7 +297,13 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
 class LocalExecutor:
     """Worker processes on this machine (the default: one per CPU), started once, fed one chunk at a time."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, start: str | None = None) -> None:
+        # "fork": a worker is a copy of this process, modules already imported (no start-up; Linux's default);
+        # "spawn": a fresh interpreter that imports what it needs (elsewhere, or ONCALLSIM_SWEEP_START=spawn)
+        start = start or os.environ.get("ONCALLSIM_SWEEP_START") or ("fork" if _FORK_OK else "spawn")
+        if start not in ("fork", "spawn") or (start == "fork" and not _FORK_OK):
+            raise InvalidInput("worker start", f"must be spawn{' or fork' * _FORK_OK}, got {start!r}")
+        self.start = start
         if workers is None:
             workers = os.cpu_count() or 1
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
@@ -317,7 +323,7 @@ class LocalExecutor:
         pool: list[_Worker] = []
         busy: dict[Any, _Worker] = {}
         try:
-            pool.extend(_Worker() for _ in first)
+            pool.extend(_Worker(self.start) for _ in first)
             for worker, task in zip(pool, first, strict=True):
                 worker.send(task)
                 busy[worker.rx] = worker
@@ -372,14 +378,26 @@ _WORKER_CODE = (
 )
 
 
-class _Worker:
-    """One worker process: chunks in on its stdin, columns out on its stdout (pickled, length-prefixed)."""
+_FORK_OK = sys.platform.startswith("linux")
+_PARENT_ENDS: set[int] = set()  # this process's ends of its workers' pipes (a forked worker closes its copies)
 
-    def __init__(self) -> None:
+
+class _Worker:
+    """One worker process: chunks in on one pipe, columns out on another (pickled, length-prefixed)."""
+
+    def __init__(self, start: str = "spawn") -> None:
         from multiprocessing.connection import Connection
 
         task_r, task_w = os.pipe()
         result_r, result_w = os.pipe()
+        self.pid = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        if start == "fork":
+            self.pid = _fork_worker(task_r, task_w, result_r, result_w)
+            self.tx = Connection(task_w, readable=False)
+            self.rx = Connection(result_r, writable=False)
+            _PARENT_ENDS.update((task_w, result_r))
+            return
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -401,22 +419,65 @@ class _Worker:
         try:
             self.tx.send(task)
         except OSError:
-            raise RuntimeError(f"a sweep worker stopped (exit code {self.process.wait()})") from None
+            raise RuntimeError(f"a sweep worker stopped (exit code {self.wait()})") from None
 
     def receive(self) -> tuple[int, Columns]:
         try:
             result: tuple[int, Columns] | _Failure = self.rx.recv()
         except (EOFError, OSError):
-            raise RuntimeError(f"a sweep worker stopped (exit code {self.process.wait()})") from None
+            raise RuntimeError(f"a sweep worker stopped (exit code {self.wait()})") from None
         return _unwrap(result)
+
+    def wait(self) -> int:
+        if self.process is not None:
+            return self.process.wait()
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
 
     def stop(self) -> None:
         """Close its pipes and end it now (a chunk in progress is not wanted any more)."""
+        self.tx_fd, self.rx_fd = self.tx.fileno(), self.rx.fileno()
         self.tx.close()
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+        else:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.wait()
         self.rx.close()
+        _PARENT_ENDS.difference_update((self.tx_fd, self.rx_fd))
+
+
+def _fork_worker(task_r: int, task_w: int, result_r: int, result_w: int) -> int:
+    """A worker as a copy of this process: it keeps only its two pipe ends and never returns to the caller."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        os.close(task_r)
+        os.close(result_w)
+        return pid
+    code = 0
+    try:  # the child: this process's modules, none of its threads, none of its other descriptors' duties
+        from multiprocessing.connection import Connection
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.close(task_w)
+        os.close(result_r)
+        for fd in _PARENT_ENDS:  # the other workers' pipes: theirs to close, not ours to hold open
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _die_with_parent(parent)
+        _serve(Connection(task_r, writable=False), Connection(result_w, readable=False))
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)  # never the parent's cleanup (atexit, finally blocks, buffered output)
 
 
 def _worker_main() -> None:
@@ -429,6 +490,11 @@ def _worker_main() -> None:
     rx = Connection(os.dup(0), writable=False)
     tx = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints go to stderr, never into the result pipe
+    _serve(rx, tx)
+
+
+def _serve(rx: Any, tx: Any) -> None:
+    """Chunks in, results out, until the parent closes the pipe or goes away."""
     while True:
         try:
             task = rx.recv()
