@@ -7,9 +7,10 @@ sweep's whole configuration in its metadata (as does ``OUT.parts/_sweep.json`` w
 ``resume`` refuses a different configuration and runs only the seeds that have no row yet.
 
 Memory stays flat in the seed count: chunks are generated lazily and only a few are in flight at a time.
-Local workers are plain ``python`` processes that import once, take one chunk at a time over a pipe, send back
-only the summary rows (as typed arrays) and die with their parent (``PR_SET_PDEATHSIG`` on Linux, a watch on
-the parent elsewhere); no multiprocessing resource tracker is started.
+Local workers start once per sweep — on Linux as forks of the sweep's process (nothing to import again), elsewhere
+as fresh ``python`` processes that import once — take one chunk at a time over a pipe, send back only the summary
+rows (as typed arrays) and die with their parent (``PR_SET_PDEATHSIG`` on Linux, a watch on the parent
+elsewhere); no multiprocessing resource tracker is started.
 """
 
 from __future__ import annotations
