@@ -36,6 +36,7 @@ GOAL = 3_000_000  # issue 8: the CLI sweep, end to end on 2 cores
 
 
 def batch_rate(scenario: str, runs: int, policy: str) -> float:
+    BatchRun(scenario, range(8), keep=()).run(policy=vectorized(policy))  # warm: compiled code loaded
     batch = BatchRun(scenario, range(runs), keep=())
     start = time.perf_counter()
     batch.run(policy=vectorized(policy))
@@ -43,6 +44,7 @@ def batch_rate(scenario: str, runs: int, policy: str) -> float:
 
 
 def scalar_rate(scenario: str, runs: int, policy: str) -> float:
+    Simulation(scenario, seed=0).run(policy=load_policy(policy))  # warm: compiled code loaded
     start = time.perf_counter()
     steps = 0
     for seed in range(runs):
