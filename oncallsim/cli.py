@@ -18,7 +18,7 @@ from rich.table import Table
 from oncallsim.cli_common import err, guarded, load_run_file, parse_sets, scenario_arg, stdout_console, write_whole
 from oncallsim.cli_debrief import make_debrief, print_debrief
 from oncallsim.debrief.html import render_html
-from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, InvalidInput, MinuteRecord, param_info
+from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, DEFAULT_PARAMS, InvalidInput, MinuteRecord, param_info
 from oncallsim.policies import load_policy
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import Simulation, load_actions
@@ -89,7 +89,9 @@ def params() -> None:
     for col in ("name", "default", "allowed", "effect"):
         controls.add_column(col, no_wrap=col == "name")
     for s in CONTROL_SPECS.values():
-        controls.add_row(s.name, "" if s.default is None else str(s.default), s.describe_range(), s.help)
+        controls.add_row(
+            s.name, "" if s.default is None else str(s.default), s.describe_range(), s.help_text(DEFAULT_PARAMS)
+        )
     out.print(controls)
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 
 from oncallsim.model import Params
-from oncallsim.model.formulas import _PLACEHOLDER, FORMULAS
+from oncallsim.model.formulas import FORMULAS
+from oncallsim.model.placeholders import PLACEHOLDER
 
 
 def test_every_placeholder_names_a_parameter() -> None:
     names = set(Params.__dataclass_fields__) | {"error_budget"}
     for f in FORMULAS:
-        for name, _pct in _PLACEHOLDER.findall(f.latex + f.note):
+        for name, _pct in PLACEHOLDER.findall(f.latex + f.note):
             assert name in names, f"{f.key}: ⟪{name}⟫ is not a parameter"
 
 

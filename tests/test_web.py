@@ -331,3 +331,21 @@ def test_a_viewer_that_does_not_read_is_dropped_not_buffered(tmp_path: Path) -> 
         store.close()
 
     asyncio.run(scenario())
+
+
+def test_console_controls_come_from_the_registry_with_the_run_s_constants(client: TestClient) -> None:
+    from oncallsim.model import CONTROL_SPECS
+
+    response = client.post(
+        "/runs",
+        data={"scenario": "free-play", "seed": "1", "speed": "1", "param.warmup_minutes": "9"},
+        follow_redirects=False,
+    )
+    page = client.get(response.headers["location"]).text
+    for name, spec in CONTROL_SPECS.items():
+        assert f'id="c-{name}"' in page and f'id="h-{name}"' in page, name
+        if spec.kind in ("int", "fraction", "seconds"):
+            assert f'data-kind="{spec.kind}"' in page
+    assert "⟪" not in page
+    assert "Loads hot keys for 9 minutes" in page  # the help says what this run's --set made of the constant
+    assert 'id="c-rollback" data-button="rollback" class="danger"' in page

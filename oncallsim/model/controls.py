@@ -9,7 +9,7 @@ Gymnasium spaces. Adding a control is one entry here plus its stage logic (docs/
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import kernel_params
+from oncallsim.model.placeholders import fill
 
 __all__ = [
     "BUTTONS",
@@ -49,6 +50,8 @@ class ControlSpec:
     unit: str = ""
     effect: int = SET  # what it does to the state: an effect kind of model/effects.py
     choices: tuple[str, ...] = ()
+    step: float | None = None  # a slider's step, in the control's unit
+    danger: bool = False  # the console asks for a second look (a red button)
 
     @property
     def is_setting(self) -> bool:
@@ -64,6 +67,10 @@ class ControlSpec:
         kind = "a whole number" if self.kind == "int" else "a number"
         return f"{kind} from {self.min:g} to {self.max:g}" + (f" {self.unit}" if self.unit else "")
 
+    def help_text(self, params: Any, gettext: Callable[[str], str] = str) -> str:
+        """The help, translated, with the parameters in force filled in."""
+        return fill(gettext(self.help), params)
+
     def to_dict(self) -> dict[str, Any]:
         """The registry entry as the console and the API describe it."""
         return {
@@ -71,6 +78,8 @@ class ControlSpec:
             "kind": self.kind,
             "label": self.label,
             "help": self.help,
+            "step": self.step,
+            "danger": self.danger,
             "default": self.default,
             "min": self.min,
             "max": self.max,
@@ -94,6 +103,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             40,
             "instances",
             effect=SET_FLOOR,
+            step=1,
         ),
         ControlSpec(
             "autoscaler",
@@ -111,6 +121,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             0.60,
             0.30,
             0.90,
+            step=0.05,
         ),
         ControlSpec(
             "ttl_s",
@@ -121,39 +132,43 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             0.0,
             600.0,
             "s",
+            step=10.0,
         ),
         ControlSpec(
             "shed_share",
             "fraction",
             "Load shedding",
-            "Share of the 30 % low-priority traffic "
+            "Share of the ⟪low_priority_share%⟫ low-priority traffic "
             "(prefetch, batch, crawlers) rejected at the load balancer with 'retry later'.",
             0.0,
             0.0,
             1.0,
+            step=0.1,
         ),
         ControlSpec(
             "recommendations",
             "bool",
             "Recommendations feature",
-            "The heavy feature adds 20 ms CPU and one database query per request. Off = graceful degradation.",
+            "The heavy feature adds ⟪feature_app_time_ms⟫ ms CPU and ⟪feature_queries_per_request⟫ database "
+            "queries per request. Off = graceful degradation.",
             True,
         ),
         ControlSpec(
             "warmup",
             "button",
             "Warm up cache",
-            "Loads hot keys for 6 minutes (+12 % of the cache per "
-            "minute) at the price of 600 extra database queries/s.",
+            "Loads hot keys for ⟪warmup_minutes⟫ minutes (+⟪warmup_step%⟫ of the cache per "
+            "minute) at the price of ⟪warmup_db_qps⟫ extra database queries/s.",
             effect=PRESS_WARMUP,
         ),
         ControlSpec(
             "rollback",
             "button",
             "Roll back",
-            "Deploys the last good build on a new fleet (5 min, "
-            "billed double), then switches traffic. Pressing again restarts the preparation.",
+            "Deploys the last good build on a new fleet (⟪rollback_minutes⟫ min, billed "
+            "⟪rollback_cost_factor⟫×), then switches traffic. Pressing again restarts the preparation.",
             effect=PRESS_ROLLBACK,
+            danger=True,
         ),
     )
 }

@@ -8,30 +8,12 @@ scenario may change it), ``⟪name%⟫`` for a fraction shown as a percentage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["FORMULAS", "SOURCES", "Formula", "fill"]
+from oncallsim.model.placeholders import fill
 
-_PLACEHOLDER = re.compile(r"⟪([a-z_0-9]+)(%?)⟫")
-
-
-def _number(value: float, latex: bool) -> str:
-    text = f"{value:,g}" if abs(value) >= 10_000 else f"{value:g}"
-    return text.replace(",", r"\," if latex else "\u202f")
-
-
-def fill(template: str, params: Any, latex: bool = False) -> str:
-    """A template with each ``⟪name⟫`` replaced by that parameter's value in ``params``."""
-
-    def one(match: re.Match[str]) -> str:
-        value = float(getattr(params, match.group(1)))
-        if match.group(2):
-            return _number(value * 100.0, latex) + (r"\,\%" if latex else "\u202f%")
-        return _number(value, latex)
-
-    return _PLACEHOLDER.sub(one, template)
+__all__ = ["FORMULAS", "SOURCES", "Formula"]
 
 
 class Formula(NamedTuple):

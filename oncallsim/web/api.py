@@ -27,7 +27,7 @@ from pydantic import (
     ValidationError,
 )
 
-from oncallsim.model import CONTROL_SPECS, InvalidInput, param_info
+from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.registry import registered_scenario, scenario_from_text
 from oncallsim.scenarios.spec import Scenario
@@ -141,10 +141,7 @@ async def scenarios() -> list[dict[str, Any]]:
 @router.get("/controls")
 async def controls() -> dict[str, Any]:
     return {
-        "controls": {
-            name: {"kind": s.kind, "default": s.default, "min": s.min, "max": s.max, "unit": s.unit}
-            for name, s in CONTROL_SPECS.items()
-        },
+        "controls": {name: {**s.to_dict(), "help": s.help_text(DEFAULT_PARAMS)} for name, s in CONTROL_SPECS.items()},
         "speeds": list(SPEEDS),
         "params": [p.__dict__ for p in param_info()],
     }

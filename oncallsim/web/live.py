@@ -22,7 +22,7 @@ from typing import Any
 
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.model import MODEL_VERSION, InvalidInput, MinuteRecord
+from oncallsim.model import MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
@@ -135,14 +135,7 @@ class LiveRun:
             "minute": self.sim.minute,
             "length": self.sim.length,
             "clock": self.sim.plan.clock(self.sim.minute),
-            "controls": {
-                "floor": controls.floor,
-                "autoscaler": controls.autoscaler,
-                "target_utilization": controls.target_utilization,
-                "ttl_s": controls.ttl_s,
-                "shed_share": controls.shed_share,
-                "recommendations": controls.recommendations,
-            },
+            "controls": {name: getattr(controls, name) for name in SETTINGS},
             "pending": [a.to_dict() for a in self.pending],
         }
 

@@ -36,6 +36,7 @@ def environment(language: str) -> Environment:
     )
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
     env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS, causes=CAUSE_LABELS)
+    env.globals["translate"] = translations(language).gettext  # for Python code called from a template
     return env
 
 

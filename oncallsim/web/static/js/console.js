@@ -138,15 +138,19 @@
   // ---- controls ------------------------------------------------------------------------------------------
   // the controls form never submits (no inline handler: the page's CSP allows no inline script)
   $("controls").addEventListener("submit", (event) => event.preventDefault());
-  const SLIDERS = ["floor", "target_utilization", "ttl_s", "shed_share"];
-  const SWITCHES = ["autoscaler", "recommendations"];
+  // The controls are rendered from the registry: found here by their kind, not listed by name.
+  const SLIDERS = [...document.querySelectorAll("#controls input[type=range]")].map((el) => el.name);
+  const SWITCHES = [...document.querySelectorAll("#controls input[role=switch]")].map((el) => el.name);
+  const CHOICES = [...document.querySelectorAll("#controls select[data-kind=choice]")].map((el) => el.name);
 
   function showControlValue(name, value) {
     const out = $("o-" + name);
     if (!out) return;
-    if (name === "floor") out.textContent = t("unit.instances", { n: value });
-    else if (name === "ttl_s") out.textContent = t("unit.seconds", { n: Math.round(value) });
-    else out.textContent = Math.round(100 * value) + " %";
+    const input = $("c-" + name);
+    if (input.dataset.kind === "fraction") out.textContent = Math.round(100 * value) + " %";
+    else if (input.dataset.unit === "instances") out.textContent = t("unit.instances", { n: value });
+    else if (input.dataset.unit === "s") out.textContent = t("unit.seconds", { n: Math.round(value) });
+    else out.textContent = String(value) + (input.dataset.unit ? " " + input.dataset.unit : "");
   }
 
   // What the controls show: the settings in force, then the logged actions not yet applied (they take effect
@@ -176,6 +180,7 @@
       $("c-" + name).checked = controls[name];
       $("c-" + name).setAttribute("aria-checked", String(controls[name]));
     }
+    for (const name of CHOICES) $("c-" + name).value = controls[name];
   }
 
   function showState(s) {
@@ -211,10 +216,14 @@
     const scale = Number(input.dataset.scale || 1);
     const value = () => (scale === 1 ? Number(input.value) : Math.round(Number(input.value)) * scale);
     input.addEventListener("input", () => { editing.add(name); showControlValue(name, value()); });
-    input.addEventListener("change", () => { editing.delete(name); act(name, name === "floor" ? Math.round(value()) : Number(value().toFixed(4))); });
+    const whole = input.dataset.kind === "int";
+    input.addEventListener("change", () => { editing.delete(name); act(name, whole ? Math.round(value()) : Number(value().toFixed(4))); });
   }
   for (const name of SWITCHES) {
     $("c-" + name).addEventListener("change", (e) => act(name, e.target.checked));
+  }
+  for (const name of CHOICES) {
+    $("c-" + name).addEventListener("change", (e) => act(name, e.target.value));
   }
   for (const button of document.querySelectorAll("[data-button]")) {
     button.addEventListener("click", () => act(button.dataset.button));
