@@ -158,3 +158,18 @@ def test_scale_in_after_ten_quiet_minutes_by_at_most_a_fifth() -> None:
     assert any("scaled in: 6 instances removed" in e for e in t[14].events)
     assert t[15].serving == 24
     assert t[13].serving == 30
+
+
+def test_time_axis_labels_show_the_day_on_runs_longer_than_one() -> None:
+    from oncallsim.debrief.charts import axis_labels
+    from oncallsim.model.plan import time_label
+
+    short = Simulation("free-play", seed=1, minutes=1440)
+    assert short.plan.time_label(0) == "08:00" and short.plan.time_label(1439) == "07:59"
+    long = Simulation("free-play", seed=1, minutes=2000)
+    labels = [long.plan.time_label(m) for m in range(2000)]
+    assert len(set(labels)) == 2000  # no two minutes share a label
+    assert labels[0] == "d1 08:00" and labels[960] == "d2 00:00" and labels[1999] == "d2 17:19"
+    long.run(until=1500)
+    assert axis_labels(long.timeline) == labels[:1500]
+    assert axis_labels(long.timeline[:100]) == [time_label(480, m, False) for m in range(100)]

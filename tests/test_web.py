@@ -349,3 +349,13 @@ def test_console_controls_come_from_the_registry_with_the_run_s_constants(client
     assert "⟪" not in page
     assert "Loads hot keys for 9 minutes" in page  # the help says what this run's --set made of the constant
     assert 'id="c-rollback" data-button="rollback" class="danger"' in page
+
+
+def test_records_on_the_wire_carry_their_axis_label(client: TestClient) -> None:
+    run_id = new_run(client, scenario="free-play", seed=1, minutes=2000)
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        snapshot = receive_until(ws, lambda m: m["type"] == "snapshot")
+        ws.send_json({"type": "pause"})
+        ws.send_json({"type": "step"})
+        minute = receive_until(ws, lambda m: m["type"] == "minute")
+    assert minute["record"]["label"].startswith("d1 ") and snapshot["run"]["start"] == minute["record"]["clock"]

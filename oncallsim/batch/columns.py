@@ -11,6 +11,7 @@ import numpy.typing as npt
 from oncallsim.model import MinuteRecord
 from oncallsim.model.events import from_slots
 from oncallsim.model.fields import NUMERIC_FIELDS
+from oncallsim.model.plan import CLOCK_LABELS
 
 __all__ = ["BOOL_FIELDS", "INT_FIELDS", "Columns"]
 
@@ -19,7 +20,6 @@ INT_FIELDS = frozenset({"minute"} | {f.name for f in NUMERIC_FIELDS if f.dtype =
 BOOL_FIELDS = frozenset(f.name for f in NUMERIC_FIELDS if f.dtype == "bool")
 _ARRAY_FIELDS = tuple(f.name for f in NUMERIC_FIELDS)
 _NONE = np.zeros(0, dtype=np.int64)
-_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))
 
 
 class Columns:
@@ -82,5 +82,5 @@ class Columns:
                 values[name] = (
                     int(value) if name in INT_FIELDS else bool(value) if name in BOOL_FIELDS else float(value)
                 )
-            out.append(MinuteRecord(minute=t, clock=_LABELS[self.clock[t]], events=self.events(t, run), **values))
+            out.append(MinuteRecord(minute=t, clock=CLOCK_LABELS[self.clock[t]], events=self.events(t, run), **values))
         return out

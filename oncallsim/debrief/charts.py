@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from oncallsim.model import MinuteRecord, Params
+from oncallsim.model.placeholders import fill
+from oncallsim.model.plan import time_label
 from oncallsim.simulation import Action
 
 __all__ = ["PANELS", "debrief_figure"]
@@ -16,12 +18,22 @@ __all__ = ["PANELS", "debrief_figure"]
 PANELS = (
     "Requests vs capacity (req/s)",
     "p99 latency vs target (ms)",
-    "Burn rate (×), page at 14.4×",
+    "Burn rate (×), page at ⟪page_burn_threshold⟫×",
     "Error budget left (%)",
     "Cache hit and DB utilization (%)",
     "Fleet (instances) and cost ($/h)",
 )
 COUNTERFACTUAL_STYLE = {"hands-off": "#9a3412", "textbook": "#166534"}
+
+
+def axis_labels(timeline: Sequence[MinuteRecord]) -> list[str]:
+    """The time axis: the records' clocks, with the day when the run is longer than one (else clocks repeat)."""
+    if not timeline:
+        return []
+    hours, minutes = timeline[0].clock.split(":")
+    start = int(hours) * 60 + int(minutes) - timeline[0].minute
+    days = timeline[-1].minute >= 1440
+    return [time_label(start, r.minute, days) for r in timeline]
 
 
 def debrief_figure(
@@ -31,8 +43,9 @@ def debrief_figure(
     latency_target_ms: float = 1000.0,
     counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
 ) -> go.Figure:
-    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, subplot_titles=PANELS, vertical_spacing=0.035)
-    x = [r.clock for r in timeline]
+    titles = [fill(title, params) for title in PANELS]
+    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.035)
+    x = axis_labels(timeline)
 
     def line(row: int, y: list[float], name: str, color: str, dash: str = "solid", group: str = "run") -> None:
         fig.add_trace(
@@ -78,9 +91,9 @@ def debrief_figure(
             label = ", ".join(
                 f"{b.control}" + ("" if b.value is None else f"={b.value}") for b in actions if b.minute == a.minute
             )
-            fig.add_vline(x=timeline[a.minute].clock, line={"color": "#334155", "width": 1, "dash": "dot"})
+            fig.add_vline(x=x[a.minute], line={"color": "#334155", "width": 1, "dash": "dot"})
             fig.add_annotation(
-                x=timeline[a.minute].clock,
+                x=x[a.minute],
                 y=1.0,
                 yref="paper",
                 text="▼ " + label,

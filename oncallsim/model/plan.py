@@ -11,11 +11,17 @@ from dataclasses import dataclass
 
 from oncallsim.model.traffic import Surge
 
-__all__ = ["MAX_RUN_MINUTES", "RunPlan"]
+__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "RunPlan", "time_label"]
 
 MAX_RUN_MINUTES = 7 * 1440  # the longest run: a week
 
-_CLOCK_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))
+CLOCK_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))  # minute of the day → "HH:MM"
+
+
+def time_label(clock_start_min: int, minute: int, days: bool) -> str:
+    """A minute on a time axis: "HH:MM", or "d2 09:00" on runs longer than a day (else the clocks repeat)."""
+    at = clock_start_min + minute
+    return f"d{at // 1440 + 1} {CLOCK_LABELS[at % 1440]}" if days else CLOCK_LABELS[at % 1440]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,10 @@ class RunPlan:
         starts = [m for m in starts if m < minutes]
         return min(starts) if starts else None
 
+    def time_label(self, minute: int) -> str:
+        """The minute's label on the run's time axes (the day shown when the run is longer than one)."""
+        return time_label(self.clock_start_min, minute, self.minutes > 1440)
+
     def clock(self, minute: int) -> str:
         """The time of day of a minute, "HH:MM" (wrapping past midnight)."""
-        return _CLOCK_LABELS[(self.clock_start_min + minute) % 1440]
+        return CLOCK_LABELS[(self.clock_start_min + minute) % 1440]

@@ -22,7 +22,7 @@ from typing import Any
 
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.model import MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord
+from oncallsim.model import MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord, RunPlan
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
@@ -44,9 +44,11 @@ log = logging.getLogger("oncallsim.web")
 _background: set[asyncio.Task[Any]] = set()
 
 
-def wire_record(record: MinuteRecord) -> dict[str, Any]:
-    """A record as the console receives it: the JSON form, its events structured (code, args, kind, text)."""
+def wire_record(record: MinuteRecord, plan: RunPlan) -> dict[str, Any]:
+    """A record as the console receives it: the JSON form, its events structured (code, args, kind, text),
+    and its label on the time axes (``label``: the day shown on runs longer than one)."""
     out = record.to_dict()
+    out["label"] = plan.time_label(record.minute)
     out["events"] = [
         e.to_dict() if isinstance(e, Event) else {"code": "", "args": {}, "kind": "system", "text": e}
         for e in record.events
@@ -168,7 +170,7 @@ class LiveRun:
                 "model_version": self.model_version,
                 "current_model": self.model_version == MODEL_VERSION,
             },
-            "records": [wire_record(r) for r in timeline],
+            "records": [wire_record(r, self.sim.plan) for r in timeline],
             "actions": [a.to_dict() for a in actions],
             "state": self.state() if state is None else state,
         }
@@ -293,7 +295,7 @@ class LiveRun:
                 progress.append((self.id, self.sim.minute))
             else:
                 self.background_write(self.store.set_progress, self.id, self.sim.minute)
-        self.broadcast({"type": "minute", "record": wire_record(record), "state": self.state()})
+        self.broadcast({"type": "minute", "record": wire_record(record, self.sim.plan), "state": self.state()})
         if self.done:
             self.clock.remove(self)
             self.finish_soon()

@@ -68,7 +68,7 @@
   }
 
   function drawCharts() {
-    const x = records.map((r) => r.clock);
+    const x = records.map((r) => r.label); // the server's axis label (with the day on long runs)
     for (const [id, chart] of Object.entries(CHARTS)) {
       const data = chart.traces.map((spec) => ({
         x, y: seriesOf(spec, records), name: spec[1], mode: "lines",
@@ -89,7 +89,7 @@
   }
 
   function extendCharts(batch) {
-    const x = batch.map((r) => r.clock);
+    const x = batch.map((r) => r.label);
     for (const [id, chart] of Object.entries(CHARTS)) {
       const xs = [], ys = [], idx = [];
       chart.traces.forEach((spec, i) => { xs.push(x); ys.push(seriesOf(spec, batch)); idx.push(i); });
