@@ -38,6 +38,7 @@ def template_messages() -> dict[str, list[tuple[str, int]]]:
 def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS
     from oncallsim.debrief.report import HEADLINES
+    from oncallsim.debrief.summary import PHASE_NAMES
     from oncallsim.model import CONTROL_SPECS, param_info
     from oncallsim.model.formulas import FORMULAS
     from oncallsim.policies import COUNTERFACTUAL_POLICIES
@@ -57,17 +58,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(c, "debrief") for c in CAUSE_LABELS.values()]
     texts += [(t, "objective") for t in LABELS.values()]
     texts += [(t, "debrief") for t in HEADLINES.values()]
-    texts += [
-        (p, "debrief")
-        for p in (
-            "before the incident",
-            "incident, before any action",
-            "incident",
-            "after the first action, until recovery",
-            "after recovery",
-            "the whole run",
-        )
-    ]
+    texts += [(p, "debrief") for p in PHASE_NAMES]
     found: dict[str, list[tuple[str, int]]] = {}
     for text, origin in texts:
         found.setdefault(text, []).append((f"data:{origin}", 0))

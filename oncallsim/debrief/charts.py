@@ -69,7 +69,13 @@ def debrief_figure(
     line(2, [params.timeout_s * 1000.0] * len(timeline), "timeout", "#b91c1c", "dot")
     line(3, [r.burn_1h for r in timeline], "burn 1 h", "#b91c1c")
     line(3, [r.burn_5m for r in timeline], "burn 5 min", "#f97316", "dot")
-    line(3, [params.page_burn_threshold] * len(timeline), "page threshold 14.4×", "#111827", "dash")
+    line(
+        3,
+        [params.page_burn_threshold] * len(timeline),
+        f"page threshold {params.page_burn_threshold:g}×",
+        "#111827",
+        "dash",
+    )
     line(4, [100 * r.budget_left for r in timeline], "budget left", "#0f766e")
     line(5, [100 * r.cache_hit for r in timeline], "cache hit", "#0891b2")
     line(5, [100 * r.db_utilization for r in timeline], "DB utilization", "#a16207")

@@ -77,20 +77,32 @@ class Phase(BaseModel):
     budget_spent: float
 
 
+# The phases a run is cut into (their names are the translation catalog's message ids too).
+PHASE_NAMES = (
+    "before the incident",
+    "incident, before any action",
+    "incident",
+    "after the first action, until recovery",
+    "after recovery",
+    "the whole run",
+)
+BEFORE, INCIDENT_UNMITIGATED, INCIDENT, MITIGATED, RECOVERED, WHOLE_RUN = PHASE_NAMES
+
+
 def phases(timeline: Sequence[MinuteRecord], plan: RunPlan, params: Params, actions: Sequence[Action]) -> list[Phase]:
     """The run cut at the incident, the first mitigation and the recovery; budget spent in each."""
     start = incident_start(plan, timeline)
     end = len(timeline)
     if start is None:
-        cuts = [(0, "the whole run")]
+        cuts = [(0, WHOLE_RUN)]
     else:
         mitigation = first_mitigation(actions, start)
         recovered = recovery_minute(timeline, start, params)
-        cuts = [(0, "before the incident"), (start, "incident, before any action" if mitigation else "incident")]
+        cuts = [(0, BEFORE), (start, INCIDENT_UNMITIGATED if mitigation else INCIDENT)]
         if mitigation is not None and (recovered is None or mitigation < recovered):
-            cuts.append((mitigation, "after the first action, until recovery"))
+            cuts.append((mitigation, MITIGATED))
         if recovered is not None:
-            cuts.append((recovered, "after recovery"))
+            cuts.append((recovered, RECOVERED))
     out: list[Phase] = []
     for i, (begin, name) in enumerate(cuts):
         stop = cuts[i + 1][0] if i + 1 < len(cuts) else end

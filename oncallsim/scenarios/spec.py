@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from oncallsim.model import Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
+from oncallsim.model.plan import MAX_RUN_MINUTES
 
 __all__ = ["SCHEMA_VERSION", "DeployEvent", "FlushEvent", "Scenario", "SurgeEvent", "parse_clock"]
 
@@ -198,7 +199,7 @@ class Scenario(_Strict):
     summary: str = Field(min_length=1, description="one line for lists")
     briefing: str = Field(min_length=1, description="what the player is told at the start")
     start: Clock
-    minutes: int = Field(ge=1, le=7 * 1440)
+    minutes: int = Field(ge=1, le=MAX_RUN_MINUTES)
     budget_start: float = Field(default=1.0, gt=0.0, le=1.0, description="error budget left at the start")
     params: dict[str, float] = Field(default_factory=dict, description="overrides of model parameters")
     controls: dict[str, Any] = Field(default_factory=dict, description="the controls at the start")

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
+from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.registry import registered_scenario, scenario_from_text
 from oncallsim.scenarios.spec import Scenario
@@ -63,7 +64,7 @@ class NewRun(_Body):
     seed: StrictInt | None = Field(default=None, ge=0, le=MAX_SEED, description="random when omitted")
     speed: StrictInt = Field(default=4, description="simulated minutes per second: 1, 2, 4, 8 or 16")
     clock: StrictStr | None = Field(default=None, max_length=5, description="start at HH:MM")
-    minutes: StrictInt | None = Field(default=None, ge=1, le=7 * 1440)
+    minutes: StrictInt | None = Field(default=None, ge=1, le=MAX_RUN_MINUTES)
     overrides: dict[
         Annotated[str, Field(max_length=64)], Number | StrictBool | Annotated[str, Field(max_length=64)]
     ] = Field(default_factory=dict, max_length=64, description="parameters and opening controls, NAME: VALUE")

@@ -39,7 +39,7 @@
         ["burn_1h", t("series.burn_1h"), "#b91c1c", "solid"],
         ["burn_5m", t("series.burn_5m"), "#f97316", "dot"],
       ],
-      lines: [[pageBurn, t("series.page_threshold"), "#111827"]],
+      lines: [[pageBurn, t("series.page_threshold", { x: pageBurn }), "#111827"]],
     },
     "chart-budget": {
       title: t("chart.budget"),
