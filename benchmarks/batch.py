@@ -87,7 +87,7 @@ def worker_shares(scenario: str, runs: int, policy: str) -> dict[str, float]:
         b = time.perf_counter()
         batch.step(actions)
         c = time.perf_counter()
-        acc.add(t, batch.feed)
+        acc.add(t, batch.last)
         times["policy"] += b - a
         times["BatchRun.step"] += c - b
         times["outcome accumulator"] += time.perf_counter() - c

@@ -95,19 +95,20 @@ def params() -> None:
     out.print(controls)
 
 
-TABLE_COLUMNS: list[tuple[str, str, Callable[[MinuteRecord], str]]] = [
-    ("clock", "clock", lambda r: r.clock),
-    ("req/s", "requests", lambda r: f"{r.requests_per_s:.0f}"),
-    ("serving", "serving", lambda r: str(r.serving)),
-    ("booting", "booting", lambda r: str(r.booting)),
-    ("hit", "cache hit", lambda r: f"{r.cache_hit:.0%}"),
-    ("DB", "DB utilization", lambda r: f"{r.db_utilization:.0%}"),
-    ("p99", "p99 latency", lambda r: f"{r.p99_ms:.0f} ms"),
-    ("errors", "error rate", lambda r: f"{r.error_rate:.2%}"),
-    ("burn 1h", "burn rate 1 h", lambda r: f"{r.burn_1h:.1f}×"),
-    ("budget", "error budget left", lambda r: f"{r.budget_left:.1%}"),
-    ("$/h", "fleet cost", lambda r: f"{r.cost_per_hour:.2f}"),
-    ("events", "events", lambda r: "; ".join(r.events)),
+# The table's columns: (header, how to show a record's value).
+TABLE_COLUMNS: list[tuple[str, Callable[[MinuteRecord], str]]] = [
+    ("clock", lambda r: r.clock),
+    ("req/s", lambda r: f"{r.requests_per_s:.0f}"),
+    ("serving", lambda r: str(r.serving)),
+    ("booting", lambda r: str(r.booting)),
+    ("hit", lambda r: f"{r.cache_hit:.0%}"),
+    ("DB", lambda r: f"{r.db_utilization:.0%}"),
+    ("p99", lambda r: f"{r.p99_ms:.0f} ms"),
+    ("errors", lambda r: f"{r.error_rate:.2%}"),
+    ("burn 1h", lambda r: f"{r.burn_1h:.1f}×"),
+    ("budget", lambda r: f"{r.budget_left:.1%}"),
+    ("$/h", lambda r: f"{r.cost_per_hour:.2f}"),
+    ("events", lambda r: "; ".join(r.events)),
 ]
 
 
@@ -122,11 +123,11 @@ def write_records(records: list[MinuteRecord], fmt: Format, stream: TextIO) -> N
             writer.writerow(r.to_row())
     else:
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for short, _, _ in TABLE_COLUMNS:
+        for short, _ in TABLE_COLUMNS:
             last = short == "events"
             table.add_column(short, justify="left" if short in ("clock", "events") else "right", no_wrap=not last)
         for r in records:
-            table.add_row(*(fn(r) for _, _, fn in TABLE_COLUMNS), style="red" if r.page_firing else None)
+            table.add_row(*(fn(r) for _, fn in TABLE_COLUMNS), style="red" if r.page_firing else None)
         tty = hasattr(stream, "isatty") and stream.isatty()
         Console(file=stream, highlight=False, width=None if tty else 160).print(table)
 

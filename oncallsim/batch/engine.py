@@ -143,7 +143,7 @@ class BatchRun:
             for j, f in enumerate(NUMERIC_FIELDS)
         }
         self.columns.write(t, (self.clock_start + t) % 1440, events, self.slots, **minute)
-        self.last = self.feed = minute
+        self.last = minute
         self.request_history = [*self.request_history[-3:], self.values[REC.requests_per_s].copy()]
         self.t = t + 1
 

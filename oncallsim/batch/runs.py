@@ -61,7 +61,8 @@ def run_seeds(
         while not batch.done:
             t = batch.t
             batch.step(vector.decide(batch))
-            acc.add(t, batch.feed)
+            assert batch.last is not None  # a minute was just computed
+            acc.add(t, batch.last)
         starts = [scenario_incident_start(plan, batch.length) for plan in batch.plans]
         outcomes = acc.finish(starts, [[a.minute for a in log] for log in batch.actions])
     else:

@@ -97,7 +97,8 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
                 todo.setdefault(int(i), []).append((button, None))
         before = batch.state[:, ST.budget_left].copy()
         batch.step(todo)
-        f = batch.feed
+        f = batch.last
+        assert f is not None  # a minute was just computed
         reward = minute_reward(
             before, f["budget_left"], f["cost_per_hour"], f["p99_ms"], f["shed_per_s"], self.latency_target_ms
         )
