@@ -86,6 +86,25 @@ def sweep(
                 bar.update(job, completed=done, total=total, rate=f"{done / elapsed:,.0f}")
 
             rows = sweeping.sweep(spec, executor, out_path, resume=resume, progress=progress)
+        console.print(f"{rows} rows in {out_path}")
+        summary = sweeping.aggregate(out_path, list(spec.grid))
+        table = Table(title="Summary per grid point (p10 / p50 / p90)")
+        for name in spec.grid:
+            table.add_column(name)
+        for col in ("runs", "budget spent", "cost $", "worst p99 ms", "all objectives met"):
+            table.add_column(col, justify="right")
+        for s in summary:
+            table.add_row(
+                *(str(s[n]) for n in spec.grid),
+                str(s["runs"]),
+                " / ".join(f"{s[f'budget_spent_p{q}']:.2%}" for q in (10, 50, 90)),
+                " / ".join(f"{s[f'cost_p{q}']:.2f}" for q in (10, 50, 90)),
+                " / ".join(f"{s[f'worst_p99_ms_p{q}']:.0f}" for q in (10, 50, 90)),
+                f"{s['passed_share']:.0%}",
+            )
+        console.print(table)
+        if html is not None:
+            write_whole(html, sweeping.distribution_html(out_path, list(spec.grid), f"oncallsim sweep: {scenario}"))
     except KeyboardInterrupt:
         code = 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
         kept_rows = sweeping.rows_in(out_path)
@@ -98,22 +117,3 @@ def sweep(
             signal.signal(signal.SIGTERM, previous)
         if isinstance(executor, sweeping.DaskExecutor):
             executor.close()
-    console.print(f"{rows} rows in {out_path}")
-    summary = sweeping.aggregate(out_path, list(spec.grid))
-    table = Table(title="Summary per grid point (p10 / p50 / p90)")
-    for name in spec.grid:
-        table.add_column(name)
-    for col in ("runs", "budget spent", "cost $", "worst p99 ms", "all objectives met"):
-        table.add_column(col, justify="right")
-    for s in summary:
-        table.add_row(
-            *(str(s[n]) for n in spec.grid),
-            str(s["runs"]),
-            " / ".join(f"{s[f'budget_spent_p{q}']:.2%}" for q in (10, 50, 90)),
-            " / ".join(f"{s[f'cost_p{q}']:.2f}" for q in (10, 50, 90)),
-            " / ".join(f"{s[f'worst_p99_ms_p{q}']:.0f}" for q in (10, 50, 90)),
-            f"{s['passed_share']:.0%}",
-        )
-    console.print(table)
-    if html is not None:
-        write_whole(html, sweeping.distribution_html(out_path, list(spec.grid), f"oncallsim sweep: {scenario}"))

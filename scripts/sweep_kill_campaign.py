@@ -80,12 +80,15 @@ def interrupt(out: Path, args: argparse.Namespace, rng: random.Random, resume: b
         time.sleep(0.005)
     before = part_names(out)
     signum = rng.choice(SIGNALS)
-    if process.poll() is None:
+    sent = process.poll() is None
+    if sent:
         process.send_signal(signum)
         tally[f"signal {signal.Signals(signum).name}"] += 1
     else:
         tally["finished before the signal"] += 1
     _, err = process.communicate(timeout=120)
+    if sent and process.returncode == 0:
+        tally["exit 0 after a signal (the sweep had just ended, or the stop was lost)"] += 1
     if process.returncode not in (0, EXPECTED_CODE[signum]):
         tally["unexpected exit code"] += 1
         print(f"  exit code {process.returncode}: {err.strip()[-400:]}", flush=True)

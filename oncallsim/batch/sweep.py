@@ -15,6 +15,7 @@ elsewhere); no multiprocessing resource tracker is started.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -324,7 +325,9 @@ class LocalExecutor:
         pool: list[_Worker] = []
         busy: dict[Any, _Worker] = {}
         try:
-            pool.extend(_Worker(self.start) for _ in first)
+            with _signals_held():  # a Ctrl-C or SIGTERM now waits until every worker is started and known
+                for _ in first:
+                    pool.append(_Worker(self.start))
             for worker, task in zip(pool, first, strict=True):
                 worker.send(task)
                 busy[worker.rx] = worker
@@ -380,6 +383,23 @@ _WORKER_CODE = (
 
 
 _FORK_OK = sys.platform.startswith("linux")
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (they stay pending, then arrive as usual): a stop raised in the middle of starting a
+    worker would leave it unknown to the pool, or be swallowed by the interpreter's fork hooks."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 _PARENT_ENDS: set[int] = set()  # this process's ends of its workers' pipes (a forked worker closes its copies)
 
 
@@ -466,6 +486,7 @@ def _fork_worker(task_r: int, task_w: int, result_r: int, result_w: int) -> int:
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
         os.close(task_w)
         os.close(result_r)
         for fd in _PARENT_ENDS:  # the other workers' pipes: theirs to close, not ours to hold open
@@ -488,6 +509,7 @@ def _worker_main() -> None:
     parent = int(sys.argv[1])
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # held by the parent while it started us
     rx = Connection(os.dup(0), writable=False)
     tx = Connection(os.dup(1), readable=False)
     os.dup2(2, 1)  # stray prints go to stderr, never into the result pipe
