@@ -291,6 +291,36 @@ def test_fuzz_cli_never_prints_a_traceback(tmp_path_factory: pytest.TempPathFact
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
 
 
+@FUZZ
+@given(
+    command=st.sampled_from(["debrief", "scenarios", "serve"]),
+    args=st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    *("/dev/zero", "/etc/passwd", "/nonexistent.json", "--show", "surge", "--html", "--json"),
+                    *("--port", "0", "70000", "-1", "--token", "short", "--host", "--allow-host", "x" * 300),
+                ]
+            ),
+            st.text(alphabet=string.printable, max_size=12),
+        ),
+        max_size=4,
+    ),
+)
+def test_fuzz_other_commands_never_print_a_traceback(command: str, args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    if command == "serve":
+        args = [*args, "--port", "0"]  # never start a server here: only its refusals are fuzzed
+    COUNTS["cli"] += 1
+    result = CliRunner().invoke(app, [command, *args])
+    assert result.exit_code in (0, 1, 2), result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+
+
 def test_a_run_file_naming_a_device_does_not_grow_the_cli(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -336,3 +336,15 @@ def test_no_docs_ui_from_a_cdn_but_the_schema_is_there(client: TestClient) -> No
     assert "NewRun" in schema["components"]["schemas"] and "ActionBody" in schema["components"]["schemas"]
     for path in ("/", "/model", "/runs"):
         assert not re.search(r"(src|href)=\"https?://", client.get(path).text), path
+
+
+@pytest.mark.parametrize(
+    ("args", "field"), [(["--port", "0"], "--port"), (["--port", "70000"], "--port"), (["--token", "short"], "--token")]
+)
+def test_serve_refuses_bad_options_in_one_line(args: list[str], field: str) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    result = CliRunner().invoke(app, ["serve", *args])
+    assert result.exit_code == 2 and field in result.output and "Traceback" not in result.output
