@@ -348,3 +348,16 @@ def test_serve_refuses_bad_options_in_one_line(args: list[str], field: str) -> N
 
     result = CliRunner().invoke(app, ["serve", *args])
     assert result.exit_code == 2 and field in result.output and "Traceback" not in result.output
+
+
+def test_hostile_input_echoed_in_error_pages_is_escaped(client: TestClient) -> None:
+    pages = [
+        client.post("/runs", data={"scenario": HOSTILE, "seed": HOSTILE}, headers=SAME),
+        client.post("/runs", data={"scenario": "surge", "speed": HOSTILE}, headers=SAME),
+        client.get("/play", params={"scenario": HOSTILE, "seed": "1"}),
+        client.get("/runs/" + "%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
+        client.post("/runs/import", files={"file": (HOSTILE, b"{" + HOSTILE.encode())}, headers=SAME),
+    ]
+    for page in pages:
+        assert page.status_code in (404, 422), page.text[:200]
+        assert "<script>alert(1)" not in page.text and "<img src=x" not in page.text
