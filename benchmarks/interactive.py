@@ -36,38 +36,74 @@ def bare_erlang_c(a: float, n: int) -> float:
 
 
 def bare_day(minutes: int = 1440) -> float:
-    """The peer: the minute's formulas as one plain Python loop (the free-play day's steady path)."""
-    warm, budget, cost, window, total = 1.0, 1.0, 0.0, [0.0] * 60, 0.0
-    state = 12345
+    """The peer: every formula of the free-play minute as one plain Python loop, with nothing around it.
+
+    mulberry32 and Box–Muller noise, the diurnal curve, shedding, the cache, the database, the service time,
+    Erlang C with the waiting tail and p99, errors by cause, the burn windows, the budget and the page, the
+    cost, the cache refill, the boot countdown and the target-tracking autoscaler: no records, no events, no
+    validation, no state objects. "A day through Simulation no slower than this" is the target.
+    """
+    mask = 0xFFFFFFFF
+    state = 1
+    warm, budget, cost, window, firing = 1.0, 1.0, 0.0, [0.0] * 60, False
+    serving, booting, quiet, floor, target = 10, [0, 0, 0, 0], 0, 10, 0.6
+    total = 0.0
+
+    def uniform() -> float:
+        nonlocal state
+        state = t = (state + 0x6D2B79F5) & mask
+        t = ((t ^ (t >> 15)) * (t | 1)) & mask
+        t ^= (t + (t ^ (t >> 7)) * (t | 61)) & mask
+        return (t ^ (t >> 14)) / 4294967296.0
+
     for t in range(minutes):
         expected = 1000.0 * (1.0 + 0.25 * math.sin(2.0 * math.pi * (t + 480 - 360.0) / 1440.0))
-        state = (state * 1103515245 + 12345) & 0x7FFFFFFF
-        u1, u2 = 1.0 - state / 2147483648.0, ((state * 69069) & 0x7FFFFFFF) / 2147483648.0
+        u1, u2 = 1.0 - uniform(), uniform()
         radius, angle = math.sqrt(-2.0 * math.log(u1)), 2.0 * math.pi * u2
-        count = 60.0 * expected + math.sqrt(60.0 * expected) * radius * math.cos(angle)
-        admitted = max(0.0, count * (1.0 + 0.02 * radius * math.sin(angle))) / 60.0
+        per_minute = 60.0 * expected
+        count = (per_minute + math.sqrt(per_minute) * radius * math.cos(angle)) * (
+            1.0 + 0.02 * radius * math.sin(angle)
+        )
+        admitted = max(0.0, count) / 60.0 * (1.0 - 0.3 * 0.0)
         rt = admitted / 20000.0 * 60.0
         hit = warm * rt / (1.0 + rt)
         demand = admitted * 3.0 * (1.0 - hit)
         rho = demand / 4000.0
         query_ms = 250.0 if rho >= 1.0 else min(250.0, 5.0 / (1.0 - rho))
-        service_s = (70.0 + (1.0 - hit) * 3.0 * query_ms) / 1000.0
-        servers = 160
+        service_s = (70.0 * (1.0 + 0.25 * 0.0) + (1.0 - hit) * 3.0 * query_ms) / 1000.0
+        servers = serving * 16
         a = admitted * service_s
         if a >= servers:
-            overload, timeout, p99 = 1.0 - servers / a, 0.0, 2.0
+            overload, timeout, p99, utilization = 1.0 - servers / a, 0.0, 2.0, 1.0
         else:
             c = bare_erlang_c(a, servers)
             drain = servers / service_s - admitted
-            overload, timeout = 0.0, c * math.exp(-drain * 2.0)
+            overload, timeout, utilization = 0.0, c * math.exp(-drain * 2.0), a / servers
             p99 = min(2.0, service_s * math.log(100.0) + (math.log(c / 0.01) / drain if c > 0.01 else 0.0))
-        error_rate = overload + (1.0 - overload) * timeout
-        window = [*window[1:], error_rate]
-        burn_1h, burn_5m = sum(window) / 60.0 / 0.001, sum(window[-5:]) / 5.0 / 0.001
-        budget -= error_rate / 0.001 / 43200.0
-        cost += 0.4 * 10 / 60.0
-        warm = min(1.0, warm + (1.0 - warm) * (1.0 - math.exp(-1.0 / 30.0)) * min(1.0, 4000.0 / max(demand, 1e-9)))
-        total += burn_1h + burn_5m + p99 + budget + cost
+        e_timeout = (1.0 - overload) * timeout
+        e_bad = (1.0 - overload) * (1.0 - timeout) * 0.05 * 0.0
+        error_rate = overload + e_timeout + e_bad
+        window = [*window[1:], error_rate] if t else [error_rate] * 60
+        burn_1h, burn_5m = sum(window) / 60 / 0.001, sum(window[-5:]) / 5 / 0.001
+        budget -= error_rate / 0.001 / 43200
+        firing = burn_5m >= 14.4 if firing else (burn_1h >= 14.4 and burn_5m >= 14.4)
+        cost += 0.4 * (serving + sum(booting)) / 60.0
+        f_db = 1.0 if demand <= 4000.0 else 4000.0 / demand
+        warm = min(1.0, warm + (1.0 - warm) * (1.0 - math.exp(-1.0 / 30.0)) * f_db)
+        serving, booting = serving + booting[1], [0, booting[2], booting[3], 0]
+        desired = min(40, max(floor, math.ceil(serving * utilization / target - 1e-9)))
+        size = serving + sum(booting)
+        if desired > size and not any(booting):
+            booting[3] += desired - size
+            quiet = 0
+        elif desired < size:
+            quiet += 1
+            if quiet >= 10:
+                serving -= min(size - desired, max(1, math.floor(0.2 * size)), serving)
+                quiet = 0
+        else:
+            quiet = 0
+        total += burn_1h + p99 + budget + cost + firing
     return total
 
 

@@ -16,7 +16,7 @@ from oncallsim.model.plan import RunPlan
 from oncallsim.model.record import MinuteRecord
 from oncallsim.model.rng import Mulberry32
 from oncallsim.model.state import State, initial_state
-from oncallsim.model.step import step
+from oncallsim.model.step import advance
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine"]
 
@@ -29,7 +29,9 @@ class Engine(Protocol):
 
     def step(
         self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
-    ) -> tuple[State, MinuteRecord]: ...
+    ) -> tuple[State, MinuteRecord]:
+        """The next minute; ``state`` may be reused for the next state (the caller drops it)."""
+        ...
 
 
 class MinuteEngine:
@@ -44,7 +46,7 @@ class MinuteEngine:
     def step(
         self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
     ) -> tuple[State, MinuteRecord]:
-        return step(state, actions, rng, params)
+        return advance(state, actions, rng, params)
 
 
 ENGINES: dict[str, Engine] = {"minute": MinuteEngine()}

@@ -26,7 +26,7 @@ from oncallsim.model.rng import normal_pair_k
 from oncallsim.model.slo import burn, page_state, push_window, split_errors
 from oncallsim.model.traffic import diurnal_rate, noisy_rate, surge_factor
 
-__all__ = ["DEPLOY", "FLUSH", "NO_SURGE", "minute", "minute_runs"]
+__all__ = ["DEPLOY", "FLUSH", "NO_SURGE", "drawn_minute", "minute", "minute_runs"]
 
 DEPLOY = 1  # plan flag: a deploy starts this minute
 FLUSH = 2  # plan flag: the cache is flushed this minute
@@ -207,6 +207,32 @@ def minute(
 
 
 @compiled
+def drawn_minute(
+    p: Any,
+    t: int,
+    clock_start: int,
+    flags: int,
+    surge: Any,
+    rng_state: int,
+    noisy: bool,
+    st: Any,
+    boot: Any,
+    win: Any,
+    rec: Any,
+    evs: Any,
+    ln_factorial: Any,
+) -> tuple[int, int]:
+    """``minute`` with its draws: one Box–Muller pair from the run's mulberry32 when noise is on (the model's
+    only draw during a run). Returns (events set, the generator's next state)."""
+    z_count = 0.0
+    z_scale = 0.0
+    if noisy:
+        rng_state, z_count, z_scale = normal_pair_k(rng_state)
+    happened = minute(p, t, clock_start, flags, surge, z_count, z_scale, noisy, st, boot, win, rec, evs, ln_factorial)
+    return happened, rng_state
+
+
+@compiled
 def minute_runs(
     p: Any,
     t: int,
@@ -222,14 +248,10 @@ def minute_runs(
     evs: Any,
     ln_factorial: Any,
 ) -> None:
-    """``minute`` for every run of a batch: row i of the state arrays is run i; ``rec`` is field-major (column i
-    is run i's record), so that each field is one contiguous row for the columns and the policies."""
+    """``drawn_minute`` for every run of a batch: row i of the state arrays is run i; ``rec`` is field-major
+    (column i is run i's record), so that each field is one contiguous row for the columns and the policies."""
     for i in range(st.shape[0]):
-        z_count = 0.0
-        z_scale = 0.0
-        if noisy:
-            rng_states[i], z_count, z_scale = normal_pair_k(rng_states[i])
-        minute(
-            p, t, clock_start, flags, surges[i], z_count, z_scale, noisy, st[i], boot[i], win[i], rec[:, i], evs[i],
+        _, rng_states[i] = drawn_minute(
+            p, t, clock_start, flags, surges[i], rng_states[i], noisy, st[i], boot[i], win[i], rec[:, i], evs[i],
             ln_factorial,
         )  # fmt: skip

@@ -13,7 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.controls import SETTINGS, Controls
-from oncallsim.model.fields import ST
+from oncallsim.model.events import KERNEL_EVENTS
+from oncallsim.model.fields import NUMERIC_FIELDS, ST
 from oncallsim.model.fleet import Fleet
 from oncallsim.model.kernel import kernel_params, lgamma_table
 from oncallsim.model.params import Params
@@ -30,6 +31,8 @@ class KernelInputs(NamedTuple):
     ln_factorial: npt.NDArray[np.float64]
     flags: npt.NDArray[np.int64]  # per minute: DEPLOY | FLUSH
     surge: tuple[float, float, float, float]
+    values: npt.NDArray[np.float64]  # scratch: the minute's record vector (read out at once)
+    slots: npt.NDArray[np.int64]  # scratch: the minute's event counts
 
 
 def kernel_inputs(plan: RunPlan, params: Params) -> KernelInputs:
@@ -42,7 +45,9 @@ def kernel_inputs(plan: RunPlan, params: Params) -> KernelInputs:
             flags[m] |= FLUSH
     surge = surge_of(plan)
     table = lgamma_table(params.max_fleet * params.workers_per_instance)
-    return KernelInputs(kernel_params(params), table, flags, surge)
+    values = np.empty(len(NUMERIC_FIELDS))
+    slots = np.empty(len(KERNEL_EVENTS), dtype=np.int64)
+    return KernelInputs(kernel_params(params), table, flags, surge, values, slots)
 
 
 def surge_of(plan: RunPlan) -> tuple[float, float, float, float]:

@@ -15,15 +15,15 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.controls import apply_to_vector, coerce_control_value
-from oncallsim.model.events import KERNEL_EVENTS, Event, from_slots
+from oncallsim.model.events import Event, from_slots
 from oncallsim.model.fields import NUMERIC_FIELDS
 from oncallsim.model.params import Params
 from oncallsim.model.record import MinuteRecord
 from oncallsim.model.rng import Mulberry32
-from oncallsim.model.stages import minute
+from oncallsim.model.stages import drawn_minute
 from oncallsim.model.state import State
 
-__all__ = ["apply_actions", "make_record", "step"]
+__all__ = ["advance", "apply_actions", "make_record", "step"]
 
 _new_record = tuple.__new__  # a named tuple from a ready tuple, without binding 46 arguments
 _INTS = tuple(i for i, f in enumerate(NUMERIC_FIELDS) if f.dtype == "int")
@@ -55,19 +55,28 @@ def step(
 ) -> tuple[State, MinuteRecord]:
     """Compute minute ``state.minute`` and advance. ``rng=None`` runs without traffic noise.
 
-    ``actions`` must be validated already (``Simulation`` does it at the edge).
+    ``actions`` must be validated already (``Simulation`` does it at the edge). Pure: ``state`` is left as it
+    was (its arrays are copied); ``advance`` is the same minute for a caller that drops the old state.
     """
-    vec, boot, window = state.vec.copy(), state.boot.copy(), state.window.copy()
+    own = state._replace(vec=state.vec.copy(), boot=state.boot.copy(), window=state.window.copy())
+    return advance(own, actions, rng, params)
+
+
+def advance(
+    state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
+) -> tuple[State, MinuteRecord]:
+    """``step`` that reuses ``state``'s arrays for the next state: the caller must not use ``state`` again."""
+    vec, boot, window = state.vec, state.boot, state.window
     events: list[Event] = apply_to_vector(vec, boot, actions, params) if actions else []
-    z_count, z_scale = rng.normal_pair() if rng is not None else (0.0, 0.0)
     t = state.minute
     k = state.kernel
-    values = np.empty(len(NUMERIC_FIELDS))
-    slots = np.empty(len(KERNEL_EVENTS), dtype=np.int64)
-    happened = minute(
-        k.params, t, state.plan.clock_start_min, int(k.flags[t]), k.surge, z_count, z_scale, rng is not None,
-        vec, boot, window, values, slots, k.ln_factorial,
+    values, slots = k.values, k.slots
+    happened, rng_state = drawn_minute(
+        k.params, t, state.plan.clock_start_min, int(k.flags[t]), k.surge, rng.state if rng is not None else 0,
+        rng is not None, vec, boot, window, values, slots, k.ln_factorial,
     )  # fmt: skip
+    if rng is not None:
+        rng.state = rng_state
     if happened:
         events.extend(from_slots(slots.tolist()))
     record = make_record(t, state.plan.clock(t), values, events)
