@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,12 +147,20 @@ def test_cache_flush_feature_off_lowers_db_utilization(server: str) -> None:
 def test_keyboard_space_pauses_and_s_steps(server: str) -> None:
     with chromium_page() as page:
         watch = Watch(page)
-        start(page, server, "Free play", seed=2, speed=2)
+        run_id = start(page, server, "Free play", seed=2, speed=2)
         page.wait_for_function("() => Number(document.querySelector('main.console').dataset.records) >= 1")
         page.locator("body").click(position={"x": 5, "y": 300})
         page.keyboard.press("Space")
         page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
-        count = int(page.locator("main.console").get_attribute("data-records") or "0")
+        # the page shows "paused" as soon as it is asked; a minute already on its way may still arrive: count
+        # once the page holds every minute the paused server computed
+        snapshot = api(server, f"/api/runs/{run_id}")
+        deadline = time.monotonic() + 30
+        while not snapshot["state"]["paused"]:  # a condition with a deadline: the server applied the pause
+            assert time.monotonic() < deadline, "the server never paused"
+            snapshot = api(server, f"/api/runs/{run_id}")
+        count = len(snapshot["records"])
+        page.wait_for_function("(n) => Number(document.querySelector('main.console').dataset.records) === n", arg=count)
         page.keyboard.press("s")
         page.wait_for_function(
             "(n) => Number(document.querySelector('main.console').dataset.records) === n + 1", arg=count
