@@ -4,7 +4,7 @@ Each run has its own seed and its own mulberry32, so run i of a batch gives the 
 ``Simulation(scenario, seed=seeds[i], …)`` with the same actions or policy, bit for bit (tests/test_batch.py
 checks every field of every minute). There is no formula here: the minute is ``model.stages.minute_runs``,
 the compiled loop over runs of the scalar engine's own compiled minute; operator actions go through the
-control registry's effects on each run's row (``model.controls.apply_to_vector``). This module only holds
+control registry's compiled effects on each run's row (``model.effects.apply_runs``). This module only holds
 the runs' state as arrays (row i = run i) and collects what the minutes report.
 """
 

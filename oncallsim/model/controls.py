@@ -20,7 +20,6 @@ from oncallsim.model.effects import EFFECT_EVENTS, PRESS_ROLLBACK, PRESS_WARMUP,
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event
 from oncallsim.model.fields import ST
-from oncallsim.model.kernel import kernel_params
 from oncallsim.model.placeholders import fill
 
 __all__ = [
@@ -289,11 +288,10 @@ def apply_to_vector(
     vec: npt.NDArray[np.float64],
     boot: npt.NDArray[np.int64],
     actions: Iterable[tuple[str, Any]],
-    params: Any,
+    p: npt.NDArray[np.float64],
 ) -> list[Event]:
     """The operator's inputs, already validated, in the order given (MODEL.md §3a.1): each control's effect
-    on a run's state (both engines call this; the batch engine on the run's row)."""
-    p = kernel_params(params)
+    on a run's state (``p``: the parameters as compiled code reads them, ``kernel.kernel_params``)."""
     events: list[Event] = []
     for name, value in actions:
         spec = CONTROL_SPECS[name]

@@ -46,7 +46,7 @@ def apply_actions(state: State, actions: Iterable[tuple[str, Any]], params: Para
     if not actions:
         return state, []
     vec, boot = state.vec.copy(), state.boot.copy()
-    events = apply_to_vector(vec, boot, actions, params)
+    events = apply_to_vector(vec, boot, actions, state.kernel.params)
     return state._replace(vec=vec, boot=boot), events
 
 
@@ -67,7 +67,7 @@ def advance(
 ) -> tuple[State, MinuteRecord]:
     """``step`` that reuses ``state``'s arrays for the next state: the caller must not use ``state`` again."""
     vec, boot, window = state.vec, state.boot, state.window
-    events: list[Event] = apply_to_vector(vec, boot, actions, params) if actions else []
+    events: list[Event] = apply_to_vector(vec, boot, actions, state.kernel.params) if actions else []
     t = state.minute
     k = state.kernel
     values, slots = k.values, k.slots
