@@ -15,7 +15,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from oncallsim.cli_common import err, guarded, load_run_file, parse_sets, scenario_arg, stdout_console, write_whole
+from oncallsim.cli_common import (
+    err,
+    guarded,
+    load_run_file,
+    parse_sets,
+    read_actions_file,
+    scenario_arg,
+    stdout_console,
+    write_whole,
+)
 from oncallsim.cli_debrief import make_debrief, print_debrief
 from oncallsim.debrief.html import render_html
 from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, DEFAULT_PARAMS, InvalidInput, MinuteRecord, param_info
@@ -150,7 +159,7 @@ def run(
 ) -> None:
     """Run a scenario headless and print its minute records."""
     overrides = parse_sets(set_ or [])
-    action_list = load_actions(actions) if actions is not None else []
+    action_list = load_actions(read_actions_file(actions)) if actions is not None else []
     player = load_policy(policy) if policy is not None else None
     sim = Simulation(
         scenario_arg(scenario), seed=seed, overrides=overrides, noise=not no_noise, minutes=minutes, clock=clock

@@ -361,3 +361,16 @@ def test_hostile_input_echoed_in_error_pages_is_escaped(client: TestClient) -> N
     for page in pages:
         assert page.status_code in (404, 422), page.text[:200]
         assert "<script>alert(1)" not in page.text and "<img src=x" not in page.text
+
+
+def test_cli_actions_file_is_bounded_and_never_a_device(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    device = CliRunner().invoke(app, ["run", "surge", "--minutes", "2", "--actions", "/dev/zero"])
+    assert device.exit_code == 2 and "not a regular file" in device.output
+    big = tmp_path / "big.json"
+    big.write_text("[" + " " * (5 * 1024 * 1024) + "]")
+    too_big = CliRunner().invoke(app, ["run", "surge", "--minutes", "2", "--actions", str(big)])
+    assert too_big.exit_code == 2 and "at most" in too_big.output
