@@ -20,7 +20,6 @@ from oncallsim.cli_common import (
     guarded,
     load_run_file,
     parse_sets,
-    read_actions_file,
     scenario_arg,
     stdout_console,
     write_whole,
@@ -159,7 +158,7 @@ def run(
 ) -> None:
     """Run a scenario headless and print its minute records."""
     overrides = parse_sets(set_ or [])
-    action_list = load_actions(read_actions_file(actions)) if actions is not None else []
+    action_list = load_actions(actions) if actions is not None else []
     player = load_policy(policy) if policy is not None else None
     sim = Simulation(
         scenario_arg(scenario), seed=seed, overrides=overrides, noise=not no_noise, minutes=minutes, clock=clock

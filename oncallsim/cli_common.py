@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from oncallsim.model import InvalidInput
-from oncallsim.store.runfiles import MAX_RUN_FILE_BYTES, parse_run_file_bytes
+from oncallsim.simulation import RunFile
 from oncallsim.validation import invalid_input
 
 __all__ = [
@@ -24,8 +24,6 @@ __all__ = [
     "guarded",
     "load_run_file",
     "parse_sets",
-    "read_actions_file",
-    "read_bounded",
     "scenario_arg",
     "stdout_console",
     "write_whole",
@@ -95,39 +93,9 @@ def scenario_arg(text: str) -> str | Path:
     return text  # an unknown id: the core refuses it naming the known ones
 
 
-def read_bounded(path: Path, what: str, limit: int = MAX_RUN_FILE_BYTES) -> bytes:
-    """A file the user named: a regular file (not /dev/zero, not a FIFO), read up to ``limit`` + 1 bytes."""
-    import os
-    import stat
-
-    try:
-        with path.open("rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise InvalidInput(str(path), "not a regular file")
-            return handle.read(limit + 1)
-    except OSError as exc:
-        raise InvalidInput(str(path), f"cannot read the {what}: {exc.strerror}") from None
-
-
-def load_run_file(path: Path) -> Any:
-    """A run file named on the command line: a regular file of at most MAX_RUN_FILE_BYTES, parsed in memory."""
-    return parse_run_file_bytes(read_bounded(path, "run file"), str(path))
-
-
-def read_actions_file(path: Path) -> list[Any]:
-    """An actions file named with --actions: bounded like a run file, a JSON list (checked by load_actions)."""
-    import json
-
-    data = read_bounded(path, "actions file")
-    if len(data) > MAX_RUN_FILE_BYTES:
-        raise InvalidInput(str(path), f"an actions file is at most {MAX_RUN_FILE_BYTES} bytes")
-    try:
-        items = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidInput(str(path), f"not valid JSON: {str(exc).splitlines()[0][:200]}") from None
-    if not isinstance(items, list):
-        raise InvalidInput(str(path), "must be a JSON list of {minute, control, value} objects")
-    return items
+def load_run_file(path: Path) -> RunFile:
+    """A run file named on the command line: a regular file of at most MAX_FILE_BYTES, parsed in memory."""
+    return RunFile.load(path)
 
 
 def write_whole(path: Path, text: str) -> None:

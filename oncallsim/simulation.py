@@ -29,9 +29,9 @@ from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
-from oncallsim.validation import invalid_input
+from oncallsim.validation import MAX_FILE_BYTES, decode_text, invalid_input, read_bounded
 
-__all__ = ["MAX_SEED", "Action", "RunFile", "Simulation", "load_actions", "split_overrides"]
+__all__ = ["MAX_RUN_FILE_ACTIONS", "MAX_SEED", "Action", "RunFile", "Simulation", "load_actions", "split_overrides"]
 
 MAX_SEED = 2**32 - 1
 RUN_FILE_FORMAT = "oncallsim-run"
@@ -73,16 +73,19 @@ def parse_action(item: Any, where: str = "action") -> Action:
 
 
 def load_actions(source: str | Path | list[Any]) -> list[Action]:
-    """An actions file: a JSON list of ``{"minute": m, "control": NAME, "value": V}`` (no value for buttons)."""
+    """An actions file: a JSON list of ``{"minute": m, "control": NAME, "value": V}`` (no value for buttons).
+
+    A path is read only if it is a regular file of at most ``MAX_FILE_BYTES``; the list is parsed in memory."""
     name = "actions"
     if not isinstance(source, list):
         name = str(source)
+        text = decode_text(read_bounded(Path(source), "actions file"), name)
         try:
-            source = json.loads(Path(source).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InvalidInput(name, f"cannot read the actions file: {exc.strerror}") from None
+            source = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidInput(name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        except (ValueError, RecursionError) as exc:  # 4,300-digit integers, nesting thousands deep
+            raise InvalidInput(name, f"not valid JSON: {str(exc).splitlines()[0][:200]}") from None
     if not isinstance(source, list):
         raise InvalidInput(name, "must be a JSON list of {minute, control, value} objects")
     actions = [parse_action(item, f"{name}[{i}]") for i, item in enumerate(source)]
@@ -306,30 +309,48 @@ class Simulation:
 
     @classmethod
     def replay(cls, run: RunFile | str | Path, until: int | None = None) -> Simulation:
-        """Rebuild a run from its file up to where it was played (or ``until``): the same timeline, bit for bit."""
+        """Rebuild a run from its file up to where it was played (or ``until``): the same timeline, bit for bit.
+
+        Refused rather than replayed to something else: ``played`` past the run's end, and an action after
+        ``played`` (it could never have been applied; an action at ``played`` is one logged, not yet applied)."""
         if not isinstance(run, RunFile):
             run = RunFile.load(run)
         sim = cls.from_run_file(run)
-        sim.run(load_actions(run.actions), until=run.played if until is None else until)
+        played = sim.length if run.played is None else run.played
+        if played > sim.length:
+            raise InvalidInput("played", f"must be from 0 to the run's length {sim.length}, got {played}")
+        actions = load_actions(run.actions)
+        late = [a for a in actions if a.minute > played or a.minute >= sim.length]
+        if late:
+            raise InvalidInput(
+                "actions",
+                f"an action at minute {late[0].minute} is after the {played} minutes played (run length {sim.length})",
+            )
+        sim.run(actions, until=played if until is None else until)
         return sim
 
 
-class RunFile(BaseModel):
-    """What it takes to rebuild a run exactly: the scenario, the model version, seed, overrides and actions."""
+MAX_RUN_FILE_ACTIONS = 20_000  # a day of a busy operator is a few hundred; this keeps a replay under a second
 
-    model_config = ConfigDict(extra="forbid")
+
+class RunFile(BaseModel):
+    """What it takes to rebuild a run exactly: the scenario, the model version, seed, overrides and actions.
+
+    Strictly typed and finite (``true`` is not a seed, ``"16"`` not a minute count, no NaN anywhere)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     format: str = RUN_FILE_FORMAT
-    scenario: str
+    scenario: str = Field(max_length=200)
     scenario_spec: dict[str, Any] | None = None
-    model_version: str
+    model_version: str = Field(max_length=50)
     seed: int = Field(ge=0, le=MAX_SEED)
-    overrides: dict[str, Any] = Field(default_factory=dict)
+    overrides: dict[str, float | int | bool | str] = Field(default_factory=dict)
     noise: bool = True
     minutes: int | None = None
     clock: str | None = None
     engine: str = Field(default=DEFAULT_ENGINE, description="the engine that computed the run (absent = minute)")
-    actions: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_RUN_FILE_ACTIONS)
     played: int | None = Field(default=None, ge=0, description="minutes computed; None = the whole run")
 
     def save(self, path: str | Path) -> None:
@@ -337,11 +358,15 @@ class RunFile(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> RunFile:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInput("run file", f"cannot read {path}: {exc.strerror}") from None
-        return cls.parse(text, str(path))
+        """A run file on disk: a regular file of at most ``MAX_FILE_BYTES``, parsed in memory."""
+        return cls.parse_bytes(read_bounded(Path(path), "run file"), str(path))
+
+    @classmethod
+    def parse_bytes(cls, data: bytes, source: str = "run file") -> RunFile:
+        """A run file sent as content (an upload): size-limited, UTF-8, parsed in memory."""
+        if len(data) > MAX_FILE_BYTES:
+            raise InvalidInput(source, f"a run file is at most {MAX_FILE_BYTES} bytes, got {len(data)}")
+        return cls.parse(decode_text(data, source), source)
 
     @classmethod
     def parse(cls, text: str, source: str = "run file") -> RunFile:
@@ -349,6 +374,10 @@ class RunFile(BaseModel):
             run = cls.model_validate_json(text)
         except ValidationError as exc:
             raise invalid_input(exc, source) from None
+        except RecursionError:
+            raise InvalidInput(source, "not valid JSON: nested too deeply") from None
+        except ValueError as exc:  # pydantic's JSON parser on absurd input (integers of thousands of digits)
+            raise InvalidInput(source, f"not a valid run file: {str(exc).splitlines()[0][:200]}") from None
         if run.format != RUN_FILE_FORMAT:
             raise InvalidInput(f"{source}: format", f"must be {RUN_FILE_FORMAT!r}, got {run.format!r}")
         if run.model_version != MODEL_VERSION:

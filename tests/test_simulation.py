@@ -173,3 +173,25 @@ def test_time_axis_labels_show_the_day_on_runs_longer_than_one() -> None:
     long.run(until=1500)
     assert axis_labels(long.timeline) == labels[:1500]
     assert axis_labels(long.timeline[:100]) == [time_label(480, m, False) for m in range(100)]
+
+
+def test_run_files_are_strict_and_replays_refuse_what_they_could_not_reproduce(tmp_path: Path) -> None:
+    sim = Simulation("bad-deploy", seed=4)
+    sim.run(until=20)
+    good = json.loads(sim.run_file().model_dump_json())
+    for changes, field in (
+        ({"seed": True}, "seed"),
+        ({"played": "20"}, "played"),
+        ({"overrides": {"hot_objects": float("nan")}}, "overrides"),
+        ({"actions": [{"minute": 25, "control": "rollback"}]}, "actions"),  # after the 20 minutes played
+        ({"played": 500}, "played"),  # past the run's end
+    ):
+        with pytest.raises(InvalidInput) as err:
+            Simulation.replay(RunFile.parse(json.dumps({**good, **changes})))
+        assert field in err.value.field, changes
+    pending = {**good, "actions": [{"minute": 20, "control": "rollback"}]}  # logged at 20, not yet applied
+    assert len(Simulation.replay(RunFile.parse(json.dumps(pending))).timeline) == 20
+    with pytest.raises(InvalidInput, match="not a regular file"):
+        RunFile.load("/dev/zero")
+    with pytest.raises(InvalidInput, match="not a regular file"):
+        load_actions("/dev/zero")

@@ -32,9 +32,9 @@ from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.registry import registered_scenario, scenario_from_text
 from oncallsim.scenarios.spec import Scenario
-from oncallsim.simulation import MAX_SEED, Simulation
-from oncallsim.store.runfiles import MAX_RUN_FILE_BYTES, parse_run_file_bytes, vet_run_file
-from oncallsim.validation import invalid_input
+from oncallsim.simulation import MAX_SEED, RunFile, Simulation
+from oncallsim.store.runfiles import vet_run_file
+from oncallsim.validation import MAX_FILE_BYTES, invalid_input
 from oncallsim.web.live import SPEEDS, LiveRun, RunManager, check_speed
 
 __all__ = ["InvalidInput", "NewRun", "router"]
@@ -127,9 +127,9 @@ async def get_live(request: Request | WebSocket, run_id: str) -> LiveRun:
 
 async def import_file(manager: RunManager, file: UploadFile) -> str:
     """A run file upload: content only (never a path), size-capped, vetted and replayed off the event loop."""
-    data = await file.read(MAX_RUN_FILE_BYTES + 1)
+    data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "run file")[:100]
-    run = parse_run_file_bytes(data, name)
+    run = RunFile.parse_bytes(data, name)
     sim = await asyncio.to_thread(vet_run_file, run, name)
     return await manager.import_run(sim)
 
