@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -41,15 +40,10 @@ def sweep(
 
     from oncallsim.batch import sweep as sweeping
 
-    stopped_by: list[int] = []
-
-    def stop(signum: int, _frame: object) -> None:  # SIGTERM stops the sweep as Ctrl-C does
-        stopped_by.append(signum)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
     executor: sweeping.LocalExecutor | sweeping.DaskExecutor | None = None
     console = stdout_console()
+    stops = sweeping.stop_on_signals()  # SIGTERM stops the sweep as Ctrl-C does
+    stopped_by = stops.__enter__()
     try:
         spec = sweeping.SweepSpec(
             scenario,
@@ -113,7 +107,6 @@ def sweep(
         err.print(f"interrupted: {where}; --resume continues", soft_wrap=True)
         raise typer.Exit(code) from None
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        stops.__exit__(None, None, None)
         if isinstance(executor, sweeping.DaskExecutor):
             executor.close()

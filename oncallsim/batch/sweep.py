@@ -53,6 +53,7 @@ __all__ = [
     "parse_grid",
     "plan_sweep",
     "run_task",
+    "stop_on_signals",
     "sweep",
 ]
 
@@ -386,21 +387,58 @@ _FORK_OK = sys.platform.startswith("linux")
 _STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
+@dataclass
+class _Stops:
+    received: list[int] = field(default_factory=list)
+    held: int = 0
+    pending: bool = False
+
+
+_STOP = _Stops()
+_PARENT_ENDS: set[int] = set()  # this process's ends of its workers' pipes (a forked worker closes its copies)
+
+
+def _on_stop_signal(signum: int, _frame: object) -> None:
+    _STOP.received.append(signum)
+    if _STOP.held:  # starting a worker: the stop waits for the end of that (see _signals_held)
+        _STOP.pending = True
+        return
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[list[int]]:
+    """Within: SIGINT and SIGTERM both stop a sweep cleanly (as KeyboardInterrupt, the finished chunks kept), and
+    never in the middle of starting a worker. Yields the signals received, first first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    _STOP.received = []
+    previous = {s: signal.signal(s, _on_stop_signal) for s in _STOPS}
+    try:
+        yield _STOP.received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM (they stay pending, then arrive as usual): a stop raised in the middle of starting a
-    worker would leave it unknown to the pool, or be swallowed by the interpreter's fork hooks."""
+    """Hold SIGINT and SIGTERM while workers start: a stop raised there would leave a worker unknown to the pool,
+    or be swallowed by the interpreter's fork hooks (and the sweep would run on). The stop comes right after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _STOP.held += 1
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-_PARENT_ENDS: set[int] = set()  # this process's ends of its workers' pipes (a forked worker closes its copies)
+        _STOP.held -= 1
+        if not _STOP.held and _STOP.pending:
+            _STOP.pending = False
+            raise KeyboardInterrupt
 
 
 class _Worker:
