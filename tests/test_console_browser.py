@@ -161,6 +161,9 @@ def test_keyboard_space_pauses_and_s_steps(server: str) -> None:
             snapshot = api(server, f"/api/runs/{run_id}")
         count = len(snapshot["records"])
         page.wait_for_function("(n) => Number(document.querySelector('main.console').dataset.records) === n", arg=count)
+        # "S" clicks the step button, which is enabled once the page has the server's paused state (under load
+        # that message can come after the API already says paused)
+        page.wait_for_function("() => !document.getElementById('step').disabled")
         page.keyboard.press("s")
         page.wait_for_function(
             "(n) => Number(document.querySelector('main.console').dataset.records) === n + 1", arg=count

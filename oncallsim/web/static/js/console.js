@@ -318,6 +318,7 @@
         scheduleRender();
         break;
       case "state":
+        latestState = null; // a minute's state still waiting for the next frame is older than this one
         showState(message);
         break;
       case "ack":
