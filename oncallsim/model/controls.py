@@ -294,8 +294,11 @@ def apply_to_vector(
     on a run's state (``p``: the parameters as compiled code reads them, ``kernel.kernel_params``)."""
     events: list[Event] = []
     for name, value in actions:
-        spec = CONTROL_SPECS[name]
-        index = getattr(ST, name) if spec.is_setting else 0
+        spec, index = _APPLY[name]
         codes = apply_effect(spec.effect, index, stored_value(spec, value), vec, boot, p)
         events.extend(effect_events(spec, value, codes))
     return events
+
+
+# each control with its place in the state vector (buttons have none)
+_APPLY = {name: (spec, getattr(ST, name) if spec.is_setting else 0) for name, spec in CONTROL_SPECS.items()}

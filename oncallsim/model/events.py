@@ -120,7 +120,7 @@ class Event(str):
 
     def __new__(cls, code: str, **args: Any) -> Event:
         # Events are immutable values and a few thousand kinds cover whole sweeps: made once, then shared.
-        key = (code, *((k, type(v), v) for k, v in args.items()))
+        key = (code, *args.items())  # a control's values have one type each: True and 1 never share a name
         cached = _CACHE.get(key)
         if cached is not None:
             return cached
