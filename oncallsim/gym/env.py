@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from oncallsim.model import CONTROL_SPECS, SETTINGS, MinuteRecord
+from oncallsim.model import CONTROL_SPECS, SETTINGS, Controls, MinuteRecord
 from oncallsim.simulation import MAX_SEED, Simulation
 
 __all__ = ["OBSERVATION", "REWARD_WEIGHTS", "OncallEnv", "action_space"]
@@ -70,6 +70,11 @@ _RECORD_INDEX = [MinuteRecord._fields.index(o[0]) for o in OBSERVATION[:-1]]
 _DECIMALS = {"fraction": 4, "seconds": 1}
 
 
+def observation_space() -> spaces.Box:
+    """The console's values of ``OBSERVATION``, within their documented bounds."""
+    return spaces.Box(_LOWS, _HIGHS, dtype=np.float32)
+
+
 def action_space() -> spaces.Dict:
     """One entry per control of the registry: whole numbers, switches, choices and buttons are discrete."""
     entries: dict[str, spaces.Space[Any]] = {}
@@ -119,6 +124,25 @@ def action_entry(name: str, value: Any) -> Any:
 REWARD_WEIGHTS = {"budget_per_percent": 10.0, "latency_minute": 0.05, "shed_per_request": 1e-5}
 
 
+def opening_observation(controls: Controls, budget_start: float) -> np.ndarray:
+    """What the console shows before the first minute: the controls, a warm cache, the floor serving."""
+    opening = {
+        "budget_left": budget_start,
+        "cache_warm": 1.0,
+        "recommendations_available": 1.0 if controls.recommendations else 0.0,
+        "serving": float(controls.floor),
+    }
+    values = [float(getattr(controls, o[0])) if o[0] in SETTINGS else opening.get(o[0], 0.0) for o in OBSERVATION[:-1]]
+    return clip_observation(np.array([*values, 1.0], dtype=np.float32))  # all the run's time left
+
+
+def clip_observation(obs: np.ndarray) -> np.ndarray:
+    """Observations (one, or one per run) within the space's documented bounds (never reached in play)."""
+    np.maximum(obs, _LOWS, out=obs)
+    np.minimum(obs, _HIGHS, out=obs)
+    return obs
+
+
 def minute_reward(
     before_budget: Any, budget_left: Any, cost_per_hour: Any, p99_ms: Any, shed_per_s: Any, latency_target_ms: float
 ) -> Any:
@@ -147,7 +171,7 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         self.render_mode = render_mode
         probe = Simulation(scenario, overrides=self.overrides, noise=noise, minutes=1)
         self.latency_target_ms = probe.scenario.latency_target_ms
-        self.observation_space = spaces.Box(_LOWS, _HIGHS, dtype=np.float32)
+        self.observation_space = observation_space()
         self.action_space = action_space()
         self.sim: Simulation | None = None
 
@@ -155,24 +179,11 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         assert self.sim is not None
         time_left = 1.0 - self.sim.minute / self.sim.plan.minutes
         if record is None:
-            controls = self.sim.state.controls
-            opening = {
-                "budget_left": self.sim.plan.budget_start,
-                "cache_warm": 1.0,
-                "recommendations_available": 1.0 if controls.recommendations else 0.0,
-                "serving": float(controls.floor),
-            }
-            values = [
-                float(getattr(controls, o[0])) if o[0] in SETTINGS else opening.get(o[0], 0.0) for o in OBSERVATION[:-1]
-            ]
-        else:
-            # the controls in force after this minute's actions are the record's own control fields
-            values = [float(record[i]) for i in _RECORD_INDEX]  # type: ignore[arg-type]
+            return opening_observation(self.sim.state.controls, self.sim.plan.budget_start)
+        # the controls in force after this minute's actions are the record's own control fields
+        values = [float(record[i]) for i in _RECORD_INDEX]  # type: ignore[arg-type]
         values.append(time_left)
-        # clipped to the space's documented bounds (never reached in play)
-        obs = np.array(values, dtype=np.float32)
-        np.maximum(obs, _LOWS, out=obs)
-        return np.minimum(obs, _HIGHS, out=obs)
+        return clip_observation(np.array(values, dtype=np.float32))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -11,12 +11,20 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from oncallsim.batch.engine import BatchRun
-from oncallsim.gym.env import _HIGHS, _LOWS, BUTTONS_IN_ORDER, OBSERVATION, action_space, minute_reward, wanted_value
+from oncallsim.gym.env import (
+    BUTTONS_IN_ORDER,
+    OBSERVATION,
+    action_space,
+    clip_observation,
+    minute_reward,
+    observation_space,
+    opening_observation,
+    wanted_value,
+)
 from oncallsim.model import SETTINGS
 from oncallsim.model.fields import ST
 from oncallsim.simulation import MAX_SEED, Simulation
@@ -40,7 +48,7 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
         self.noise = noise
         probe = Simulation(scenario, overrides=self.overrides, noise=noise, minutes=1)
         self.latency_target_ms = probe.scenario.latency_target_ms
-        self.single_observation_space = spaces.Box(_LOWS, _HIGHS, dtype=np.float32)
+        self.single_observation_space = observation_space()
         self.single_action_space = action_space()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -50,17 +58,9 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
     def _start(self, seeds: list[int]) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         self.batch = BatchRun(self.scenario, seeds, self.overrides, self.noise, keep=())
         self._ended = False
-        obs = np.zeros((self.num_envs, len(OBSERVATION)), dtype=np.float32)
-        opening = self.batch.opening
-        for k, name in enumerate(_FIELDS):
-            if name in SETTINGS:
-                obs[:, k] = float(getattr(opening, name))
-        named: dict[str, Any] = {"budget_left": self.batch.budget, "cache_warm": 1.0, "serving": opening.floor}
-        named["recommendations_available"] = 1.0 if opening.recommendations else 0.0
-        for name, value in named.items():
-            obs[:, _FIELDS.index(name)] = value
-        obs[:, -1] = 1.0
-        return self._clip(obs), {"seed": np.array(seeds, dtype=np.int64)}
+        obs = np.tile(opening_observation(self.batch.opening, 0.0), (self.num_envs, 1))
+        obs[:, _FIELDS.index("budget_left")] = self.batch.budget  # each run's opening budget
+        return clip_observation(obs), {"seed": np.array(seeds, dtype=np.int64)}
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
@@ -108,9 +108,4 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
         obs[:, -1] = 1.0 - batch.t / batch.length
         self._ended = batch.done
         ended = np.full(n, batch.done)
-        return self._clip(obs), np.asarray(reward, dtype=np.float64), ended, np.zeros(n, dtype=bool), {}
-
-    @staticmethod
-    def _clip(obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        np.maximum(obs, _LOWS, out=obs)
-        return np.minimum(obs, _HIGHS, out=obs)
+        return clip_observation(obs), np.asarray(reward, dtype=np.float64), ended, np.zeros(n, dtype=bool), {}

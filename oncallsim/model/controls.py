@@ -229,22 +229,13 @@ class Controls:
         for name in SETTINGS:
             object.__setattr__(self, name, coerce_control_value(name, getattr(self, name)))
 
-    def with_value(self, name: str, value: Any) -> Controls:
-        """A copy with one setting changed to an already-validated value (the hot path of applying actions)."""
-        if name not in SETTINGS:
-            raise InvalidInput("control", f"{name!r} is not a setting")
-        new = object.__new__(Controls)
-        for field_name in SETTINGS:
-            object.__setattr__(new, field_name, value if field_name == name else getattr(self, field_name))
-        return new
-
     @classmethod
-    def from_vector(cls, values: dict[str, Any]) -> Controls:
-        """Controls from a state vector's stored numbers (values that were validated when they were set)."""
+    def from_vector(cls, vec: npt.NDArray[np.float64]) -> Controls:
+        """The settings a state vector holds (values that were validated when they were set)."""
         new = object.__new__(cls)
         for name in SETTINGS:
             spec = CONTROL_SPECS[name]
-            raw = values[name]
+            raw = vec[getattr(ST, name)]
             value: Any
             if spec.kind == "bool":
                 value = bool(raw)
@@ -256,6 +247,13 @@ class Controls:
                 value = float(raw)
             object.__setattr__(new, name, value)
         return new
+
+    def to_vector(self) -> npt.NDArray[np.float64]:
+        """The settings laid out as the state vector holds them (the rest of the vector zero)."""
+        vec = np.zeros(len(ST))
+        for name in SETTINGS:
+            vec[getattr(ST, name)] = stored_value(CONTROL_SPECS[name], getattr(self, name))
+        return vec
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> Controls:

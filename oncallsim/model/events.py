@@ -20,7 +20,6 @@ __all__ = [
     "KERNEL_EVENTS",
     "OPERATOR_EVENTS",
     "Event",
-    "event",
     "event_kind",
     "from_slots",
     "render",
@@ -147,10 +146,6 @@ _CACHE_SIZE = 4096
 
 
 def _rebuild(code: str, args: Mapping[str, Any]) -> Event:
-    return Event(code, **args)
-
-
-def event(code: str, **args: Any) -> Event:
     return Event(code, **args)
 
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.controls import SETTINGS, Controls
+from oncallsim.model.controls import Controls
 from oncallsim.model.events import KERNEL_EVENTS
 from oncallsim.model.fields import NUMERIC_FIELDS, ST
 from oncallsim.model.fleet import Fleet
@@ -69,7 +69,7 @@ class State(NamedTuple):
 
     @property
     def controls(self) -> Controls:
-        return controls_from_vector(self.vec)
+        return Controls.from_vector(self.vec)
 
     @property
     def fleet(self) -> Fleet:
@@ -101,16 +101,9 @@ class State(NamedTuple):
         return bool(self.value("page_firing"))
 
 
-def controls_from_vector(vec: npt.NDArray[np.float64]) -> Controls:
-    values = {name: vec[getattr(ST, name)] for name in SETTINGS}
-    return Controls.from_vector(values)
-
-
 def initial_state(plan: RunPlan, controls: Controls, params: Params) -> State:
     """Minute 0: the floor's instances all serving, the cache warm, the scenario's opening budget."""
-    vec = np.zeros(len(ST), dtype=np.float64)
-    for name in SETTINGS:
-        vec[getattr(ST, name)] = float(getattr(controls, name))
+    vec = controls.to_vector()
     vec[ST.serving] = controls.floor
     vec[ST.cache_warm] = 1.0
     vec[ST.budget_left] = plan.budget_start

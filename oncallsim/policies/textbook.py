@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model import CONTROL_SPECS, SETTINGS, Controls, MinuteRecord, Params
+from oncallsim.model import CONTROL_SPECS, MinuteRecord, Params
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, compiled, kernel_params
 from oncallsim.model.traffic import diurnal_rate
@@ -204,14 +204,6 @@ def to_actions(codes: npt.NDArray[np.int64], values: npt.NDArray[np.float64], co
     return out
 
 
-def settings_vector(controls: Controls) -> npt.NDArray[np.float64]:
-    """Controls laid out as the state vector holds them (the playbook reads them by ``ST`` position)."""
-    vec = np.zeros(len(ST))
-    for name in SETTINGS:
-        vec[getattr(ST, name)] = float(getattr(controls, name))
-    return vec
-
-
 @register("textbook")
 class Textbook:
     name = "textbook"
@@ -227,7 +219,7 @@ class Textbook:
 
     def decide(self, observation: Observation) -> Iterable[tuple[str, Any]]:
         if self.opening is None:
-            self.opening = settings_vector(observation.controls)
+            self.opening = observation.controls.to_vector()
         last = observation.last
         if last is None:
             return []
@@ -236,7 +228,7 @@ class Textbook:
         usual = usual_rate(last, observation.params)
         count = decide_k(
             record,
-            settings_vector(observation.controls),
+            observation.controls.to_vector(),
             self.opening,
             self.memory,
             recent,
