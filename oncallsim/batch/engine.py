@@ -94,13 +94,6 @@ class BatchRun:
         dtype = _DTYPES[next(f.dtype for f in NUMERIC_FIELDS if f.name == name)]
         return self.state[:, getattr(ST, name)].astype(dtype)
 
-    floor = property(lambda self: self.setting("floor"))
-    autoscaler = property(lambda self: self.setting("autoscaler"))
-    target = property(lambda self: self.setting("target_utilization"))
-    ttl = property(lambda self: self.setting("ttl_s"))
-    shed = property(lambda self: self.setting("shed_share"))
-    rec = property(lambda self: self.setting("recommendations"))
-
     # --- the operator's inputs, run by run, through the control registry ---------------------------------
 
     def apply(self, actions: Mapping[int, Sequence[tuple[str, Any]]]) -> dict[int, list[Event]]:
