@@ -202,6 +202,20 @@ def test_console_fits_a_laptop_screen(server: str) -> None:
         watch.check()
 
 
+def test_pages_fit_a_phone_width(server: str) -> None:
+    """At 390 px nothing is wider than the screen (a wide formula scrolls inside its card)."""
+    with chromium_page(width=390, height=844) as page:
+        watch = Watch(page)
+        for path in ("/", "/model", "/runs"):
+            page.goto(server + path)
+            wider = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            assert wider <= 0, f"{path} is {wider} px wider than a phone"
+        start(page, server, "Free play", seed=1, speed=1)
+        charts_drew(page)
+        assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+        watch.check()
+
+
 def test_no_page_makes_an_outside_request_or_breaks_its_policy(server: str) -> None:
     """Every page in Chromium with request interception: anything not on the server is aborted and counted; the
     CSP (no inline script) must not block anything the page needs (a violation is a console error)."""
