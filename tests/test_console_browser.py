@@ -262,3 +262,48 @@ def test_with_an_access_token_the_console_works_once_the_link_is_opened(tmp_path
         process.terminate()
         process.wait(timeout=10)
         log.close()
+
+
+def start_paused(page: Any, base: str, scenario: str, seed: int, minutes: int) -> str:
+    body = json.dumps({"scenario": scenario, "seed": seed, "speed": 1, "minutes": minutes, "paused": True}).encode()
+    request = urllib.request.Request(base + "/api/runs", body, {"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        run_id = str(json.loads(response.read())["id"])
+    page.goto(f"{base}/runs/{run_id}")
+    page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
+    return run_id
+
+
+def test_a_needless_rollback_asks_first_and_space_never_presses_it_again(server: str) -> None:
+    with chromium_page() as page:
+        watch = Watch(page)
+        run_id = start_paused(page, server, "bad-deploy", seed=7, minutes=30)
+        step_once(page)  # 09:01: no bad build is live
+        rollback = page.get_by_role("button", name="Roll back")
+        rollback.click()
+        dialog = page.get_by_role("dialog")
+        assert "No bad build is live" in dialog.inner_text()
+        dialog.get_by_role("button", name="Cancel").click()
+        rollback.click()
+        page.get_by_role("button", name="Roll back anyway").click()
+        page.locator("#error", has_text="Roll back — logged").wait_for()
+        # the focus is back on "Roll back": Space resumes the run instead of pressing it again
+        assert page.evaluate("() => document.activeElement.id") == "c-rollback"
+        page.keyboard.press("Space")
+        page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'false'")
+        page.keyboard.press("Space")
+        page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
+        snapshot = api(server, f"/api/runs/{run_id}")
+        logged = snapshot["actions"] + snapshot["state"]["pending"]  # applied, and logged for the next minute
+        assert [a["control"] for a in logged] == ["rollback"]
+        watch.check()
+
+
+def test_paging_follows_the_alert_not_the_burn_rate(server: str) -> None:
+    with chromium_page() as page:
+        page.goto(server + "/")
+        page.add_script_tag(url="/static/js/format.js")
+        flag = "(r) => window.fmt.flag('burn_1h', r, 14.4)"
+        assert page.evaluate(flag, {"burn_1h": 20.0, "page_firing": True}) == ["bad", "paging"]
+        assert page.evaluate(flag, {"burn_1h": 20.0, "page_firing": False}) == ["warn", "burning"]
+        assert page.evaluate(flag, {"burn_1h": 0.5, "page_firing": False}) == ["", ""]

@@ -112,7 +112,12 @@ def test_headline_says_what_the_decisions_bought() -> None:
 def test_every_decision_is_listed_with_its_effect() -> None:
     report = make_report(played_by_hand("cache-flush"))
     assert [d.clock for d in report.decisions] == ["12:00", "12:02", "12:20", "12:30"]
-    assert report.decisions[1].actions == ["recommendations = off", "shed_share = 1.0"]
+    # people read labels and units, never internal names ("shed_share = 1.0")
+    assert report.decisions[1].actions == ["Recommendations feature: off", "Load shedding = 100 %"]
+    assert report.decisions[1].items == [
+        {"minute": 2 + report.decisions[0].minute, "control": "recommendations", "value": False},
+        {"minute": 2 + report.decisions[0].minute, "control": "shed_share", "value": 1.0},
+    ]
     first = report.decisions[0]
     assert set(first.before) == set(first.after) >= {"error_rate", "p99_ms", "db_utilization", "cost_per_hour"}
 

@@ -180,3 +180,11 @@ def test_parse_clock() -> None:
     for bad in ("9:10", "24:00", "12:60", "noon"):
         with pytest.raises(InvalidInput, match="HH:MM"):
             parse_clock(bad)
+
+
+def test_objective_labels_show_the_target_s_own_digits() -> None:
+    """0.975 once read "≥ 98%": a target is never rounded into another one."""
+    labels = [o.label() for o in builtin_scenarios()["surge"].objectives]
+    assert "p99 ≤ 1000 ms in ≥ 97.5% of minutes" in labels
+    assert "error budget spent ≤ 4%" in labels
+    assert builtin_scenarios()["bad-deploy"].objectives[0].label() == "error budget left ≥ 15%"

@@ -266,6 +266,36 @@ def test_share_link_page(client: TestClient) -> None:
     page = client.get("/play?scenario=surge&seed=42")
     assert page.status_code == 200 and 'value="42"' in page.text and "Traffic surge" in page.text
     assert client.get("/play?scenario=nope&seed=1").status_code == 404
+    # a link cut short or edited by hand: the error page with a sentence, not the parser's JSON
+    for link in ("/play?scenario=surge&seed=abc", "/play?scenario=surge", "/play?scenario=surge&seed=-1"):
+        page = client.get(link)
+        assert page.status_code == 422 and page.headers["content-type"].startswith("text/html"), link
+        assert "seed: a share link needs a seed, a whole number from 0 to 4294967295" in page.text
+    assert "known: free-play, bad-deploy" in client.get("/play?seed=1").text
+
+
+def test_every_state_is_numbered_so_the_newest_wins(client: TestClient) -> None:
+    run_id = new_run(client, paused=True)
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        seqs = [ws.receive_json()["state"]["seq"]]
+        for message in ({"type": "step"}, {"type": "speed", "value": 2}, {"type": "step"}):
+            ws.send_json(message)
+            reply = receive_until(ws, lambda m: m["type"] in ("state", "minute"))
+            seqs.append((reply.get("state") or reply)["seq"])
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+def test_the_debrief_names_decisions_by_label_and_unit(client: TestClient) -> None:
+    run_id = new_run(client, scenario="cache-flush", seed=3, minutes=20, paused=True)
+    client.post(f"/api/runs/{run_id}/actions", json={"control": "shed_share", "value": 0.3})
+    client.post(f"/api/runs/{run_id}/actions", json={"control": "recommendations", "value": False})
+    client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "finished")
+    page = client.get(f"/runs/{run_id}/debrief").text
+    assert "Load shedding: 30 %, Recommendations feature: off" in page
+    decisions = page[page.index('id="decisions"') :]
+    assert "shed_share" not in decisions[: decisions.index("</table>")]
 
 
 def test_actions_are_rate_limited_per_run(client: TestClient) -> None:
@@ -348,7 +378,7 @@ def test_console_controls_come_from_the_registry_with_the_run_s_constants(client
             assert f'data-kind="{spec.kind}"' in page
     assert "⟪" not in page
     assert "Loads hot keys for 9 minutes" in page  # the help says what this run's --set made of the constant
-    assert 'id="c-rollback" data-button="rollback" class="danger"' in page
+    assert 'id="c-rollback" data-button="rollback" data-label="Roll back" class="danger"' in page
 
 
 def test_records_on_the_wire_carry_their_axis_label(client: TestClient) -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from oncallsim.debrief.accumulate import OutcomeAccumulator, scenario_incident_start
 from oncallsim.debrief.incident import incident_start, recovery_minute
-from oncallsim.model import MinuteRecord, Params, RunPlan
+from oncallsim.model import CONTROL_SPECS, MinuteRecord, Params, RunPlan
 from oncallsim.simulation import Action
 
 __all__ = ["CostSplit", "Decision", "Outcome", "Phase", "cost_split", "decisions", "outcome", "phases"]
@@ -140,6 +140,7 @@ class Decision(BaseModel):
     minute: int
     clock: str
     actions: list[str]
+    items: list[dict[str, Any]] = []  # each action as {"control", "value"?}: the pages render it translated
     before: dict[str, float]
     after: dict[str, float]
 
@@ -163,6 +164,7 @@ def decisions(timeline: Sequence[MinuteRecord], actions: Sequence[Action]) -> li
                 minute=minute,
                 clock=timeline[minute].clock,
                 actions=[describe(a) for a in acts],
+                items=[a.to_dict() for a in acts],
                 before=_means(before),
                 after=_means(after),
             )
@@ -171,12 +173,19 @@ def decisions(timeline: Sequence[MinuteRecord], actions: Sequence[Action]) -> li
 
 
 def describe(action: Action) -> str:
-    if action.value is None:
-        return action.control
+    """An action as people read it: the control's label and the value with its unit ("Cache TTL = 300 s",
+    "Load shedding = 30 %"), never the internal name."""
+    spec = CONTROL_SPECS.get(action.control)
+    label = spec.label if spec is not None else action.control
     value: Any = action.value
+    if value is None:
+        return label
     if isinstance(value, bool):
-        value = "on" if value else "off"
-    return f"{action.control} = {value}"
+        return f"{label}: {'on' if value else 'off'}"
+    if spec is not None and spec.kind == "fraction":
+        return f"{label} = {100 * float(value):g} %"
+    unit = f" {spec.unit}" if spec is not None and spec.unit else ""
+    return f"{label} = {float(value):g}{unit}" if isinstance(value, (int, float)) else f"{label} = {value}"
 
 
 def _means(records: Sequence[MinuteRecord]) -> dict[str, float]:

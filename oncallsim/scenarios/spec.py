@@ -31,6 +31,12 @@ def parse_clock(text: str, field: str = "clock") -> int:
 Clock = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):([0-5]\d)$", description="time of day, HH:MM")]
 
 
+def percent(x: float) -> str:
+    """A target as a percentage with the digits it has (0.975 → "97.5%", 0.15 → "15%"): never rounded into
+    another target (0.975 once read "98%")."""
+    return f"{100 * x:.3f}".rstrip("0").rstrip(".") + "%"
+
+
 class _Strict(BaseModel):
     # strict: ``true`` is not a number and ``"16"`` is not a number; finite: ``nan`` and ``inf`` are refused
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
@@ -122,7 +128,7 @@ class BudgetLeftObjective(_Objective):
     value: float = Field(ge=-10.0, le=1.0)
 
     def label_parts(self) -> tuple[str, dict[str, str]]:
-        return LABELS["budget_left"], {"amount": f"{self.value:.1%}"}
+        return LABELS["budget_left"], {"amount": percent(self.value)}
 
 
 class BudgetSpentObjective(_Objective):
@@ -132,7 +138,7 @@ class BudgetSpentObjective(_Objective):
     value: float = Field(gt=0.0, le=10.0)
 
     def label_parts(self) -> tuple[str, dict[str, str]]:
-        return LABELS["budget_spent"], {"amount": f"{self.value:.1%}"}
+        return LABELS["budget_spent"], {"amount": percent(self.value)}
 
 
 class LatencyObjective(_Objective):
@@ -143,7 +149,7 @@ class LatencyObjective(_Objective):
     share: float = Field(gt=0.0, le=1.0)
 
     def label_parts(self) -> tuple[str, dict[str, str]]:
-        return LABELS["latency"], {"target": f"{self.target_ms:g}", "share": f"{self.share:.0%}"}
+        return LABELS["latency"], {"target": f"{self.target_ms:g}", "share": percent(self.share)}
 
 
 class CostObjective(_Objective):

@@ -116,6 +116,7 @@ class LiveRun:
         self.figure_json: str | None = None
         self.model_version = MODEL_VERSION  # a stored run of another model version is flagged, not hidden
         self.max_lag_s = 0.0
+        self.seq = 0  # each state message is numbered: a browser never shows an older state over a newer one
         self._writing = asyncio.Lock()  # the clock does not advance while an action is being written
         self._recent_actions: deque[float] = deque()
         self._finishing: asyncio.Task[None] | None = None
@@ -130,8 +131,10 @@ class LiveRun:
 
     def state(self) -> dict[str, Any]:
         controls = self.sim.state.controls
+        self.seq += 1
         return {
             "type": "state",
+            "seq": self.seq,
             "paused": self.paused,
             "speed": self.speed,
             "done": self.done,

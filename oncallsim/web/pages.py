@@ -20,6 +20,7 @@ from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
+from oncallsim.web.labels import control_label, control_value_text
 from oncallsim.web.live import SPEEDS, LiveRun
 
 __all__ = ["router"]
@@ -36,6 +37,7 @@ def environment(language: str) -> Environment:
     )
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
     env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS, causes=CAUSE_LABELS)
+    env.globals.update(control_label=control_label, control_value_text=control_value_text)
     env.globals["translate"] = translations(language).gettext  # for Python code called from a template
     return env
 
@@ -79,14 +81,25 @@ async def home(
 @router.get("/play", response_class=HTMLResponse)
 async def play(
     request: Request,
-    scenario: str = Query(max_length=200),
-    seed: int = Query(ge=0, le=MAX_SEED, description="0 to 4294967295"),
+    scenario: str = Query(default="", max_length=200),
+    seed: str = Query(default="", max_length=40, description="0 to 4294967295"),
 ) -> HTMLResponse:
-    """A share link: the same scenario and seed, one click from starting."""
+    """A share link: the same scenario and seed, one click from starting. A link cut short or edited by hand
+    gets the error page with a sentence a person reads, never a parser's message."""
     known = builtin_scenarios()
     if scenario not in known:
-        return error_page(request, InvalidInput("scenario", f"unknown scenario {scenario[:80]!r}"), 404)
-    return render(request, "play.html", scenario=known[scenario], seed=seed, speeds=SPEEDS)
+        return error_page(
+            request,
+            InvalidInput("scenario", f"unknown scenario {scenario[:80]!r}; known: {', '.join(known)}"),
+            404,
+        )
+    seed_value = int(seed) if seed.strip().isdigit() else -1
+    if not 0 <= seed_value <= MAX_SEED:
+        return error_page(
+            request,
+            InvalidInput("seed", f"a share link needs a seed, a whole number from 0 to {MAX_SEED}; got {seed[:40]!r}"),
+        )
+    return render(request, "play.html", scenario=known[scenario], seed=seed_value, speeds=SPEEDS)
 
 
 @router.post("/runs")

@@ -143,14 +143,25 @@
   const SWITCHES = [...document.querySelectorAll("#controls input[role=switch]")].map((el) => el.name);
   const CHOICES = [...document.querySelectorAll("#controls select[data-kind=choice]")].map((el) => el.name);
 
+  function valueText(name, value) {
+    const input = $("c-" + name);
+    if (typeof value === "boolean") return value ? t("value.on") : t("value.off");
+    if (input.dataset.kind === "fraction") return Math.round(100 * value) + " %";
+    if (input.dataset.unit === "instances") return t("unit.instances", { n: value });
+    if (input.dataset.unit === "s") return t("unit.seconds", { n: Math.round(value) });
+    return String(value) + (input.dataset.unit ? " " + input.dataset.unit : "");
+  }
+
   function showControlValue(name, value) {
     const out = $("o-" + name);
-    if (!out) return;
-    const input = $("c-" + name);
-    if (input.dataset.kind === "fraction") out.textContent = Math.round(100 * value) + " %";
-    else if (input.dataset.unit === "instances") out.textContent = t("unit.instances", { n: value });
-    else if (input.dataset.unit === "s") out.textContent = t("unit.seconds", { n: Math.round(value) });
-    else out.textContent = String(value) + (input.dataset.unit ? " " + input.dataset.unit : "");
+    if (out) out.textContent = valueText(name, value);
+  }
+
+  // An action as people read it: the control's label (from the page, translated) and its value with the unit.
+  function actionText(action) {
+    const input = $("c-" + action.control);
+    const label = input ? input.dataset.label : action.control;
+    return action.value === undefined ? label : label + ": " + valueText(action.control, action.value);
   }
 
   // What the controls show: the settings in force, then the logged actions not yet applied (they take effect
@@ -183,7 +194,13 @@
     for (const name of CHOICES) $("c-" + name).value = controls[name];
   }
 
-  function showState(s) {
+  // The newest state wins whatever the order in which messages reach the screen: a minute's state waiting for
+  // the next animation frame must not overwrite a later pause ("Pause" shown while the server is paused).
+  let shownSeq = 0;
+
+  function showState(s, fresh) {
+    if (!fresh && s.seq !== undefined && s.seq < shownSeq) return;
+    if (s.seq !== undefined) shownSeq = s.seq;
     state = s;
     $("clock").textContent = s.clock;
     $("pause").textContent = s.paused ? t("button.resume") : t("button.pause");
@@ -225,16 +242,44 @@
   for (const name of CHOICES) {
     $("c-" + name).addEventListener("change", (e) => act(name, e.target.value));
   }
+  // Rolling back when no bad build is live (or while a rollback already runs) still bills the fleet double:
+  // the console asks first instead of accepting it silently.
+  const confirmBox = $("confirm");
+  function confirmThen(message, yes) {
+    $("confirm-text").textContent = message;
+    confirmBox.returnValue = "";
+    confirmBox.onclose = () => { if (confirmBox.returnValue === "yes") yes(); };
+    confirmBox.showModal();
+  }
+  $("confirm-yes").addEventListener("click", () => confirmBox.close("yes"));
+  $("confirm-no").addEventListener("click", () => confirmBox.close("no"));
+
   for (const button of document.querySelectorAll("[data-button]")) {
-    button.addEventListener("click", () => act(button.dataset.button));
+    button.addEventListener("click", () => {
+      const name = button.dataset.button;
+      const last = records[records.length - 1];
+      if (name === "rollback" && last && last.rollback_active) {
+        confirmThen(t("confirm.rollback_running"), () => act(name));
+      } else if (name === "rollback" && last && last.bad_build_share === 0) {
+        confirmThen(t("confirm.rollback_no_bad_build"), () => act(name));
+      } else act(name);
+    });
   }
   $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
   $("step").addEventListener("click", () => send({ type: "step" }));
   $("speed").addEventListener("change", (e) => send({ type: "speed", value: Number(e.target.value) }));
+  // Space pauses and S steps wherever the focus is, except while typing or choosing from a list. A key never
+  // re-triggers the focused control: Space after clicking "Roll back" pauses, it does not roll back again
+  // (buttons still answer Enter).
+  const TYPING = "input[type=number], input[type=text], input[type=time], select, textarea, dialog[open]";
   document.addEventListener("keydown", (e) => {
-    if (e.target.closest("input, select, textarea, button")) return;
-    if (e.code === "Space") { e.preventDefault(); $("pause").click(); }
-    if (e.key === "s" || e.key === "S") $("step").click();
+    if (e.target.closest(TYPING) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.code === "Space") { e.preventDefault(); if (!e.repeat) $("pause").click(); }
+    else if (e.key === "s" || e.key === "S") { e.preventDefault(); $("step").click(); }
+  });
+  // a button activates on Space's keyup: that default is cancelled too
+  document.addEventListener("keyup", (e) => {
+    if (e.code === "Space" && !e.target.closest(TYPING)) e.preventDefault();
   });
   $("share").addEventListener("click", (e) => {
     if (navigator.clipboard && window.isSecureContext) {
@@ -308,7 +353,8 @@
         records.forEach(logEvents);
         drawCharts();
         if (records.length) showStatus(records[records.length - 1]);
-        showState(message.state);
+        latestState = null;
+        showState(message.state, true); // a snapshot restarts the numbering (the server may have restarted)
         finished = message.state.done;
         break;
       case "minute":
@@ -322,7 +368,7 @@
         showState(message);
         break;
       case "ack":
-        flash(t("ack.queued", { control: message.action.control, clock: state ? state.clock : "" }), "info");
+        flash(t("ack.queued", { control: actionText(message.action), clock: state ? state.clock : "" }), "info");
         break;
       case "error":
         flash(message.message, "bad");

@@ -22,7 +22,8 @@
   };
   // A word beside a value, so that colour is never the only carrier of meaning.
   function flag(key, r, page) {
-    if (key === "burn_1h" && r.burn_1h >= page) return ["bad", t("flag.paging")];
+    // "paging" follows the alert itself (it clears on its own rule), not the 1 h burn alone
+    if (key === "burn_1h" && r.page_firing) return ["bad", t("flag.paging")];
     if (key === "burn_1h" && r.burn_1h > 1) return ["warn", t("flag.burning")];
     if (key === "db_utilization" && r.db_utilization >= 1) return ["bad", t("flag.saturated")];
     if (key === "db_utilization" && r.db_utilization >= 0.8) return ["warn", t("flag.high")];

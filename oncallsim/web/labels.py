@@ -1,0 +1,27 @@
+"""How the pages name the model's things: a control's label and a value with its unit, never an internal name
+such as ``shed_share`` (people read "Load shedding: 30 %"). Templates translate the label and on/off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oncallsim.model import CONTROL_SPECS
+
+__all__ = ["control_label", "control_value_text"]
+
+
+def control_label(control: str) -> str:
+    """The registry's English label (a msgid), or the name itself for a control this model does not know."""
+    spec = CONTROL_SPECS.get(control)
+    return spec.label if spec is not None else control
+
+
+def control_value_text(control: str, value: Any) -> str:
+    """A number as the console shows it: a fraction in percent, seconds and instances with their unit."""
+    spec = CONTROL_SPECS.get(control)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if spec is not None and spec.kind == "fraction":
+        return f"{100 * float(value):g} %"
+    unit = f" {spec.unit}" if spec is not None and spec.unit else ""
+    return f"{float(value):g}{unit}"
