@@ -176,7 +176,7 @@ class Simulation:
         opening = Controls.from_mapping({**self.scenario.controls, **control_overrides})
         self.rng = Mulberry32(seed)
         self.plan: RunPlan = self.scenario.build_plan(self.rng, clock=clock, minutes=minutes)
-        self.state: State = self.engine.initial(self.plan, opening, self.params)
+        self.state: State = self.engine.initial(self.plan, opening, self.params, seed)
         self.timeline: list[MinuteRecord] = []
         self.actions: list[Action] = []
 

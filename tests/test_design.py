@@ -101,7 +101,9 @@ def test_the_record_and_the_state_are_laid_out_by_the_schema() -> None:
     assert MinuteRecord._fields == tuple(f.name for f in RECORD_SCHEMA)
     hints = typing.get_type_hints(MinuteRecord)
     for f in RECORD_SCHEMA:
-        expected = {"int": int, "float": float, "bool": bool, "str": str}.get(f.dtype, tuple[str, ...])
+        expected = {"int": int, "float": float, "bool": bool, "str": str, "extras": dict[str, typing.Any] | None}.get(
+            f.dtype, tuple[str, ...]
+        )
         assert hints[f.name] == expected, f.name
     assert REC._fields == tuple(f.name for f in NUMERIC_FIELDS) and ST._fields == tuple(f.name for f in STATE_SCHEMA)
     assert {f.name for f in NUMERIC_FIELDS if f.dtype == "int"} | {"minute"} == INT_FIELDS

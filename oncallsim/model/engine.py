@@ -1,7 +1,8 @@
 """The engine seam: what ``Simulation`` asks of an engine, and the engines there are.
 
-An engine lays out a run's opening state and computes one minute from it. The minute model (``minute``)
-is the first; the request-level engine plugs in here next. Run files name their engine (absent = minute).
+An engine lays out a run's opening state and computes one minute from it: the minute model (``minute``, the
+formulas) and the request-level engine (``request``, every request simulated: ``model/request/``). Run files
+name their engine (absent = minute).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ class Engine(Protocol):
     name: str
     vectorized: bool  # the batch layer runs it as one compiled loop over runs; else run by run
 
-    def initial(self, plan: RunPlan, controls: Controls, params: Params) -> State: ...
+    def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
+        """Minute 0's state; ``seed`` seeds what the engine draws besides the run's own generator."""
+        ...
 
     def step(
         self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
@@ -40,7 +43,7 @@ class MinuteEngine:
     name = "minute"
     vectorized = True
 
-    def initial(self, plan: RunPlan, controls: Controls, params: Params) -> State:
+    def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
         return initial_state(plan, controls, params)
 
     def step(
@@ -49,7 +52,13 @@ class MinuteEngine:
         return advance(state, actions, rng, params)
 
 
-ENGINES: dict[str, Engine] = {"minute": MinuteEngine()}
+def _engines() -> dict[str, Engine]:
+    from oncallsim.model.request.engine import RequestEngine
+
+    return {"minute": MinuteEngine(), "request": RequestEngine()}
+
+
+ENGINES: dict[str, Engine] = _engines()
 DEFAULT_ENGINE = "minute"
 
 

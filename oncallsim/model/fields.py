@@ -23,7 +23,7 @@ __all__ = [
     "markdown_table",
 ]
 
-Dtype = Literal["int", "float", "bool", "str", "events"]
+Dtype = Literal["int", "float", "bool", "str", "events", "extras"]
 Role = Literal["record", "control", "derived", "label", "state"]
 
 
@@ -82,6 +82,13 @@ RECORD_SCHEMA: tuple[Field, ...] = (
     Field("cost_so_far", "float", "$", "cost including this minute"),
     Field("recommendations_available", "float", "fraction", "1 with the feature on, 0 off", "derived"),
     Field("events", "events", "list", 'what happened: "deploy started", "page fired", "rollback ready", …', "label"),
+    Field(
+        "extras",
+        "extras",
+        "object",
+        "request engine only (absent from CSV): p50, p99.9, queue, wasted work, per instance; docs/requests.md",
+        "label",
+    ),
 )
 
 # The record's numbers, in order: the compiled minute writes them into one float vector.

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["JIT", "P", "compiled", "kernel_params", "lgamma_table", "pdtr"]
+__all__ = ["JIT", "P", "compiled", "kernel_params", "lgamma_table", "pdtr", "unmanaged"]
 
 T = TypeVar("T", bound=Callable[..., Any])
 
@@ -41,6 +41,12 @@ if JIT:
         """Compile a formula (no Python objects inside; cached on disk beside the module)."""
         return njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
 
+    def unmanaged(fn: T) -> T:
+        """Compile a step of a hot loop without numba's reference counting (``_nrt=False``): each array an
+        event passes to a function would otherwise cost two atomic counts. Such a function must not
+        allocate; the arrays it works on are made by Python and outlive the call."""
+        return njit(cache=True, nogil=True, _nrt=False)(fn)  # type: ignore[call-overload,no-any-return]
+
     @compiled
     def pdtr(k: float, m: float) -> float:
         """Poisson cdf P(X ≤ k), X ~ Poisson(m): SciPy's ``pdtr``, called from compiled code."""
@@ -51,6 +57,8 @@ else:  # interpreted: the same functions, run by CPython
 
     def compiled(fn: T) -> T:
         return fn
+
+    unmanaged = compiled
 
     def pdtr(k: float, m: float) -> float:
         return float(_scipy_pdtr(k, m))

@@ -60,6 +60,7 @@ class MinuteRecord(NamedTuple):
     cost_so_far: float
     recommendations_available: float
     events: tuple[str, ...]
+    extras: dict[str, Any] | None = None  # the request engine's measures beyond the minute model's
 
     @property
     def errors_by_cause(self) -> dict[str, float]:
@@ -69,22 +70,24 @@ class MinuteRecord(NamedTuple):
         """The JSON form: the contract's field order, ``errors_by_cause`` as an object, events as a list."""
         out: dict[str, Any] = dict(zip(_BEFORE_CAUSES, self[: len(_BEFORE_CAUSES)], strict=True))
         out["errors_by_cause"] = self.errors_by_cause
-        out.update(zip(_AFTER_CAUSES, self[len(_BEFORE_CAUSES) + 3 : -1], strict=True))
+        out.update(zip(_AFTER_CAUSES, self[len(_BEFORE_CAUSES) + 3 : -2], strict=True))
         out["events"] = list(self.events)
+        if self.extras is not None:
+            out["extras"] = self.extras
         return out
 
     def to_row(self) -> dict[str, Any]:
         """The flat form (CSV, data frames): every scalar, per-cause errors as their own columns."""
-        row = {name: getattr(self, name) for name in CSV_FIELDS if name != "events"}
+        row = {name: getattr(self, name) for name in CSV_FIELDS[:-1]}
         row["events"] = "; ".join(self.events)
         return row
 
 
 _CAUSES = ("error_overload", "error_timeout", "error_bad_build")
+CSV_FIELDS: tuple[str, ...] = MinuteRecord._fields[:-1]  # the extras are JSON only
 # JSON order: the per-cause columns fold into one object placed after error_rate.
 RECORD_FIELDS: tuple[str, ...] = tuple(
-    "errors_by_cause" if f == "error_overload" else f for f in MinuteRecord._fields if f not in _CAUSES[1:]
+    "errors_by_cause" if f == "error_overload" else f for f in CSV_FIELDS if f not in _CAUSES[1:]
 )
-CSV_FIELDS: tuple[str, ...] = MinuteRecord._fields
 _BEFORE_CAUSES = MinuteRecord._fields[: MinuteRecord._fields.index("error_overload")]
-_AFTER_CAUSES = MinuteRecord._fields[MinuteRecord._fields.index("error_bad_build") + 1 : -1]
+_AFTER_CAUSES = MinuteRecord._fields[MinuteRecord._fields.index("error_bad_build") + 1 : -2]

@@ -7,7 +7,7 @@ copies the arrays before the minute changes them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +63,7 @@ class State(NamedTuple):
     boot: npt.NDArray[np.int64]
     window: npt.NDArray[np.float64]
     kernel: KernelInputs
+    world: Any = None  # the request engine's requests, workers, cache and database (request.world.World)
 
     def value(self, name: str) -> float:
         return float(self.vec[getattr(ST, name)])

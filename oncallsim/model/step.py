@@ -30,14 +30,16 @@ _INTS = tuple(i for i, f in enumerate(NUMERIC_FIELDS) if f.dtype == "int")
 _BOOLS = tuple(i for i, f in enumerate(NUMERIC_FIELDS) if f.dtype == "bool")
 
 
-def make_record(t: int, clock: str, values: npt.NDArray[np.float64], events: Iterable[Event]) -> MinuteRecord:
+def make_record(
+    t: int, clock: str, values: npt.NDArray[np.float64], events: Iterable[Event], extras: dict[str, Any] | None = None
+) -> MinuteRecord:
     """A record from the compiled minute's vector: ints and bools as Python ints and bools, per the schema."""
     row: list[Any] = values.tolist()
     for i in _INTS:
         row[i] = int(row[i])
     for i in _BOOLS:
         row[i] = row[i] != 0.0
-    return _new_record(MinuteRecord, (t, clock, *row, tuple(events)))
+    return _new_record(MinuteRecord, (t, clock, *row, tuple(events), extras))
 
 
 def apply_actions(state: State, actions: Iterable[tuple[str, Any]], params: Params) -> tuple[State, list[Event]]:

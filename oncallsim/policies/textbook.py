@@ -223,7 +223,7 @@ class Textbook:
         last = observation.last
         if last is None:
             return []
-        record = np.array(last[2:-1], dtype=np.float64)  # the record's numbers (NUMERIC_FIELDS)
+        record = np.array(last[2:-2], dtype=np.float64)  # the record's numbers (NUMERIC_FIELDS)
         recent = np.array([r.requests_per_s for r in observation.timeline[-4:]])
         usual = usual_rate(last, observation.params)
         count = decide_k(

@@ -1,0 +1,693 @@
+"""One minute at request level: every request's path, as a compiled discrete-event loop (REQUESTS.md).
+
+arrivals → admission (shedding) → balancer (pooled: one FIFO queue, a random free worker of any serving
+instance) → instance worker (CPU, exponential) → cache (per-object expiry) → database (partitions, FIFO,
+exponential) → response (timeout, bad-build errors).
+
+The loop merges three time-ordered sources: the minute's arrivals (sorted), the heap of phase ends (one per
+busy worker: CPU done or a database read done; one per warm-up query in flight) and the warm-up job's
+Poisson stream. Database partitions are FIFO single servers, so a read's completion is known when it
+arrives (Lindley's recursion), because reads reach a partition in time order.
+
+A request's outcome is counted in the minute it becomes known, as a monitoring system counts it: when the
+response is sent, or when the client gives up (arrival + timeout) if that comes first. Work on a request
+whose client has given up continues (wasted work). The measured record fields and the extras are written
+at the minute's end; the SLO, the page, the cost and the fleet then run on them (``stages.close_minute``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oncallsim.model.fields import REC, ST
+from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.request.generator import exponential, uniform, uniform_int
+from oncallsim.model.request.world import (
+    HIST_BIN_S,
+    I_BUSY,
+    I_ENABLED,
+    I_FREE,
+    I_HEAP,
+    I_NBAD,
+    I_NSAMPLES,
+    I_QHEAD,
+    I_QLEN,
+    I_SEQ,
+    I_WCURSOR,
+    I_WFREE,
+    M_ADMITTED,
+    M_ARRIVED,
+    M_BAD_ERROR,
+    M_BUSY,
+    M_COMPLETED,
+    M_DB_BUSY,
+    M_DECIDED,
+    M_HITS,
+    M_LOOKUPS,
+    M_MAX_QUEUE,
+    M_OVERLOAD,
+    M_PRESENT,
+    M_QUERIES,
+    M_QUERY_TIME,
+    M_SERVICE,
+    M_SHED,
+    M_STARTED,
+    M_STARTED_BAD,
+    M_TIMEOUT,
+    M_WAIT_COUNT,
+    M_WAIT_SUM,
+    M_WAITED,
+    M_WASTED,
+    N_BAD,
+    N_BUSY,
+    N_ERRORS,
+    N_SERVED,
+    O_BAD,
+    O_OK,
+    O_OVERLOAD,
+    O_PENDING,
+    O_SHED,
+    O_TIMEOUT,
+    R_NEXT_STREAM,
+    S_ARRIVALS,
+    S_COMPLETED,
+    S_ERRORS,
+    S_IN_FLIGHT,
+    S_QUEUE,
+    X_ARRIVAL,
+    X_HIT,
+    X_INSTANCE,
+    X_LOW,
+    X_OUTCOME,
+    X_QUERIES,
+    X_RESPONSE,
+    X_SERVICE,
+    X_WAIT,
+)
+
+__all__ = ["EXTRA_FIELDS", "MODE_PIPELINE", "MODE_QUEUE_ONLY", "fill_cache", "quantile", "request_minute"]
+
+MODE_PIPELINE = 0  # the whole service: shedding, cache, database, builds
+MODE_QUEUE_ONLY = 1  # M/M/N: a Poisson stream, exponential service of the app time, no cache or database
+
+FLUSH = 2  # the plan's flag (stages.FLUSH): every expiry cleared at the minute's start
+
+# The request-level extras (``MinuteRecord.extras``), in the order of the extras vector.
+EXTRA_FIELDS = (
+    ("p50_ms", "ms", "median response time of the minute's answered requests"),
+    ("p999_ms", "ms", "99.9th percentile response time (timeouts count as the timeout)"),
+    ("mean_wait_ms", "ms", "mean wait in the balancer's queue of requests that started service"),
+    ("max_queue", "requests", "longest the balancer's queue got"),
+    ("queue_at_end", "requests", "waiting at the minute's end (carried into the next minute)"),
+    ("in_flight_at_end", "requests", "being served at the minute's end"),
+    ("wasted_work_share", "fraction", "share of service time spent on requests whose client had given up"),
+    ("completed_per_s", "req/s", "responses sent, whatever their outcome"),
+    ("cache_present_share", "fraction", "hot objects in the cache at the minute's start"),
+)
+(
+    E_P50,
+    E_P999,
+    E_MEAN_WAIT,
+    E_MAX_QUEUE,
+    E_QUEUE_END,
+    E_IN_FLIGHT_END,
+    E_WASTED,
+    E_COMPLETED,
+    E_PRESENT,
+) = range(len(EXTRA_FIELDS))
+
+_INF = math.inf
+
+
+# --- the heap of phase ends -------------------------------------------------------------------------
+
+
+@unmanaged
+def _push(w: Any, time: float, ident: int) -> None:
+    ht, hi = w.heap_time, w.heap_id
+    i = w.ints[I_HEAP]
+    w.ints[I_HEAP] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if ht[parent] <= time:
+            break
+        ht[i] = ht[parent]
+        hi[i] = hi[parent]
+        i = parent
+    ht[i] = time
+    hi[i] = ident
+
+
+@unmanaged
+def _pop(w: Any) -> int:
+    """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
+    ht, hi = w.heap_time, w.heap_id
+    top = hi[0]
+    n = w.ints[I_HEAP] - 1
+    w.ints[I_HEAP] = n
+    if n > 0:
+        last_t = ht[n]
+        last_id = hi[n]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and ht[c + 1] < ht[c]:
+                c += 1
+            if ht[c] >= last_t:
+                break
+            ht[i] = ht[c]
+            hi[i] = hi[c]
+            i = c
+        ht[i] = last_t
+        hi[i] = last_id
+    return top
+
+
+# --- the free workers -------------------------------------------------------------------------------
+
+
+@unmanaged
+def _free_add(w: Any, k: int) -> None:
+    n = w.ints[I_FREE]
+    w.free[n] = k
+    w.free_pos[k] = n
+    w.ints[I_FREE] = n + 1
+
+
+@unmanaged
+def _free_remove(w: Any, k: int) -> None:
+    pos = w.free_pos[k]
+    last = w.ints[I_FREE] - 1
+    moved = w.free[last]
+    w.free[pos] = moved
+    w.free_pos[moved] = pos
+    w.free_pos[k] = -1
+    w.ints[I_FREE] = last
+
+
+# --- outcomes ---------------------------------------------------------------------------------------
+
+
+@unmanaged
+def _hist_add(hist: Any, value: float) -> None:
+    b = int(value / HIST_BIN_S)
+    last = len(hist) - 2
+    hist[b if b <= last else last] += 1
+
+
+@unmanaged
+def _decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
+    """Count a request's outcome in this minute (overload: failed at once, no response time)."""
+    m = w.measures
+    m[M_DECIDED] += 1.0
+    if outcome == O_OVERLOAD:
+        m[M_OVERLOAD] += 1.0
+    else:
+        if outcome == O_TIMEOUT:
+            m[M_TIMEOUT] += 1.0
+            w.latency_hist[len(w.latency_hist) - 1] += 1
+        else:
+            _hist_add(w.latency_hist, response)
+            if outcome == O_BAD:
+                m[M_BAD_ERROR] += 1.0
+        if waited:
+            m[M_WAITED] += 1.0
+    if outcome != O_OK:
+        w.seconds[S_ERRORS, second] += 1.0
+    if tag >= 0:
+        w.samples[tag, X_OUTCOME] = outcome
+        w.samples[tag, X_RESPONSE] = response * 1000.0
+
+
+@unmanaged
+def _second(t0: float, x: float) -> int:
+    s = int(x - t0)
+    return 0 if s < 0 else (59 if s > 59 else s)
+
+
+# --- the stages of a request ------------------------------------------------------------------------
+
+
+@unmanaged
+def _start(
+    p: Any, w: Any, k: int, x: float, arrival: float, obj: int, tag: int, mode: int, app_s: float, q_mean: float
+) -> None:
+    """Worker ``k`` takes a request at time ``x``: the cache lookup, its reads, its CPU phase."""
+    m = w.measures
+    g = w.gen
+    w.w_busy[k] = True
+    w.ints[I_BUSY] += 1
+    w.w_arrival[k] = arrival
+    w.w_start[k] = x
+    w.w_object[k] = obj
+    w.w_tag[k] = tag
+    instance = k // int(p[P.workers_per_instance])
+    bad = instance < w.ints[I_NBAD]
+    w.w_bad[k] = bad
+    m[M_STARTED] += 1.0
+    if bad:
+        m[M_STARTED_BAD] += 1.0
+    wait = x - arrival
+    _hist_add(w.wait_hist, wait)
+    m[M_WAIT_SUM] += wait
+    m[M_WAIT_COUNT] += 1.0
+    miss = False
+    queries = 0
+    cpu_mean = app_s
+    if mode == MODE_PIPELINE:
+        m[M_LOOKUPS] += 1.0
+        if w.expiry[obj] > x:
+            m[M_HITS] += 1.0
+        else:
+            miss = True
+            whole = int(q_mean)
+            queries = whole
+            if q_mean > whole and uniform(g) < q_mean - whole:
+                queries += 1
+        if bad:
+            cpu_mean = app_s * p[P.bad_build_cpu_factor]
+    w.w_miss[k] = miss
+    w.w_queries[k] = queries
+    _push(w, x + exponential(g, cpu_mean), k)
+    if tag >= 0:
+        w.samples[tag, X_WAIT] = wait * 1000.0
+        w.samples[tag, X_INSTANCE] = instance
+        w.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
+        w.samples[tag, X_QUERIES] = queries
+
+
+@unmanaged
+def _query(w: Any, x: float, part_s: float) -> float:
+    """A database read arriving now at a random partition: returns when it completes (FIFO, Lindley)."""
+    j = uniform_int(w.gen, len(w.db_free))
+    begin = w.db_free[j] if w.db_free[j] > x else x
+    d = exponential(w.gen, part_s)
+    done = begin + d
+    w.db_free[j] = done
+    m = w.measures
+    m[M_QUERIES] += 1.0
+    m[M_QUERY_TIME] += done - x
+    m[M_DB_BUSY] += d
+    return done
+
+
+@unmanaged
+def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> None:
+    """A worker that just finished: the head of the queue if any, else it joins the free workers."""
+    if w.ints[I_QLEN] > 0:
+        head = w.ints[I_QHEAD]
+        arrival = w.q_arrival[head]
+        obj = w.q_object[head]
+        tag = w.q_tag[head]
+        w.ints[I_QHEAD] = (head + 1) % len(w.q_arrival)
+        w.ints[I_QLEN] -= 1
+        _start(p, w, k, x, arrival, obj, tag, mode, app_s, q_mean)
+    else:
+        _free_add(w, k)
+
+
+@unmanaged
+def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> None:
+    """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker."""
+    m = w.measures
+    arrival = w.w_arrival[k]
+    start = w.w_start[k]
+    tag = w.w_tag[k]
+    if w.w_miss[k]:
+        w.expiry[w.w_object[k]] = x + ttl
+    service = x - start
+    m[M_COMPLETED] += 1.0
+    m[M_SERVICE] += service
+    second = _second(t0, x)
+    w.seconds[S_COMPLETED, second] += 1.0
+    wpi = int(p[P.workers_per_instance])
+    instance = k // wpi
+    w.instances[N_SERVED, instance] += 1.0
+    w.instances[N_BUSY, instance] += service
+    enabled = k < w.ints[I_ENABLED]
+    if enabled:
+        m[M_BUSY] += x - (start if start > t0 else t0)
+    if tag >= 0:
+        w.samples[tag, X_SERVICE] = service * 1000.0
+    response = x - arrival
+    timeout = p[P.timeout_s]
+    waited = start > arrival
+    if response > timeout:
+        m[M_WASTED] += service
+        if arrival + timeout > t0:  # else counted by an earlier minute's end
+            _decide(w, O_TIMEOUT, timeout, waited, _second(t0, arrival + timeout), tag)
+            w.instances[N_ERRORS, instance] += 1.0
+    elif w.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
+        _decide(w, O_BAD, response, waited, second, tag)
+        w.instances[N_ERRORS, instance] += 1.0
+    else:
+        _decide(w, O_OK, response, waited, second, tag)
+    w.w_busy[k] = False
+    w.ints[I_BUSY] -= 1
+    w.w_tag[k] = -1
+    if enabled:
+        _take_next(p, w, k, x, t0, mode, app_s, q_mean)
+
+
+# --- the minute -------------------------------------------------------------------------------------
+
+
+@unmanaged
+def _sorted_arrivals(w: Any, count: int, t0: float) -> None:
+    """``count`` arrival times uniform on [t0, t0 + 60 s), sorted, into ``w.arrivals``: normalized sums of
+    exponential spacings (the order statistics of uniforms, without a sort)."""
+    times = w.arrivals
+    total = 0.0
+    for i in range(count):
+        total += exponential(w.gen, 1.0)
+        times[i] = total
+    total += exponential(w.gen, 1.0)
+    for i in range(count):
+        times[i] = t0 + 60.0 * (times[i] / total)
+
+
+@unmanaged
+def fill_cache(w: Any, present: float, ttl: float, t0: float) -> None:
+    """A cache in its steady state: each object present with probability ``present``, its remaining TTL
+    uniform on (0, ttl) (REQUESTS.md: the opening minute and a zoomed minute start so)."""
+    for obj in range(len(w.expiry)):
+        if uniform(w.gen) < present:
+            w.expiry[obj] = t0 + uniform(w.gen) * ttl
+        else:
+            w.expiry[obj] = -_INF
+
+
+@unmanaged
+def quantile(hist: Any, q: float, timeout: float) -> float:
+    """The q-quantile (s) of a latency histogram (0.1 ms bins, timeouts in the last), interpolated in its bin."""
+    total = 0
+    for b in range(len(hist)):
+        total += hist[b]
+    if total == 0:
+        return 0.0
+    target = q * total
+    seen = 0.0
+    for b in range(len(hist) - 1):
+        if hist[b] > 0 and seen + hist[b] >= target:
+            return (b + (target - seen) / hist[b]) * HIST_BIN_S
+        seen += hist[b]
+    return timeout
+
+
+@unmanaged
+def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: float, q_mean: float) -> None:
+    """The minute's start: reset the measures, the fleet's workers and builds, a flush, the queue served
+    by workers that became free (new instances)."""
+    w.measures[:] = 0.0
+    w.latency_hist[:] = 0
+    w.wait_hist[:] = 0
+    w.seconds[:, :] = 0.0
+    w.instances[:, :] = 0.0
+    w.ints[I_NSAMPLES] = 0
+    serving = int(st[ST.serving])
+    workers = serving * int(p[P.workers_per_instance])
+    nbad = math.floor(st[ST.bad_build_share] * serving + 0.5) if mode == MODE_PIPELINE else 0
+    w.ints[I_ENABLED] = workers
+    w.ints[I_NBAD] = nbad
+    for i in range(min(serving, w.instances.shape[1])):
+        w.instances[N_BAD, i] = 1.0 if i < nbad else 0.0
+    w.ints[I_FREE] = 0
+    for k in range(len(w.w_busy)):
+        w.free_pos[k] = -1
+    for k in range(workers):
+        if not w.w_busy[k]:
+            _free_add(w, k)
+    if mode == MODE_PIPELINE:
+        if flags & FLUSH:
+            w.expiry[:] = -_INF
+        present = 0
+        for obj in range(len(w.expiry)):
+            if w.expiry[obj] > t0:
+                present += 1
+        w.measures[M_PRESENT] = present
+    while w.ints[I_FREE] > 0 and w.ints[I_QLEN] > 0:
+        k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
+        _free_remove(w, k)
+        _take_next(p, w, k, t0, t0, mode, app_s, q_mean)
+
+
+@unmanaged
+def _arrive(
+    p: Any, w: Any, st: Any, x: float, t0: float, mode: int, app_s: float, q_mean: float, sample_every: int
+) -> None:
+    """A request arrives at the balancer: shedding, then a free worker, the queue, or overload."""
+    m = w.measures
+    g = w.gen
+    seq = w.ints[I_SEQ]
+    w.ints[I_SEQ] = seq + 1
+    tag = -1
+    if sample_every > 0 and seq % sample_every == 0 and w.ints[I_NSAMPLES] < len(w.samples):
+        tag = w.ints[I_NSAMPLES]
+        w.ints[I_NSAMPLES] = tag + 1
+        w.samples[tag, :] = 0.0
+        w.samples[tag, X_ARRIVAL] = x - t0
+        w.samples[tag, X_OUTCOME] = O_PENDING
+        w.samples[tag, X_HIT] = -1.0
+        w.samples[tag, X_INSTANCE] = -1.0
+    m[M_ARRIVED] += 1.0
+    second = _second(t0, x)
+    w.seconds[S_ARRIVALS, second] += 1.0
+    obj = 0
+    if mode == MODE_PIPELINE:
+        low = uniform(g) < p[P.low_priority_share]
+        if tag >= 0:
+            w.samples[tag, X_LOW] = 1.0 if low else 0.0
+        if low and uniform(g) < st[ST.shed_share]:
+            m[M_SHED] += 1.0
+            if tag >= 0:
+                w.samples[tag, X_OUTCOME] = O_SHED
+            return
+        obj = uniform_int(g, len(w.expiry))
+    m[M_ADMITTED] += 1.0
+    if w.ints[I_ENABLED] == 0:
+        _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+    elif w.ints[I_FREE] > 0:
+        k = w.free[uniform_int(g, w.ints[I_FREE])]
+        _free_remove(w, k)
+        _start(p, w, k, x, x, obj, tag, mode, app_s, q_mean)
+    elif w.ints[I_QLEN] < len(w.q_arrival):
+        slot = (w.ints[I_QHEAD] + w.ints[I_QLEN]) % len(w.q_arrival)
+        w.q_arrival[slot] = x
+        w.q_object[slot] = obj
+        w.q_tag[slot] = tag
+        w.ints[I_QLEN] += 1
+        if w.ints[I_QLEN] > m[M_MAX_QUEUE]:
+            m[M_MAX_QUEUE] = w.ints[I_QLEN]
+    else:
+        _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+
+
+@unmanaged
+def _warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> None:
+    """The warm-up job reads the next object of the hot set; it stores it when the read completes."""
+    if w.ints[I_WFREE] == 0:
+        return  # the job's readers are all busy: it skips this read
+    w.ints[I_WFREE] -= 1
+    slot = w.warm_free[w.ints[I_WFREE]]
+    obj = w.ints[I_WCURSOR]
+    w.ints[I_WCURSOR] = (obj + 1) % len(w.expiry)
+    w.warm_object[slot] = obj
+    _push(w, _query(w, x, part_s), workers_total + slot)
+
+
+@unmanaged
+def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
+    """The minute's end: requests whose client gave up during it while still waiting or being served
+    count as timeouts now; busy time up to the end counts toward utilization."""
+    timeout = p[P.timeout_s]
+    cap = len(w.q_arrival)
+    head = w.ints[I_QHEAD]
+    n = w.ints[I_QLEN]
+    # The queue is in arrival order: find the first entry not counted by an earlier minute.
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if w.q_arrival[(head + mid) % cap] + timeout > t0:
+            hi = mid
+        else:
+            lo = mid + 1
+    i = lo
+    while i < n:
+        slot = (head + i) % cap
+        gave_up = w.q_arrival[slot] + timeout
+        if gave_up > t1:
+            break
+        _decide(w, O_TIMEOUT, timeout, True, _second(t0, gave_up), w.q_tag[slot])
+        i += 1
+    enabled = w.ints[I_ENABLED]
+    for k in range(len(w.w_busy)):
+        if not w.w_busy[k]:
+            continue
+        gave_up = w.w_arrival[k] + timeout
+        if t0 < gave_up <= t1:
+            _decide(w, O_TIMEOUT, timeout, w.w_start[k] > w.w_arrival[k], _second(t0, gave_up), w.w_tag[k])
+        if k < enabled:
+            start = w.w_start[k]
+            w.measures[M_BUSY] += t1 - (start if start > t0 else t0)
+    if sample_every > 0:  # a sample belongs to its minute: forget the tags of what is still in flight
+        for k in range(len(w.w_tag)):
+            w.w_tag[k] = -1
+        for i in range(n):
+            w.q_tag[(head + i) % cap] = -1
+
+
+@unmanaged
+def _record(p: Any, w: Any, st: Any, rec: Any, ext: Any, mode: int, app_s: float) -> None:
+    """The measured record fields and the extras, from the minute's counts."""
+    m = w.measures
+    serving = int(st[ST.serving])
+    servers = serving * int(p[P.workers_per_instance])
+    timeout = p[P.timeout_s]
+    admitted = m[M_ADMITTED] / 60.0
+    rec[REC.requests_per_s] = m[M_ARRIVED] / 60.0
+    rec[REC.admitted_per_s] = admitted
+    rec[REC.shed_per_s] = m[M_SHED] / 60.0
+    if mode == MODE_PIPELINE:
+        objects = len(w.expiry)
+        rt = admitted / objects * st[ST.ttl_s]
+        steady = rt / (1.0 + rt)
+        present = m[M_PRESENT] / objects
+        rec[REC.cache_warm] = present / steady if steady > 0 else 1.0
+        rec[REC.cache_hit] = m[M_HITS] / m[M_LOOKUPS] if m[M_LOOKUPS] > 0 else 0.0
+        partitions = len(w.db_free)
+        rec[REC.db_demand_qps] = m[M_QUERIES] / 60.0
+        rec[REC.db_utilization] = m[M_DB_BUSY] / (partitions * 60.0)
+        rec[REC.query_time_ms] = m[M_QUERY_TIME] / m[M_QUERIES] * 1000.0 if m[M_QUERIES] > 0 else p[P.db_base_query_ms]
+        ext[E_PRESENT] = present
+    service_s = m[M_SERVICE] / m[M_COMPLETED] if m[M_COMPLETED] > 0 else app_s
+    rec[REC.service_time_ms] = service_s * 1000.0
+    rec[REC.servers] = servers
+    rec[REC.capacity_per_s] = servers / service_s if service_s > 0 else 0.0
+    rec[REC.erlangs] = admitted * service_s
+    rec[REC.utilization] = m[M_BUSY] / (servers * 60.0) if servers > 0 else 1.0
+    decided = m[M_DECIDED]
+    served = decided - m[M_OVERLOAD]
+    if served > 0:
+        rec[REC.wait_probability] = m[M_WAITED] / served
+        rec[REC.timeout_share] = m[M_TIMEOUT] / served
+    else:
+        rec[REC.wait_probability] = 1.0 if m[M_OVERLOAD] > 0 else 0.0
+        rec[REC.timeout_share] = 0.0
+    if decided > 0:
+        e_overload = m[M_OVERLOAD] / decided
+        e_timeout = m[M_TIMEOUT] / decided
+        e_bad = m[M_BAD_ERROR] / decided
+    else:
+        e_overload = e_timeout = e_bad = 0.0
+    rec[REC.overload_share] = e_overload
+    rec[REC.error_overload] = e_overload
+    rec[REC.error_timeout] = e_timeout
+    rec[REC.error_bad_build] = e_bad
+    rec[REC.error_rate] = e_overload + e_timeout + e_bad
+    if m[M_STARTED] > 0:
+        rec[REC.bad_build_share] = m[M_STARTED_BAD] / m[M_STARTED]
+    else:
+        rec[REC.bad_build_share] = w.ints[I_NBAD] / serving if serving > 0 else 0.0
+    rec[REC.p99_ms] = (quantile(w.latency_hist, 0.99, timeout) if served > 0 else timeout) * 1000.0
+    ext[E_P50] = quantile(w.latency_hist, 0.5, timeout) * 1000.0
+    ext[E_P999] = quantile(w.latency_hist, 0.999, timeout) * 1000.0
+    ext[E_MEAN_WAIT] = m[M_WAIT_SUM] / m[M_WAIT_COUNT] * 1000.0 if m[M_WAIT_COUNT] > 0 else 0.0
+    ext[E_MAX_QUEUE] = m[M_MAX_QUEUE]
+    ext[E_QUEUE_END] = w.ints[I_QLEN]
+    ext[E_IN_FLIGHT_END] = w.ints[I_BUSY]
+    ext[E_WASTED] = m[M_WASTED] / m[M_SERVICE] if m[M_SERVICE] > 0 else 0.0
+    ext[E_COMPLETED] = m[M_COMPLETED] / 60.0
+
+
+@unmanaged
+def request_minute(
+    p: Any,
+    w: Any,
+    t: int,
+    flags: int,
+    st: Any,
+    rec: Any,
+    ext: Any,
+    mode: int,
+    count: int,
+    rate: float,
+    sample_every: int,
+) -> None:
+    """Simulate minute ``t`` (seconds 60t to 60t + 60 of the run) request by request.
+
+    Reads the settings and the fleet from ``st`` (as the minute model does), ``count`` arrivals uniform in
+    the minute (pipeline mode) or a Poisson stream of ``rate`` per second (queue-only mode); writes the
+    measured fields of ``rec`` and the extras ``ext``. ``sample_every`` > 0 keeps every n-th arrival's path
+    in ``w.samples`` (the zoom).
+    """
+    t0 = 60.0 * t
+    t1 = t0 + 60.0
+    recommendations = st[ST.recommendations] != 0.0
+    app_s = (p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)) / 1000.0
+    q_mean = p[P.queries_per_request] + (p[P.feature_queries_per_request] if recommendations else 0.0)
+    ttl = st[ST.ttl_s]
+    part_s = len(w.db_free) / p[P.db_capacity_qps]
+    workers_total = len(w.w_busy)
+    _open(p, w, st, t0, flags, mode, app_s, q_mean)
+
+    if mode == MODE_PIPELINE:
+        _sorted_arrivals(w, count, t0)
+    arrivals = w.arrivals
+    i = 0
+    next_warm = _INF
+    warm_rate = p[P.warmup_db_qps]
+    if mode == MODE_PIPELINE and st[ST.warmup_left] > 0 and warm_rate > 0:
+        next_warm = t0 + exponential(w.gen, 1.0 / warm_rate)
+    stream_gap = 1.0 / rate if rate > 0 else _INF
+    if mode == MODE_QUEUE_ONLY and w.reals[R_NEXT_STREAM] < t0:
+        w.reals[R_NEXT_STREAM] = t0 + exponential(w.gen, stream_gap)
+    sec = 0
+    sec_next = t0 + 1.0
+    while True:
+        if mode == MODE_PIPELINE:
+            ta = arrivals[i] if i < count else _INF
+        else:
+            ta = w.reals[R_NEXT_STREAM] if rate > 0 else _INF
+        te = w.heap_time[0] if w.ints[I_HEAP] > 0 else _INF
+        x = ta if ta < te else te
+        if next_warm < x:
+            x = next_warm
+        if x >= t1:
+            break
+        while x >= sec_next and sec < 60:
+            w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
+            w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]
+            sec += 1
+            sec_next = t0 + sec + 1.0
+        if x == te:
+            ident = _pop(w)
+            if ident >= workers_total:  # a warm-up read completed: the object is stored
+                slot = ident - workers_total
+                obj = w.warm_object[slot]
+                if w.expiry[obj] < x + ttl:
+                    w.expiry[obj] = x + ttl
+                w.warm_free[w.ints[I_WFREE]] = slot
+                w.ints[I_WFREE] += 1
+            elif w.w_queries[ident] > 0:
+                w.w_queries[ident] -= 1
+                _push(w, _query(w, x, part_s), ident)
+            else:
+                _complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
+        elif x == ta:
+            if mode == MODE_PIPELINE:
+                i += 1
+            else:
+                w.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
+            _arrive(p, w, st, x, t0, mode, app_s, q_mean, sample_every)
+        else:
+            _warm_query(p, w, x, part_s, workers_total)
+            next_warm = x + exponential(w.gen, 1.0 / warm_rate)
+    while sec < 60:
+        w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
+        w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]
+        sec += 1
+    _close(p, w, t0, t1, sample_every)
+    _record(p, w, st, rec, ext, mode, app_s)

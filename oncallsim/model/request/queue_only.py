@@ -1,0 +1,97 @@
+"""The request engine's "queue only" mode: M/M/N with a pooled balancer, as the validation and the benchmark
+use it. A Poisson stream of λ per second, exponential service of a fixed mean, N servers, no cache, no
+database, no builds: the same compiled loop as a full run (``physics.request_minute``), minute after minute.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
+from oncallsim.model.kernel import kernel_params
+from oncallsim.model.params import Params
+from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
+from oncallsim.model.request.world import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED, new_world, with_room
+
+__all__ = ["QueueRun", "simulate_mmn"]
+
+
+class QueueRun(NamedTuple):
+    """What an M/M/N run measured after its warm-up, pooled over its minutes."""
+
+    customers: int  # requests that started service (the sample for the wait statistics)
+    answered: int  # requests answered (the sample for the response-time quantiles)
+    waited: int  # answered requests that waited in the queue
+    wait_sum_s: float  # total queue wait of the requests that started service
+    wait_hist: npt.NDArray[np.int64]  # queue waits, 0.1 ms bins
+    latency_hist: npt.NDArray[np.int64]  # response times, 0.1 ms bins, timeouts in the last
+    utilization: float
+
+    @property
+    def wait_probability(self) -> float:
+        return self.waited / self.answered if self.answered else 0.0
+
+    @property
+    def mean_wait_s(self) -> float:
+        return self.wait_sum_s / self.customers if self.customers else 0.0
+
+    def wait_exceeds(self, t_s: float) -> float:
+        """Share of customers whose wait exceeded ``t_s`` (bin-exact for multiples of 0.1 ms)."""
+        first = int(math.floor(t_s / HIST_BIN_S + 1e-9))
+        return float(self.wait_hist[first:].sum()) / self.customers if self.customers else 0.0
+
+    def response_quantile_s(self, q: float, timeout_s: float) -> float:
+        return float(quantile(self.latency_hist, q, timeout_s))
+
+
+def simulate_mmn(
+    servers: int,
+    arrivals_per_s: float,
+    service_s: float,
+    minutes: int,
+    seed: int,
+    warmup_minutes: int = 1,
+    workers_per_instance: int = 16,
+    timeout_s: float = 10.0,
+) -> QueueRun:
+    """Run M/M/N in queue-only mode: ``minutes`` measured after ``warmup_minutes`` dropped."""
+    if servers <= 0 or servers % workers_per_instance:
+        raise InvalidInput("servers", f"must be a positive multiple of {workers_per_instance}, got {servers}")
+    params = Params(
+        workers_per_instance=workers_per_instance,
+        max_fleet=servers // workers_per_instance,
+        app_time_ms=service_s * 1000.0,
+        feature_app_time_ms=0.0,
+        timeout_s=timeout_s,
+        hot_objects=1.0,
+    )
+    p = kernel_params(params)
+    world = new_world(params, seed)
+    st = np.zeros(len(STATE_SCHEMA))
+    st[ST.serving] = servers // workers_per_instance
+    rec = np.zeros(len(NUMERIC_FIELDS))
+    ext = np.zeros(len(EXTRA_FIELDS))
+    wait_hist = np.zeros_like(world.wait_hist)
+    latency_hist = np.zeros_like(world.latency_hist)
+    customers = answered = waited = 0
+    wait_sum = busy = 0.0
+    per_minute = int(arrivals_per_s * 60.0 * 1.5) + 64
+    for t in range(warmup_minutes + minutes):
+        world = with_room(world, per_minute)
+        request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, arrivals_per_s, 0)
+        if t < warmup_minutes:
+            continue
+        m = world.measures
+        customers += int(m[M_WAIT_COUNT])
+        wait_sum += float(m[M_WAIT_SUM])
+        waited += int(m[M_WAITED])
+        answered += int(world.latency_hist.sum())
+        wait_hist += world.wait_hist
+        latency_hist += world.latency_hist
+        busy += float(rec[REC.utilization])
+    return QueueRun(customers, answered, waited, wait_sum, wait_hist, latency_hist, busy / max(minutes, 1))

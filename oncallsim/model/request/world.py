@@ -1,0 +1,241 @@
+"""The request engine's world: everything that carries from one minute to the next, as flat arrays.
+
+Queues, in-flight work, the cache and the database's partitions carry across minutes (REQUESTS.md), so a
+run of the request engine holds them here, beside the minute model's ``State``. Compiled code reads and
+writes the arrays in place; positions in the small scalar arrays are named by the constants below.
+
+Sizes are fixed when the run starts: workers = max fleet × workers per instance, the balancer's queue
+``QUEUE_CAPACITY`` (a request arriving to a full queue is rejected at once, as overload), the warm-up job's
+in-flight queries ``WARMUP_CONCURRENCY``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.params import Params
+from oncallsim.model.request.generator import seeded
+
+__all__ = [
+    "MAX_OBJECTS",
+    "MAX_WORKERS",
+    "QUEUE_CAPACITY",
+    "QUEUE_START",
+    "SAMPLE_FIELDS",
+    "WARMUP_CONCURRENCY",
+    "World",
+    "new_world",
+    "partitions_of",
+    "with_queue_room",
+    "with_room",
+]
+
+QUEUE_START = 1 << 12  # the balancer's queue starts this long and doubles as it fills (before a minute)
+QUEUE_CAPACITY = 1 << 22  # requests waiting at the balancer at most; beyond it, overload (a proxy's limit)
+WARMUP_CONCURRENCY = 1024  # the warm-up job's queries in flight; beyond it the job skips a read
+MAX_OBJECTS = 5_000_000  # one expiry time per hot object: 40 MB at most
+MAX_WORKERS = 200_000
+HIST_BIN_S = 1e-4  # latency histograms: 0.1 ms bins up to the timeout, then one bin for timeouts
+MAX_SAMPLES = 2_000
+
+# ints[...]
+I_FREE, I_HEAP, I_QHEAD, I_QLEN, I_WFREE, I_WCURSOR, I_ENABLED, I_NBAD, I_BUSY, I_NSAMPLES, I_SEQ = range(11)
+N_INTS = 11
+# reals[...]
+R_NEXT_STREAM = 0  # queue-only mode: the next arrival of the Poisson stream
+N_REALS = 1
+
+# measures[...], reset every minute
+(
+    M_ARRIVED,
+    M_SHED,
+    M_ADMITTED,
+    M_DECIDED,
+    M_OVERLOAD,
+    M_TIMEOUT,
+    M_BAD_ERROR,
+    M_WAITED,
+    M_LOOKUPS,
+    M_HITS,
+    M_QUERIES,
+    M_QUERY_TIME,
+    M_DB_BUSY,
+    M_COMPLETED,
+    M_SERVICE,
+    M_BUSY,
+    M_WASTED,
+    M_MAX_QUEUE,
+    M_STARTED,
+    M_STARTED_BAD,
+    M_WAIT_SUM,
+    M_WAIT_COUNT,
+    M_PRESENT,
+) = range(23)
+N_MEASURES = 23
+
+# per-second lines: sec[line, second]
+S_ARRIVALS, S_COMPLETED, S_ERRORS, S_QUEUE, S_IN_FLIGHT = range(5)
+SECOND_LINES = ("arrivals", "completed", "errors", "queue", "in_flight")
+# per instance: inst[line, instance]
+N_SERVED, N_ERRORS, N_BUSY, N_BAD = range(4)
+INSTANCE_LINES = ("served", "errors", "busy_s", "bad_build")
+
+# sampled requests: samples[row, field]
+SAMPLE_FIELDS = (
+    "arrival_s",  # seconds since the minute's start (negative: arrived in an earlier minute)
+    "low_priority",
+    "outcome",  # OUTCOMES index
+    "hit",  # 1 hit, 0 miss, −1 never looked up
+    "wait_ms",
+    "service_ms",
+    "queries",
+    "instance",  # −1: never reached one
+    "response_ms",
+)
+(X_ARRIVAL, X_LOW, X_OUTCOME, X_HIT, X_WAIT, X_SERVICE, X_QUERIES, X_INSTANCE, X_RESPONSE) = range(9)
+OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending")
+O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING = range(6)
+
+
+class World(NamedTuple):
+    """One run's requests, workers, cache and database (see the module's docstring)."""
+
+    gen: npt.NDArray[np.uint64]  # the generator's four words
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    expiry: npt.NDArray[np.float64]  # per hot object: cached until (s); a hit when it lies in the future
+    db_free: npt.NDArray[np.float64]  # per partition: when its server is next free (FIFO: Lindley)
+    w_busy: npt.NDArray[np.bool_]
+    w_arrival: npt.NDArray[np.float64]
+    w_start: npt.NDArray[np.float64]
+    w_object: npt.NDArray[np.int64]
+    w_queries: npt.NDArray[np.int64]  # database reads still to do
+    w_miss: npt.NDArray[np.bool_]
+    w_bad: npt.NDArray[np.bool_]
+    w_tag: npt.NDArray[np.int64]  # sample row, −1 when not sampled
+    free: npt.NDArray[np.int64]  # the free workers, unordered (a random one takes the next request)
+    free_pos: npt.NDArray[np.int64]  # each worker's place in ``free``, −1 when busy or not serving
+    heap_time: npt.NDArray[np.float64]  # the next phase end of each busy worker / warm-up query: a binary heap
+    heap_id: npt.NDArray[np.int64]
+    q_arrival: npt.NDArray[np.float64]  # the balancer's FIFO queue, a ring
+    q_object: npt.NDArray[np.int64]
+    q_tag: npt.NDArray[np.int64]
+    q_low: npt.NDArray[np.bool_]
+    warm_object: npt.NDArray[np.int64]  # the warm-up job's queries in flight: the object each will store
+    warm_free: npt.NDArray[np.int64]
+    measures: npt.NDArray[np.float64]
+    latency_hist: npt.NDArray[np.int64]  # response times of the minute's decided requests (timeouts last)
+    wait_hist: npt.NDArray[np.int64]  # queue waits of the minute's requests that started service
+    seconds: npt.NDArray[np.float64]
+    instances: npt.NDArray[np.float64]
+    samples: npt.NDArray[np.float64]
+    arrivals: npt.NDArray[np.float64]  # the minute's arrival times (grown before a minute that needs more)
+
+
+def partitions_of(params: Params) -> tuple[int, float]:
+    """(partitions, mean query time of one partition in s): capacity / (1 / base time) servers of the
+    base query time each, so that the database's capacity and its idle query time are the model's."""
+    base_s = params.db_base_query_ms / 1000.0
+    count = max(1, round(params.db_capacity_qps * base_s))
+    return count, count / params.db_capacity_qps
+
+
+def check_params(params: Params) -> None:
+    """What the request engine cannot hold: one expiry per hot object, one slot per worker."""
+    if params.hot_objects > MAX_OBJECTS:
+        raise InvalidInput(
+            "hot_objects", f"must be at most {MAX_OBJECTS:,} on the request engine, got {params.hot_objects:g}"
+        )
+    workers = params.max_fleet * params.workers_per_instance
+    if workers > MAX_WORKERS:
+        raise InvalidInput(
+            "max_fleet",
+            f"max_fleet × workers_per_instance must be at most {MAX_WORKERS:,} on the request engine, got {workers:,}",
+        )
+
+
+def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> World:
+    """An empty world: no request in flight, an empty cache (the engine fills it before minute 0)."""
+    check_params(params)
+    workers = params.max_fleet * params.workers_per_instance
+    partitions, _ = partitions_of(params)
+    bins = round(params.timeout_s / HIST_BIN_S) + 1
+    heap = workers + WARMUP_CONCURRENCY
+    ints = np.zeros(N_INTS, dtype=np.int64)
+    ints[I_WFREE] = WARMUP_CONCURRENCY
+    return World(
+        gen=seeded(seed),
+        ints=ints,
+        reals=np.zeros(N_REALS),
+        expiry=np.full(int(params.hot_objects), -np.inf),
+        db_free=np.zeros(partitions),
+        w_busy=np.zeros(workers, dtype=np.bool_),
+        w_arrival=np.zeros(workers),
+        w_start=np.zeros(workers),
+        w_object=np.zeros(workers, dtype=np.int64),
+        w_queries=np.zeros(workers, dtype=np.int64),
+        w_miss=np.zeros(workers, dtype=np.bool_),
+        w_bad=np.zeros(workers, dtype=np.bool_),
+        w_tag=np.full(workers, -1, dtype=np.int64),
+        free=np.zeros(workers, dtype=np.int64),
+        free_pos=np.full(workers, -1, dtype=np.int64),
+        heap_time=np.zeros(heap),
+        heap_id=np.zeros(heap, dtype=np.int64),
+        q_arrival=np.zeros(queue_capacity),
+        q_object=np.zeros(queue_capacity, dtype=np.int64),
+        q_tag=np.full(queue_capacity, -1, dtype=np.int64),
+        q_low=np.zeros(queue_capacity, dtype=np.bool_),
+        warm_object=np.zeros(WARMUP_CONCURRENCY, dtype=np.int64),
+        warm_free=np.arange(WARMUP_CONCURRENCY, dtype=np.int64),
+        measures=np.zeros(N_MEASURES),
+        latency_hist=np.zeros(bins + 1, dtype=np.int64),
+        wait_hist=np.zeros(bins + 1, dtype=np.int64),
+        seconds=np.zeros((len(SECOND_LINES), 60)),
+        instances=np.zeros((len(INSTANCE_LINES), params.max_fleet)),
+        samples=np.zeros((MAX_SAMPLES, len(SAMPLE_FIELDS))),
+        arrivals=np.zeros(1024),
+    )
+
+
+def copy_world(world: World) -> World:
+    """An independent copy (a what-if that starts from a minute of this run)."""
+    return World._make(a.copy() for a in world)
+
+
+def with_room(world: World, arrivals: int) -> World:
+    """The world with room for a minute of ``arrivals``: its arrival buffer, and its queue should they all
+    wait (compiled code does not allocate)."""
+    if arrivals > len(world.arrivals):
+        world = world._replace(arrivals=np.zeros(max(arrivals, 2 * len(world.arrivals))))
+    return with_queue_room(world, arrivals)
+
+
+def with_queue_room(world: World, more: int) -> World:
+    """The world with room for ``more`` requests in the balancer's queue (up to ``QUEUE_CAPACITY``): the
+    ring is unrolled into arrays twice as long, as often as needed, before the minute that could fill it."""
+    length = int(world.ints[I_QLEN])
+    capacity = len(world.q_arrival)
+    want = min(length + more, QUEUE_CAPACITY)
+    if want <= capacity:
+        return world
+    while capacity < want:
+        capacity *= 2
+    capacity = min(capacity, QUEUE_CAPACITY)
+    order = (int(world.ints[I_QHEAD]) + np.arange(length)) % len(world.q_arrival)
+
+    def grown(old: Any, fill: Any) -> Any:
+        new = np.full(capacity, fill, dtype=old.dtype)
+        new[:length] = old[order]
+        return new
+
+    world.ints[I_QHEAD] = 0
+    return world._replace(
+        q_arrival=grown(world.q_arrival, 0.0),
+        q_object=grown(world.q_object, 0),
+        q_tag=grown(world.q_tag, -1),
+        q_low=grown(world.q_low, False),
+    )
