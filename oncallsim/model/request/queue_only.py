@@ -31,6 +31,7 @@ class QueueRun(NamedTuple):
     wait_hist: npt.NDArray[np.int64]  # queue waits, 0.1 ms bins
     latency_hist: npt.NDArray[np.int64]  # response times, 0.1 ms bins, timeouts in the last
     utilization: float
+    per_minute: npt.NDArray[np.float64]  # minutes × (answered, waited, wait sum s, customers): for batch means
 
     @property
     def wait_probability(self) -> float:
@@ -42,7 +43,7 @@ class QueueRun(NamedTuple):
 
     def wait_exceeds(self, t_s: float) -> float:
         """Share of customers whose wait exceeded ``t_s`` (bin-exact for multiples of 0.1 ms)."""
-        first = int(math.floor(t_s / HIST_BIN_S + 1e-9))
+        first = math.floor(t_s / HIST_BIN_S + 1e-9)
         return float(self.wait_hist[first:].sum()) / self.customers if self.customers else 0.0
 
     def response_quantile_s(self, q: float, timeout_s: float) -> float:
@@ -80,9 +81,10 @@ def simulate_mmn(
     latency_hist = np.zeros_like(world.latency_hist)
     customers = answered = waited = 0
     wait_sum = busy = 0.0
-    per_minute = int(arrivals_per_s * 60.0 * 1.5) + 64
+    per_minute = np.zeros((minutes, 4))
+    room = int(arrivals_per_s * 60.0 * 1.5) + 64
     for t in range(warmup_minutes + minutes):
-        world = with_room(world, per_minute)
+        world = with_room(world, room)
         request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, arrivals_per_s, 0)
         if t < warmup_minutes:
             continue
@@ -94,4 +96,5 @@ def simulate_mmn(
         wait_hist += world.wait_hist
         latency_hist += world.latency_hist
         busy += float(rec[REC.utilization])
-    return QueueRun(customers, answered, waited, wait_sum, wait_hist, latency_hist, busy / max(minutes, 1))
+        per_minute[t - warmup_minutes] = (world.latency_hist.sum(), m[M_WAITED], m[M_WAIT_SUM], m[M_WAIT_COUNT])
+    return QueueRun(customers, answered, waited, wait_sum, wait_hist, latency_hist, busy / max(minutes, 1), per_minute)
