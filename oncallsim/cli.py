@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from oncallsim.cli_common import (
+    compiling_notice,
     err,
     guarded,
     load_run_file,
@@ -155,15 +156,23 @@ def run(
     save_run: Annotated[Path | None, typer.Option(help="Save a run file that replays this run exactly.")] = None,
     policy: Annotated[str | None, typer.Option(help="Let a policy play: hands-off, textbook, or module:attr.")] = None,
     debrief: Annotated[bool, typer.Option("--debrief", help="Print the debrief at the end.")] = False,
+    engine: Annotated[str, typer.Option(help="minute (the formulas) or request (every request simulated).")] = "minute",
 ) -> None:
     """Run a scenario headless and print its minute records."""
     overrides = parse_sets(set_ or [])
     action_list = load_actions(actions) if actions is not None else []
     player = load_policy(policy) if policy is not None else None
     sim = Simulation(
-        scenario_arg(scenario), seed=seed, overrides=overrides, noise=not no_noise, minutes=minutes, clock=clock
+        scenario_arg(scenario),
+        seed=seed,
+        overrides=overrides,
+        noise=not no_noise,
+        minutes=minutes,
+        clock=clock,
+        engine=engine,
     )
-    records = sim.run(action_list, policy=player)
+    with compiling_notice(sim.engine):
+        records = sim.run(action_list, policy=player)
     if out_file is not None:
         buffer = io.StringIO()
         write_records(records, format, buffer)

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
 from oncallsim.model import InvalidInput
+from oncallsim.model.engine import Engine, prepare
 from oncallsim.simulation import RunFile
 from oncallsim.validation import invalid_input
 
 __all__ = [
     "clear_errors",
+    "compiling_notice",
     "err",
     "fail",
     "guarded",
@@ -107,3 +110,20 @@ def write_whole(path: Path, text: str) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise InvalidInput(str(path), f"cannot write: {exc.strerror}") from None
+
+
+@contextmanager
+def compiling_notice(engine: Engine, stream: TextIO | None = None) -> Iterator[None]:
+    """Prepare ``engine`` before the body runs; when that takes more than a second (its first use on this
+    machine compiles it), say so on stderr rather than look frozen."""
+    out = stream if stream is not None else sys.stderr
+    timer = threading.Timer(
+        1.0, lambda: print(f"preparing the {engine.name} engine (compiled once on this machine)…", file=out)
+    )
+    timer.daemon = True
+    timer.start()
+    try:
+        prepare(engine)
+    finally:
+        timer.cancel()
+    yield

@@ -34,6 +34,7 @@ def sweep(
         typer.Option("--resume", help="Continue an interrupted sweep in --out (same settings; --seeds may grow)."),
     ] = False,
     html: Annotated[Path | None, typer.Option(help="Also write an offline HTML plot of the distributions.")] = None,
+    engine: Annotated[str, typer.Option(help="minute (the formulas) or request (every request simulated).")] = "minute",
 ) -> None:
     """Run a scenario over many seeds and grid points; one Parquet row per run, a summary at the end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -54,6 +55,7 @@ def sweep(
             parse_sets(set_ or []),
             not no_noise,
             minutes,
+            engine=engine,
         )
         plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
         state = sweeping.check_output(plan, out_path, resume)

@@ -68,19 +68,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 proc.kill()
 
 
-def test_dask_sweep_equals_the_local_sweep(cluster: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("seeds", "engine_args"), [(24, []), (4, ["--engine", "request", "--minutes", "30"])], ids=["minute", "request"]
+)
+def test_dask_sweep_equals_the_local_sweep(cluster: str, tmp_path: Path, seeds: int, engine_args: list[str]) -> None:
     runner = CliRunner()
     args = [
         "sweep",
         "cache-flush",
         "--seeds",
-        "24",
+        str(seeds),
         "--seed-start",
         "500",
         "--policy",
         "textbook",
         "--grid",
         "ttl_s=60,120",
+        *engine_args,
     ]
     env = {"ONCALLSIM_ROWS_PER_TASK": "6"}
     remote, local = tmp_path / "remote.parquet", tmp_path / "local.parquet"
@@ -92,7 +96,7 @@ def test_dask_sweep_equals_the_local_sweep(cluster: str, tmp_path: Path) -> None
     key = ["grid_ttl_s", "seed"]
     a = pq.read_table(remote).to_pandas().sort_values(key).reset_index(drop=True)
     b = pq.read_table(local).to_pandas().sort_values(key).reset_index(drop=True)
-    assert len(a) == 48 and a.equals(b)
+    assert len(a) == 2 * seeds and a.equals(b)
 
 
 def test_a_dask_sweep_resumes_per_seed(cluster: str, tmp_path: Path) -> None:

@@ -25,8 +25,9 @@ def test_env_checker_passes(env_id: str) -> None:
     assert env.observation_space.shape == (len(OBSERVATION),)
 
 
-def test_reset_seed_reproduces_the_cli_run() -> None:
-    env = gymnasium.make("oncallsim/Surge-v0")
+@pytest.mark.parametrize("engine", ["minute", "request"])
+def test_reset_seed_reproduces_the_cli_run(engine: str) -> None:
+    env = gymnasium.make("oncallsim/Surge-v0", engine=engine)
     obs, info = env.reset(seed=11)
     assert info["seed"] == 11
     records = []
@@ -37,7 +38,7 @@ def test_reset_seed_reproduces_the_cli_run() -> None:
         done = terminated or truncated
         assert env.observation_space.contains(obs)
     cli = subprocess.run(
-        [sys.executable, "-m", "oncallsim", "run", "surge", "--seed", "11", "--format", "jsonl"],
+        [sys.executable, "-m", "oncallsim", "run", "surge", "--seed", "11", "--format", "jsonl", "--engine", engine],
         capture_output=True,
         text=True,
         check=True,

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from oncallsim import InvalidInput, Simulation
 from oncallsim.cli import app
+from oncallsim.model.engine import ENGINES
 from oncallsim.policies import BUILTIN_POLICIES, Textbook, load_policy
 from oncallsim.simulation import Observation, Policy
 
@@ -23,8 +24,9 @@ def test_builtins_are_registered_and_fresh_each_time() -> None:
     assert isinstance(load_policy("hands-off"), Policy)
 
 
-def test_textbook_rolls_back_once_after_the_page() -> None:
-    sim = Simulation("bad-deploy", seed=4)
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_textbook_rolls_back_once_after_the_page(engine: str) -> None:
+    sim = Simulation("bad-deploy", seed=4, engine=engine)
     sim.run(policy=Textbook())
     presses = [a for a in sim.actions if a.control == "rollback"]
     page = next(r.minute for r in sim.timeline if "page fired" in r.events)
@@ -52,8 +54,9 @@ def test_textbook_raises_the_floor_early_in_a_surge_and_scales_back() -> None:
     assert onset <= first <= onset + 10
 
 
-def test_policy_runs_replay_without_the_policy() -> None:
-    sim = Simulation("surge", seed=3)
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_policy_runs_replay_without_the_policy(engine: str) -> None:
+    sim = Simulation("surge", seed=3, engine=engine, minutes=120)
     sim.run(policy=load_policy("textbook"))
     again = Simulation.replay(sim.run_file())
     assert again.timeline == sim.timeline

@@ -8,18 +8,23 @@ from pathlib import Path
 import pytest
 
 from oncallsim import Action, InvalidInput, RunFile, Simulation, load_actions
+from oncallsim.model.engine import ENGINES
+
+ENGINE_NAMES = sorted(ENGINES)  # the tests that apply to every engine run on each
 
 
-def test_step_logs_actions_with_their_minute() -> None:
-    sim = Simulation("bad-deploy", seed=3)
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_step_logs_actions_with_their_minute(engine: str) -> None:
+    sim = Simulation("bad-deploy", seed=3, engine=engine)
     sim.step()
     sim.step([("floor", 12), {"control": "warmup"}])
     assert sim.actions == [Action(1, "floor", 12), Action(1, "warmup", None)]
     assert sim.timeline[1].floor == 12 and sim.timeline[1].booting == 2
 
 
-def test_invalid_action_changes_nothing() -> None:
-    sim = Simulation("bad-deploy", seed=3)
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_invalid_action_changes_nothing(engine: str) -> None:
+    sim = Simulation("bad-deploy", seed=3, engine=engine)
     sim.step()
     before = (sim.state, sim.rng.get_state(), len(sim.timeline), list(sim.actions))
     for bad in (
@@ -43,8 +48,9 @@ def test_out_of_range_messages_name_the_control_and_range() -> None:
         sim.step([("target_utilization", 0.2)])
 
 
-def test_run_file_replays_the_identical_timeline(tmp_path: Path) -> None:
-    sim = Simulation("surge", seed=11, overrides={"ttl_s": "120", "warmup_db_qps": 300})
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_run_file_replays_the_identical_timeline(tmp_path: Path, engine: str) -> None:
+    sim = Simulation("surge", seed=11, overrides={"ttl_s": "120", "warmup_db_qps": 300}, engine=engine)
     actions = [
         Action(40, "floor", 20),
         Action(41, "target_utilization", 0.4),
@@ -60,6 +66,7 @@ def test_run_file_replays_the_identical_timeline(tmp_path: Path) -> None:
     again = Simulation.replay(path)
     assert [r.to_dict() for r in again.timeline] == [r.to_dict() for r in sim.timeline]
     assert again.actions == sim.actions
+    assert again.engine.name == saved["engine"] == engine
 
 
 def test_run_file_of_a_user_scenario_embeds_the_spec(tmp_path: Path) -> None:
@@ -97,7 +104,8 @@ def test_actions_file_errors(tmp_path: Path) -> None:
             load_actions(path)
 
 
-def test_actions_at_the_same_minute_keep_their_order() -> None:
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_actions_at_the_same_minute_keep_their_order(engine: str) -> None:
     acts = load_actions(
         [
             {"minute": 5, "control": "floor", "value": 12},
@@ -106,7 +114,7 @@ def test_actions_at_the_same_minute_keep_their_order() -> None:
         ]
     )
     assert [(a.minute, a.value) for a in acts] == [(2, None), (5, 12), (5, 11)]
-    sim = Simulation("free-play", minutes=10)
+    sim = Simulation("free-play", minutes=10, engine=engine)
     sim.run(acts)
     assert sim.timeline[5].floor == 11
 
@@ -126,8 +134,9 @@ def test_bad_run_arguments() -> None:
         Simulation("free-play", overrides={"workers_per_instance": 2.5})
 
 
-def test_stepping_past_the_end_is_refused() -> None:
-    sim = Simulation("free-play", minutes=2)
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_stepping_past_the_end_is_refused(engine: str) -> None:
+    sim = Simulation("free-play", minutes=2, engine=engine)
     sim.run()
     assert sim.done
     with pytest.raises(InvalidInput, match="over"):
@@ -139,8 +148,9 @@ def test_actions_past_the_end_are_refused() -> None:
         Simulation("free-play", minutes=5).run([Action(9, "warmup")])
 
 
-def test_autoscaler_off_means_exactly_the_floor() -> None:
-    sim = Simulation("free-play", minutes=30, noise=False)
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_autoscaler_off_means_exactly_the_floor(engine: str) -> None:
+    sim = Simulation("free-play", minutes=30, noise=False, engine=engine)
     sim.run([Action(1, "floor", 14), Action(2, "autoscaler", False), Action(10, "floor", 6)])
     t = sim.timeline
     assert (t[1].serving, t[1].booting) == (10, 4)
@@ -149,8 +159,9 @@ def test_autoscaler_off_means_exactly_the_floor() -> None:
     assert all(r.serving + r.booting == r.floor for r in t[2:])
 
 
-def test_scale_in_after_ten_quiet_minutes_by_at_most_a_fifth() -> None:
-    sim = Simulation("free-play", minutes=60, noise=False)
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_scale_in_after_ten_quiet_minutes_by_at_most_a_fifth(engine: str) -> None:
+    sim = Simulation("free-play", minutes=60, noise=False, engine=engine)
     sim.run([Action(0, "floor", 30), Action(5, "floor", 1)])
     t = sim.timeline
     assert t[3].serving == 30

@@ -66,10 +66,21 @@ def test_sweep_writes_one_row_per_run_and_a_summary(tmp_path: Path) -> None:
     assert "Plotly.newPlot" in page and '<script src="http' not in page  # plotly.js inlined: works offline
 
 
-@pytest.mark.parametrize("start", ["fork", "spawn"])
-def test_local_processes_give_the_same_rows_as_one_process(tmp_path: Path, start: str) -> None:
+@pytest.mark.parametrize(
+    ("start", "engine", "seeds", "minutes"),
+    [("fork", "minute", 30, None), ("spawn", "minute", 30, None), ("fork", "request", 6, 40)],
+)
+def test_local_processes_give_the_same_rows_as_one_process(
+    tmp_path: Path, start: str, engine: str, seeds: int, minutes: int | None
+) -> None:
     spec = SweepSpec(
-        "surge", seeds=30, policy="textbook", grid=parse_grid(["target_utilization=0.5,0.7"]), rows_per_task=8
+        "surge",
+        seeds=seeds,
+        policy="textbook",
+        grid=parse_grid(["target_utilization=0.5,0.7"]),
+        rows_per_task=max(1, seeds // 4),
+        minutes=minutes,
+        engine=engine,
     )
     one, two = tmp_path / "one.parquet", tmp_path / "two.parquet"
     sweep(spec, LocalExecutor(1), one)

@@ -65,7 +65,7 @@ _LABELS = {
     "noise": "noise (--no-noise)",
     "grid": "--grid",
     "seed_start": "--seed-start",
-    "engine": "engine",
+    "engine": "--engine",
     "model_version": "model version",
     "format": "file format",
 }

@@ -19,6 +19,7 @@ from oncallsim.batch.policies import vectorized
 from oncallsim.batch.runs import run_seeds
 from oncallsim.model import MODEL_VERSION, InvalidInput, Params
 from oncallsim.model.controls import coerce_control_value
+from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.model.params import coerce_param
 from oncallsim.policies import load_policy
 from oncallsim.scenarios import Scenario, load_scenario
@@ -78,6 +79,7 @@ class Task:
     minutes: int | None
     clock: str | None
     point_index: int = 0
+    engine: str = DEFAULT_ENGINE
 
 
 def _int_outcomes() -> frozenset[str]:
@@ -90,7 +92,14 @@ def run_task(task: Task) -> tuple[int, Columns]:
     """Runs on a worker: the rows of one chunk as typed columns (grid values first), nothing else."""
     spec = Scenario.model_validate(task.scenario)
     rows = run_seeds(
-        spec, task.seeds, task.policy, {**task.overrides, **task.point}, task.noise, task.minutes, task.clock
+        spec,
+        task.seeds,
+        task.policy,
+        {**task.overrides, **task.point},
+        task.noise,
+        task.minutes,
+        task.clock,
+        engine=task.engine,
     )
     n = len(rows)
     columns: Columns = {}
@@ -130,6 +139,7 @@ class SweepSpec:
     minutes: int | None = None
     clock: str | None = None
     rows_per_task: int | None = field(default_factory=rows_per_task)  # None: sized from the sweep and workers
+    engine: str = DEFAULT_ENGINE
 
 
 @dataclass
@@ -189,6 +199,7 @@ class SweepPlan:
                     self.spec.minutes,
                     self.spec.clock,
                     p,
+                    self.spec.engine,
                 )
                 index += 1
 
@@ -229,6 +240,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         raise InvalidInput("--seeds", f"must be from 1 to {room} (seeds stay within 0–{MAX_SEED}), got {spec.seeds}")
     if spec.rows_per_task is not None and spec.rows_per_task < 1:
         raise InvalidInput("rows per task", f"must be at least 1, got {spec.rows_per_task}")
+    engine = get_engine(spec.engine)
     scenario = load_scenario(spec.scenario)
     if spec.policy is not None:
         load_policy(spec.policy)  # a policy path that does not import fails here, before any output
@@ -245,12 +257,13 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
             noise=spec.noise,
             minutes=spec.minutes,
             clock=spec.clock,
+            engine=spec.engine,
         )
         length = sim.plan.minutes
     config = {
         "format": 1,
         "model_version": MODEL_VERSION,
-        "engine": "minute",  # the only engine today; batch and scalar paths give the same rows
+        "engine": engine.name,
         "scenario": scenario.model_dump(mode="json"),
         "overrides": dict(sorted(overrides.items())),
         "policy": spec.policy or "hands-off",
@@ -261,4 +274,5 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         "seed_start": spec.seed_start,
     }
     config = json.loads(json.dumps(config))  # as it reads back from the file
-    return SweepPlan(spec, scenario, points, overrides, length, vectorized(spec.policy) is not None, config)
+    vector = engine.vectorized and vectorized(spec.policy) is not None
+    return SweepPlan(spec, scenario, points, overrides, length, vector, config)

@@ -164,12 +164,14 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         overrides: dict[str, Any] | None = None,
         noise: bool = True,
         render_mode: str | None = None,
+        engine: str = "minute",
     ) -> None:
         self.scenario = scenario
         self.overrides = dict(overrides or {})
         self.noise = noise
         self.render_mode = render_mode
-        probe = Simulation(scenario, overrides=self.overrides, noise=noise, minutes=1)
+        self.engine = engine
+        probe = Simulation(scenario, overrides=self.overrides, noise=noise, minutes=1, engine=engine)
         self.latency_target_ms = probe.scenario.latency_target_ms
         self.observation_space = observation_space()
         self.action_space = action_space()
@@ -190,7 +192,9 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         run_seed = seed if seed is not None else int(self.np_random.integers(0, MAX_SEED + 1))
-        self.sim = Simulation(self.scenario, seed=run_seed, overrides=self.overrides, noise=self.noise)
+        self.sim = Simulation(
+            self.scenario, seed=run_seed, overrides=self.overrides, noise=self.noise, engine=self.engine
+        )
         return self._observe(None), {"seed": run_seed, "minute": 0}
 
     def to_actions(self, action: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -25,7 +25,8 @@ from oncallsim.gym.env import (
     opening_observation,
     wanted_value,
 )
-from oncallsim.model import SETTINGS
+from oncallsim.model import SETTINGS, InvalidInput
+from oncallsim.model.engine import get_engine
 from oncallsim.model.fields import ST
 from oncallsim.simulation import MAX_SEED, Simulation
 
@@ -38,8 +39,19 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}  # noqa: RUF012  (Gymnasium declares it so)
 
     def __init__(
-        self, num_envs: int, scenario: str = "bad-deploy", overrides: dict[str, Any] | None = None, noise: bool = True
+        self,
+        num_envs: int,
+        scenario: str = "bad-deploy",
+        overrides: dict[str, Any] | None = None,
+        noise: bool = True,
+        engine: str = "minute",
     ) -> None:
+        if not get_engine(engine).vectorized:
+            raise InvalidInput(
+                "engine",
+                f"the vector env runs vectorized engines only (minute), got {engine!r}; for the {engine} engine use "
+                f"gymnasium.make_vec(..., vectorization_mode='sync', engine={engine!r})",
+            )
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or not 1 <= num_envs <= 100_000:
             raise ValueError(f"num_envs must be a whole number from 1 to 100000, got {num_envs!r}")
         self.num_envs = num_envs

@@ -19,7 +19,7 @@ from oncallsim.model.rng import Mulberry32
 from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import advance
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine", "prepare"]
 
 
 class Engine(Protocol):
@@ -66,3 +66,15 @@ def get_engine(name: str) -> Engine:
     if not isinstance(name, str) or name not in ENGINES:
         raise InvalidInput("engine", f"must be one of {', '.join(ENGINES)}, got {name!r}")
     return ENGINES[name]
+
+
+def prepare(engine: Engine) -> None:
+    """Compile (or load from numba's cache) what a run of ``engine`` calls, by playing two minutes of a tiny
+    plan with a deploy and a flush: the first use on a machine compiles for up to a minute, and a surface
+    can say so before it starts instead of looking frozen."""
+    params = Params(max_fleet=2, hot_objects=100.0)
+    plan = RunPlan(minutes=2, deploy_minutes=frozenset({0}), flush_minutes=frozenset({1}))
+    state = engine.initial(plan, Controls(floor=1), params, 0)
+    rng = Mulberry32(0)
+    for _ in range(plan.minutes):
+        state, _ = engine.step(state, [("warmup", None)] if state.minute == 1 else [], rng, params)
