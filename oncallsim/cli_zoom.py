@@ -1,0 +1,39 @@
+"""``oncallsim zoom``: one minute of a saved run, re-simulated request by request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from oncallsim.cli_common import err, load_run_file, write_whole
+from oncallsim.store.runfiles import vet_run_file
+
+__all__ = ["zoom"]
+
+
+def zoom(
+    run_file: Annotated[Path, typer.Argument(help="A run file saved with --save-run (or by the console).")],
+    minute: Annotated[int, typer.Option(help="The minute to zoom into, counted from 0.")],
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the zoomed minute as JSON here.")] = None,
+) -> None:
+    """Re-simulate one minute of a run request by request: latency histogram, seconds, instances, samples."""
+    from oncallsim.zoom import zoom_run
+    from oncallsim.zoom.html import render_zoom_html
+
+    sim = vet_run_file(load_run_file(run_file), str(run_file))
+    z = zoom_run(sim, minute)
+    m = z.measured
+    err.print(
+        f"minute {z.minute} ({z.clock}): {m['requests_per_s'] * 60:,.0f} requests, p50 {m['p50_ms']:,.1f} ms, "
+        f"p99 {m['p99_ms']:,.1f} ms, p99.9 {m['p999_ms']:,.1f} ms, errors {m['error_rate']:.3%}, "
+        f"{z.timeouts:,} timed out, {len(z.samples)} requests sampled",
+        soft_wrap=True,
+    )
+    if json_out is not None:
+        write_whole(json_out, json.dumps(z.to_dict(), indent=1) + "\n")
+    if html is not None:
+        write_whole(html, render_zoom_html(z))

@@ -1,0 +1,79 @@
+"""Zoom into a minute: either engine's runs, re-simulated request by request from the minute's record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oncallsim import InvalidInput, Simulation
+from oncallsim.cli import app
+from oncallsim.zoom import zoom_run
+
+
+@pytest.fixture(scope="module", params=["minute", "request"])
+def run(request: pytest.FixtureRequest) -> Simulation:
+    sim = Simulation("bad-deploy", seed=2, minutes=40, engine=request.param)
+    sim.run()
+    return sim
+
+
+def test_a_stable_minute_zooms_to_its_own_numbers(run: Simulation) -> None:
+    minute = 30  # the bad build is live: errors of their own cause
+    z = zoom_run(run, minute)
+    r = run.timeline[minute]
+    assert z.source_engine == run.engine.name and z.warmed_up
+    n = r.requests_per_s * 60
+    assert z.measured["requests_per_s"] == pytest.approx(r.requests_per_s, abs=1 / 60)
+    # binomial tolerances: 4 standard errors of a share over the minute's requests
+    for field in ("cache_hit", "error_rate"):
+        p = getattr(r, field)
+        assert abs(z.measured[field] - p) <= 4 * (p * (1 - p) / n) ** 0.5 + 1e-9, field
+    assert z.measured["p50_ms"] <= z.measured["p99_ms"] <= z.measured["p999_ms"] <= z.timeout_ms
+    assert sum(z.histogram_counts) + z.timeouts == pytest.approx(n * (1 - r.shed_per_s / r.requests_per_s), rel=0.02)
+    assert 350 <= len(z.samples) <= 450 and {s["outcome"] for s in z.samples} <= {"ok", "bad_build", "pending"}
+    assert len(z.instances["served"]) == r.serving and len(z.seconds["arrivals"]) == 60
+
+
+def test_zoom_is_reproducible(run: Simulation) -> None:
+    assert zoom_run(run, 12).to_dict() == zoom_run(run, 12).to_dict()
+
+
+def test_a_minute_outside_the_run_is_refused(run: Simulation) -> None:
+    for bad in (-1, 40, 10**6):
+        with pytest.raises(InvalidInput) as err:
+            zoom_run(run, bad)
+        assert err.value.field == "minute" and "0 to 39" in str(err.value)
+
+
+def test_cli_writes_json_and_an_offline_page(tmp_path: Path) -> None:
+    runner = CliRunner()
+    saved = tmp_path / "run.json"
+    done = runner.invoke(
+        app, ["run", "surge", "--minutes", "20", "--engine", "request", "--save-run", str(saved), "--format", "csv"]
+    )
+    assert done.exit_code == 0, done.output
+    page, data = tmp_path / "zoom.html", tmp_path / "zoom.json"
+    done = runner.invoke(app, ["zoom", str(saved), "--minute", "7", "--html", str(page), "--json", str(data)])
+    assert done.exit_code == 0, done.output
+    assert "minute 7" in done.output and "p99" in done.output
+    z = json.loads(data.read_text())
+    assert z["minute"] == 7 and z["source_engine"] == "request" and len(z["histogram_counts"]) == 80
+    html = page.read_text()
+    assert "Plotly.newPlot" in html and '<script src="http' not in html and "Sampled requests" in html
+
+
+def test_cli_bad_minute_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    runner = CliRunner()
+    saved = tmp_path / "run.json"
+    assert (
+        runner.invoke(app, ["run", "surge", "--minutes", "5", "--save-run", str(saved), "--format", "csv"]).exit_code
+        == 0
+    )
+    page = tmp_path / "zoom.html"
+    done = runner.invoke(app, ["zoom", str(saved), "--minute", "5", "--html", str(page)])
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == ["error: minute: must be a minute of the run, 0 to 4; got 5"]
+    assert not page.exists()
