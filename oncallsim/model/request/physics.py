@@ -118,6 +118,7 @@ EXTRA_FIELDS = (
 ) = range(len(EXTRA_FIELDS))
 
 _INF = math.inf
+_PER_BIN = 1.0 / HIST_BIN_S
 
 
 # --- the heap of phase ends -------------------------------------------------------------------------
@@ -166,6 +167,27 @@ def _pop(w: Any) -> int:
     return top
 
 
+@unmanaged
+def _replace_top(w: Any, time: float, ident: int) -> None:
+    """Replace the earliest phase end by a later one of the same worker (one sift down, not a pop and a push)."""
+    ht, hi = w.heap_time, w.heap_id
+    n = w.ints[I_HEAP]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and ht[c + 1] < ht[c]:
+            c += 1
+        if ht[c] >= time:
+            break
+        ht[i] = ht[c]
+        hi[i] = hi[c]
+        i = c
+    ht[i] = time
+    hi[i] = ident
+
+
 # --- the free workers -------------------------------------------------------------------------------
 
 
@@ -193,7 +215,7 @@ def _free_remove(w: Any, k: int) -> None:
 
 @unmanaged
 def _hist_add(hist: Any, value: float) -> None:
-    b = int(value / HIST_BIN_S)
+    b = int(value * _PER_BIN)
     last = len(hist) - 2
     hist[b if b <= last else last] += 1
 
@@ -234,8 +256,9 @@ def _second(t0: float, x: float) -> int:
 @unmanaged
 def _start(
     p: Any, w: Any, k: int, x: float, arrival: float, obj: int, tag: int, mode: int, app_s: float, q_mean: float
-) -> None:
-    """Worker ``k`` takes a request at time ``x``: the cache lookup, its reads, its CPU phase."""
+) -> float:
+    """Worker ``k`` takes a request at time ``x``: the cache lookup, its reads, its CPU phase. Returns when the
+    CPU phase ends (the caller schedules it)."""
     m = w.measures
     g = w.gen
     w.w_busy[k] = True
@@ -244,7 +267,7 @@ def _start(
     w.w_start[k] = x
     w.w_object[k] = obj
     w.w_tag[k] = tag
-    instance = k // int(p[P.workers_per_instance])
+    instance = w.w_instance[k]
     bad = instance < w.ints[I_NBAD]
     w.w_bad[k] = bad
     m[M_STARTED] += 1.0
@@ -271,12 +294,12 @@ def _start(
             cpu_mean = app_s * p[P.bad_build_cpu_factor]
     w.w_miss[k] = miss
     w.w_queries[k] = queries
-    _push(w, x + exponential(g, cpu_mean), k)
     if tag >= 0:
         w.samples[tag, X_WAIT] = wait * 1000.0
         w.samples[tag, X_INSTANCE] = instance
         w.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
         w.samples[tag, X_QUERIES] = queries
+    return x + exponential(g, cpu_mean)
 
 
 @unmanaged
@@ -295,23 +318,25 @@ def _query(w: Any, x: float, part_s: float) -> float:
 
 
 @unmanaged
-def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> None:
-    """A worker that just finished: the head of the queue if any, else it joins the free workers."""
+def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+    """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
+    joins the free workers (returns ∞)."""
     if w.ints[I_QLEN] > 0:
         head = w.ints[I_QHEAD]
         arrival = w.q_arrival[head]
         obj = w.q_object[head]
         tag = w.q_tag[head]
-        w.ints[I_QHEAD] = (head + 1) % len(w.q_arrival)
+        w.ints[I_QHEAD] = (head + 1) & (len(w.q_arrival) - 1)
         w.ints[I_QLEN] -= 1
-        _start(p, w, k, x, arrival, obj, tag, mode, app_s, q_mean)
-    else:
-        _free_add(w, k)
+        return _start(p, w, k, x, arrival, obj, tag, mode, app_s, q_mean)
+    _free_add(w, k)
+    return _INF
 
 
 @unmanaged
-def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> None:
-    """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker."""
+def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> float:
+    """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker.
+    Returns when the worker's next phase ends (∞: it is free, or no longer serving)."""
     m = w.measures
     arrival = w.w_arrival[k]
     start = w.w_start[k]
@@ -323,8 +348,7 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     m[M_SERVICE] += service
     second = _second(t0, x)
     w.seconds[S_COMPLETED, second] += 1.0
-    wpi = int(p[P.workers_per_instance])
-    instance = k // wpi
+    instance = w.w_instance[k]
     w.instances[N_SERVED, instance] += 1.0
     w.instances[N_BUSY, instance] += service
     enabled = k < w.ints[I_ENABLED]
@@ -349,7 +373,8 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     w.ints[I_BUSY] -= 1
     w.w_tag[k] = -1
     if enabled:
-        _take_next(p, w, k, x, t0, mode, app_s, q_mean)
+        return _take_next(p, w, k, x, t0, mode, app_s, q_mean)
+    return _INF
 
 
 # --- the minute -------------------------------------------------------------------------------------
@@ -431,7 +456,7 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
     while w.ints[I_FREE] > 0 and w.ints[I_QLEN] > 0:
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
         _free_remove(w, k)
-        _take_next(p, w, k, t0, t0, mode, app_s, q_mean)
+        _push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
 
 @unmanaged
@@ -472,9 +497,9 @@ def _arrive(
     elif w.ints[I_FREE] > 0:
         k = w.free[uniform_int(g, w.ints[I_FREE])]
         _free_remove(w, k)
-        _start(p, w, k, x, x, obj, tag, mode, app_s, q_mean)
+        _push(w, _start(p, w, k, x, x, obj, tag, mode, app_s, q_mean), k)
     elif w.ints[I_QLEN] < len(w.q_arrival):
-        slot = (w.ints[I_QHEAD] + w.ints[I_QLEN]) % len(w.q_arrival)
+        slot = (w.ints[I_QHEAD] + w.ints[I_QLEN]) & (len(w.q_arrival) - 1)
         w.q_arrival[slot] = x
         w.q_object[slot] = obj
         w.q_tag[slot] = tag
@@ -663,19 +688,25 @@ def request_minute(
             sec += 1
             sec_next = t0 + sec + 1.0
         if x == te:
-            ident = _pop(w)
+            ident = w.heap_id[0]
             if ident >= workers_total:  # a warm-up read completed: the object is stored
+                _pop(w)
                 slot = ident - workers_total
                 obj = w.warm_object[slot]
                 if w.expiry[obj] < x + ttl:
                     w.expiry[obj] = x + ttl
                 w.warm_free[w.ints[I_WFREE]] = slot
                 w.ints[I_WFREE] += 1
-            elif w.w_queries[ident] > 0:
-                w.w_queries[ident] -= 1
-                _push(w, _query(w, x, part_s), ident)
             else:
-                _complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
+                if w.w_queries[ident] > 0:
+                    w.w_queries[ident] -= 1
+                    then = _query(w, x, part_s)
+                else:
+                    then = _complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
+                if then < _INF:  # the same worker's next phase: it replaces the earliest
+                    _replace_top(w, then, ident)
+                else:
+                    _pop(w)
         elif x == ta:
             if mode == MODE_PIPELINE:
                 i += 1

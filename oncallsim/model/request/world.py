@@ -34,7 +34,8 @@ __all__ = [
     "with_room",
 ]
 
-QUEUE_START = 1 << 12  # the balancer's queue starts this long and doubles as it fills (before a minute)
+QUEUE_START = 1 << 12  # the balancer's queue starts this long and doubles as it fills (before a minute);
+# its length stays a power of two, so that a place in the ring is a mask, not a division
 QUEUE_CAPACITY = 1 << 22  # requests waiting at the balancer at most; beyond it, overload (a proxy's limit)
 WARMUP_CONCURRENCY = 1024  # the warm-up job's queries in flight; beyond it the job skips a read
 MAX_OBJECTS = 5_000_000  # one expiry time per hot object: 40 MB at most
@@ -117,6 +118,7 @@ class World(NamedTuple):
     w_miss: npt.NDArray[np.bool_]
     w_bad: npt.NDArray[np.bool_]
     w_tag: npt.NDArray[np.int64]  # sample row, −1 when not sampled
+    w_instance: npt.NDArray[np.int64]  # the instance each worker belongs to (worker // workers per instance)
     free: npt.NDArray[np.int64]  # the free workers, unordered (a random one takes the next request)
     free_pos: npt.NDArray[np.int64]  # each worker's place in ``free``, −1 when busy or not serving
     heap_time: npt.NDArray[np.float64]  # the next phase end of each busy worker / warm-up query: a binary heap
@@ -181,6 +183,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         w_miss=np.zeros(workers, dtype=np.bool_),
         w_bad=np.zeros(workers, dtype=np.bool_),
         w_tag=np.full(workers, -1, dtype=np.int64),
+        w_instance=np.arange(workers, dtype=np.int64) // params.workers_per_instance,
         free=np.zeros(workers, dtype=np.int64),
         free_pos=np.full(workers, -1, dtype=np.int64),
         heap_time=np.zeros(heap),
@@ -219,12 +222,11 @@ def with_queue_room(world: World, more: int) -> World:
     ring is unrolled into arrays twice as long, as often as needed, before the minute that could fill it."""
     length = int(world.ints[I_QLEN])
     capacity = len(world.q_arrival)
-    want = min(length + more, QUEUE_CAPACITY)
+    want = min(length + more, QUEUE_CAPACITY)  # both powers of two: doubling lands on the cap
     if want <= capacity:
         return world
     while capacity < want:
         capacity *= 2
-    capacity = min(capacity, QUEUE_CAPACITY)
     order = (int(world.ints[I_QHEAD]) + np.arange(length)) % len(world.q_arrival)
 
     def grown(old: Any, fill: Any) -> Any:
