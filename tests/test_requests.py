@@ -5,6 +5,8 @@ The statistical agreement with the formulas lives in tests/test_validation.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,20 @@ def test_request_engine_refuses_params_it_cannot_hold() -> None:
     with pytest.raises(InvalidInput) as err:
         Simulation("free-play", engine="request", overrides={"hot_objects": 1e8})
     assert err.value.field == "hot_objects"
+
+
+def test_debrief_of_a_request_run_replays_its_counterfactuals_on_the_same_engine(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+    from oncallsim.policies import counterfactuals
+
+    sim = _run(3, [(12, "rollback", None)])
+    others = counterfactuals(sim)
+    assert others and all(o.engine.name == "request" for o in others.values())
+    saved = tmp_path / "run.json"
+    sim.run_file().save(saved)
+    page = tmp_path / "report.html"
+    done = CliRunner().invoke(app, ["debrief", str(saved), "--html", str(page)])
+    assert done.exit_code == 0, done.output
+    assert "Plotly.newPlot" in page.read_text()
