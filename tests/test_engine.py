@@ -18,8 +18,9 @@ _PLAY = """
 import pickle, sys, warnings
 warnings.simplefilter("ignore")
 from oncallsim import Simulation
-sim = Simulation("bad-deploy", seed=3, minutes=90)
-for m in range(90):
+engine, minutes, overrides = sys.argv[1], int(sys.argv[2]), {"base_requests_per_s": float(sys.argv[3])}
+sim = Simulation("bad-deploy", seed=3, minutes=minutes, engine=engine, overrides=overrides)
+for m in range(minutes):
     todo = {20: [("floor", 14), ("warmup", None)], 31: [("rollback", None)], 40: [("autoscaler", False)],
             50: [("floor", 9), ("ttl_s", 300.0)], 60: [("autoscaler", True), ("shed_share", 0.5)]}.get(m, [])
     sim.step(todo)
@@ -27,16 +28,19 @@ sys.stdout.buffer.write(pickle.dumps([tuple(map(str, r)) for r in sim.timeline])
 """
 
 
-def _play(disable_jit: bool) -> list[tuple[str, ...]]:
+def _play(disable_jit: bool, engine: str, minutes: int, rate: float) -> list[tuple[str, ...]]:
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1" if disable_jit else "0"}
-    out = subprocess.run([sys.executable, "-c", _PLAY], env=env, capture_output=True, check=True, timeout=300)
+    args = [sys.executable, "-c", _PLAY, engine, str(minutes), str(rate)]
+    out = subprocess.run(args, env=env, capture_output=True, check=True, timeout=300)
     return pickle.loads(out.stdout)  # type: ignore[no-any-return]
 
 
-def test_compiled_minute_equals_the_interpreted_code_bit_for_bit() -> None:
-    interpreted = _play(disable_jit=True)
-    compiled = _play(disable_jit=False)
-    assert len(compiled) == 90
+# The request engine interpreted is slow (~10 µs a request): a light traffic over the playbook's minutes.
+@pytest.mark.parametrize(("engine", "minutes", "rate"), [("minute", 90, 1000.0), ("request", 62, 30.0)])
+def test_compiled_minute_equals_the_interpreted_code_bit_for_bit(engine: str, minutes: int, rate: float) -> None:
+    interpreted = _play(True, engine, minutes, rate)
+    compiled = _play(False, engine, minutes, rate)
+    assert len(compiled) == minutes
     assert interpreted == compiled  # repr of every float: the same bits
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import JIT, unmanaged
 
 __all__ = ["STREAM", "exponential", "next_u64", "seeded", "splitmix64", "uniform", "uniform_int"]
 
@@ -62,8 +62,8 @@ def _rotl(x: Any, k: Any, back: Any) -> Any:
 
 
 @unmanaged
-def next_u64(s: Any) -> Any:
-    """The next 64-bit output; advances the four words in ``s`` in place."""
+def _next_u64(s: Any) -> Any:
+    """The next 64-bit output; advances the four words in ``s`` in place (uint64 arithmetic wraps)."""
     result = _rotl(s[1] * _FIVE, _S7, _S64_7) * _NINE
     t = s[1] << _S17
     s[2] ^= s[0]
@@ -75,10 +75,30 @@ def next_u64(s: Any) -> Any:
     return result
 
 
+def _next_u64_python(s: Any) -> int:
+    """The same step in Python integers masked to 64 bits: what runs when numba is off (numpy's uint64
+    scalars would warn on every wrap)."""
+    s0, s1, s2, s3 = (int(v) for v in s)
+    x = (s1 * 5) & _MASK64
+    result = ((((x << 7) | (x >> 57)) & _MASK64) * 9) & _MASK64
+    t = (s1 << 17) & _MASK64
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = ((s3 << 45) | (s3 >> 19)) & _MASK64
+    s[0], s[1], s[2], s[3] = s0, s1, s2, s3
+    return result
+
+
+next_u64 = _next_u64 if JIT else _next_u64_python
+
+
 @unmanaged
 def uniform(s: Any) -> float:
     """Uniform on [0, 1): the top 53 bits."""
-    return float(next_u64(s) >> _S11) * _TWO53
+    return float(next_u64(s) >> _S11) * _TWO53 if JIT else float(next_u64(s) >> 11) * _TWO53
 
 
 @unmanaged
