@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -350,6 +350,8 @@ class RunFile(BaseModel):
     minutes: int | None = None
     clock: str | None = None
     engine: str = Field(default=DEFAULT_ENGINE, description="the engine that computed the run (absent = minute)")
+    # How the console paced the player; the numbers do not depend on it (absent = normal).
+    difficulty: Literal["guided", "normal", "hard"] = "normal"
     actions: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_RUN_FILE_ACTIONS)
     played: int | None = Field(default=None, ge=0, description="minutes computed; None = the whole run")
 

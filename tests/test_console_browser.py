@@ -43,13 +43,17 @@ class Watch:
             assert urlparse(url).scheme == "data" or host in {"127.0.0.1", "localhost"}, url
 
 
-def start(page: Any, base: str, title: str, seed: int, speed: int) -> str:
+def start(page: Any, base: str, title: str, seed: int, speed: int, difficulty: str = "hard") -> str:
+    """Start from the scenario's card; the run opens paused on its briefing, and starts from there."""
     page.goto(base + "/")
     card = page.locator("form.card", has=page.get_by_role("heading", name=title))
     card.get_by_label("Seed").fill(str(seed))
+    card.get_by_label("Difficulty").select_option(difficulty)
     card.get_by_label("Speed").select_option(str(speed))
     card.get_by_role("button", name="Start").click()
     page.wait_for_url(re.compile(r"/runs/[0-9a-f]+$"))
+    page.get_by_role("dialog", name=title).get_by_role("button", name="Start the run").click()
+    page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'false'")
     return page.url.rsplit("/", 1)[1]
 
 
@@ -60,7 +64,8 @@ def api(base: str, path: str) -> Any:
 
 def start_short(page: Any, base: str, scenario: str, seed: int, minutes: int) -> str:
     """A run made through the API (as short as the test needs: nothing waits on minutes it does not use)."""
-    body = json.dumps({"scenario": scenario, "seed": seed, "speed": 16, "minutes": minutes}).encode()
+    body = {"scenario": scenario, "seed": seed, "speed": 16, "minutes": minutes, "difficulty": "hard"}
+    body = json.dumps(body).encode()
     request = urllib.request.Request(base + "/api/runs", body, {"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
         run_id = str(json.loads(response.read())["id"])
@@ -271,6 +276,9 @@ def start_paused(page: Any, base: str, scenario: str, seed: int, minutes: int) -
         run_id = str(json.loads(response.read())["id"])
     page.goto(f"{base}/runs/{run_id}")
     page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'true'")
+    page.get_by_role("dialog").wait_for()  # the briefing of a run at its first minute; Escape closes it, paused
+    page.keyboard.press("Escape")
+    page.get_by_role("dialog").wait_for(state="hidden")
     return run_id
 
 
@@ -307,3 +315,41 @@ def test_paging_follows_the_alert_not_the_burn_rate(server: str) -> None:
         assert page.evaluate(flag, {"burn_1h": 20.0, "page_firing": True}) == ["bad", "paging"]
         assert page.evaluate(flag, {"burn_1h": 20.0, "page_firing": False}) == ["warn", "burning"]
         assert page.evaluate(flag, {"burn_1h": 0.5, "page_firing": False}) == ["", ""]
+
+
+def test_guided_run_briefs_stops_at_the_incident_and_the_page_and_alerts(server: str) -> None:
+    """A first-time player's run: the briefing, the clock waiting at the incident and at the page with a hint,
+    the tab's title and the banner saying PAGE, a rollback, and the debrief saying "guided"."""
+    with chromium_page() as page:
+        watch = Watch(page)
+        body = {"scenario": "bad-deploy", "seed": 7, "speed": 2, "minutes": 40, "paused": True, "difficulty": "guided"}
+        request = urllib.request.Request(
+            server + "/api/runs", json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            run_id = str(json.loads(response.read())["id"])
+        page.goto(f"{server}/runs/{run_id}")
+        briefing = page.get_by_role("dialog", name="Bad deploy")
+        for text in ("What is at stake", "error budget left ≥ 15%", "Roll back", "Space"):
+            assert text in briefing.inner_text()
+        assert page.locator("#speed option[value='4']").is_disabled()
+        if os.environ.get("ONCALLSIM_UPDATE_SCREENSHOTS") == "1":
+            page.screenshot(path=str(SCREENSHOTS / "console-briefing.png"))
+        briefing.get_by_role("button", name="Start the run").click()
+        note = page.get_by_role("dialog", name="Paused: the incident has begun")
+        note.wait_for()
+        assert "Traffic on the bad build" in note.inner_text()
+        assert page.locator("#events li").first.inner_text() == "09:10 deploy started"
+        note.get_by_role("button", name="Resume the run").click()
+        note = page.get_by_role("dialog", name="Paused: the page fired")
+        note.wait_for()
+        assert page.title().startswith("⚠ PAGE")
+        assert page.locator("main.console").get_attribute("data-alerted") == "1"
+        note.get_by_role("button", name="Stay paused").click()
+        page.get_by_role("button", name="Roll back").click()
+        page.locator("#error", has_text="Roll back — logged").wait_for()
+        page.keyboard.press("Space")  # resumes (it never presses the focused "Roll back" again)
+        page.get_by_role("link", name="Debrief").wait_for(timeout=60_000)
+        page.get_by_role("link", name="Debrief").click()
+        assert page.locator("#difficulty").inner_text() == "guided"
+        watch.check()

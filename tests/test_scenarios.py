@@ -147,6 +147,7 @@ HEAD = 'id = "x"\nversion = 1\ntitle = "t"\nsummary = "s"\nbriefing = "b"\n'
         (HEAD + 'start = "10:00"\nminutes = 9\n[controls]\nfloor = 41\n', "controls"),
         (HEAD + 'start = "10:00"\nminutes = 9\n[[events]]\nkind = "meteor"\nat = "10:01"\n', "events"),
         (HEAD + 'start = "10:00"\nminutes = 9\nextra = 1\n', "extra"),
+        (HEAD + 'start = "10:00"\nminutes = 9\nkey_controls = ["rolback"]\n', "key_controls"),
         ("not toml at all = = =", "TOML"),
     ],
 )

@@ -389,3 +389,78 @@ def test_records_on_the_wire_carry_their_axis_label(client: TestClient) -> None:
         ws.send_json({"type": "step"})
         minute = receive_until(ws, lambda m: m["type"] == "minute")
     assert minute["record"]["label"].startswith("d1 ") and snapshot["run"]["start"] == minute["record"]["clock"]
+
+
+def test_the_card_opens_a_run_paused_with_its_difficulty(client: TestClient) -> None:
+    response = client.post(
+        "/runs",
+        data={"scenario": "bad-deploy", "seed": "7", "speed": "2", "difficulty": "guided"},
+        follow_redirects=False,
+    )
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    state = client.get(f"/api/runs/{run_id}").json()["state"]
+    assert state["paused"] and state["minute"] == 0 and state["difficulty"] == "guided"
+    page = client.get(f"/runs/{run_id}").text
+    assert 'id="briefing"' in page and "Start the run" in page and "error budget left ≥ 15%" in page
+    assert client.get(f"/api/runs/{run_id}/runfile").json()["difficulty"] == "guided"
+    assert "guided" in client.get("/runs").text
+    # guided plays at 1× or 2×: faster is refused with the reason, not clamped
+    fast = client.post("/runs", data={"scenario": "bad-deploy", "seed": "7", "speed": "8", "difficulty": "guided"})
+    assert fast.status_code == 422 and "speed: the guided difficulty plays at most 2×" in fast.text
+    bad = client.post("/runs", data={"scenario": "bad-deploy", "seed": "7", "difficulty": "easy"})
+    assert bad.status_code == 422 and "difficulty: must be one of guided, normal, hard" in bad.text
+    refused = client.post("/api/runs", json={"scenario": "surge", "difficulty": "easy"})
+    assert refused.status_code == 422 and refused.json()["field"] == "difficulty"
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "snapshot")
+        ws.send_json({"type": "speed", "value": 4})
+        error = receive_until(ws, lambda m: m["type"] == "error")
+        assert error["field"] == "speed"
+
+
+def test_guided_stops_at_the_incident_and_at_the_page(client: TestClient) -> None:
+    run_id = new_run(client, difficulty="guided", speed=2, minutes=40, paused=True)
+    client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        stop = receive_until(ws, lambda m: m["type"] == "minute" and m["state"]["paused"])
+        assert stop["record"]["clock"] == "09:10" and stop["state"]["pause_reason"] == "incident"
+        assert stop["state"]["incident"] == "deploy"
+        ws.send_json({"type": "resume"})
+        stop = receive_until(ws, lambda m: m["type"] == "minute" and m["state"]["paused"])
+        assert any(e["code"] == "page_fired" for e in stop["record"]["events"])
+        assert stop["state"]["pause_reason"] == "page"
+        ws.send_json({"type": "resume"})
+        resumed = receive_until(ws, lambda m: m["type"] == "state")
+        assert resumed["pause_reason"] is None and not resumed["paused"]
+
+
+def test_normal_slows_to_1x_on_the_page_and_hard_does_not(client: TestClient) -> None:
+    for difficulty, speed_after in (("normal", 1), ("hard", 16)):
+        run_id = new_run(client, difficulty=difficulty, minutes=40)
+        with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+            paged = receive_until(
+                ws, lambda m: m["type"] == "minute" and any(e["code"] == "page_fired" for e in m["record"]["events"])
+            )
+            assert paged["state"]["speed"] == speed_after and not paged["state"]["paused"], difficulty
+            ws.send_json({"type": "pause"})
+
+
+def test_an_imported_run_keeps_its_difficulty_and_is_marked(client: TestClient) -> None:
+    run = Simulation("bad-deploy", seed=3, minutes=20)
+    run.run()
+    data = json.loads(run.run_file().model_dump_json())
+    data["difficulty"] = "hard"
+    response = client.post("/api/runs/import", files={"file": ("r.json", json.dumps(data), "application/json")})
+    assert response.status_code == 201, response.text
+    run_id = response.json()["id"]
+    assert client.get(f"/api/runs/{run_id}/runfile").json()["difficulty"] == "hard"
+    assert ">hard<" in client.get(f"/runs/{run_id}/debrief").text.replace('id="difficulty">', ">")
+    listed = client.get("/runs").text
+    assert "imported" in listed
+    data["difficulty"] = "easy"
+    bad = client.post("/api/runs/import", files={"file": ("r.json", json.dumps(data), "application/json")})
+    assert (
+        bad.status_code == 422
+        and "difficulty" in bad.json()["error"]
+        and "'guided', 'normal' or 'hard'" in bad.json()["error"]
+    )

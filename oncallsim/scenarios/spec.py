@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from oncallsim.model import Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
+from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.plan import MAX_RUN_MINUTES
 
 __all__ = ["SCHEMA_VERSION", "DeployEvent", "FlushEvent", "Scenario", "SurgeEvent", "parse_clock"]
@@ -212,6 +212,17 @@ class Scenario(_Strict):
     events: list[Event] = Field(default_factory=list)
     latency_target_ms: float = Field(default=1000.0, gt=0.0, description="the debrief's latency line")
     objectives: list[Objective] = Field(default_factory=list, description="what judges the run")
+    key_controls: list[str] = Field(
+        default_factory=list, max_length=20, description="the controls the briefing points at, by name"
+    )
+
+    @field_validator("key_controls")
+    @classmethod
+    def _known_key_controls(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name not in CONTROL_SPECS:
+                raise ValueError(f"unknown control {name[:40]!r}; known: {', '.join(CONTROL_SPECS)}")
+        return v
 
     @field_validator("events")
     @classmethod

@@ -44,7 +44,10 @@ CREATE TABLE IF NOT EXISTS runs (
     speed INTEGER NOT NULL DEFAULT 1,
     held INTEGER NOT NULL DEFAULT 0,
     summary TEXT,
-    debrief_figure TEXT
+    debrief_figure TEXT,
+    difficulty TEXT NOT NULL DEFAULT 'normal',
+    engine TEXT NOT NULL DEFAULT 'minute',
+    imported INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS actions (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -56,6 +59,13 @@ CREATE TABLE IF NOT EXISTS actions (
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at);
 """
+# Columns added after the first release, with their declarations: an older store gains them on open.
+ADDED_COLUMNS = {
+    "debrief_figure": "TEXT",
+    "difficulty": "TEXT NOT NULL DEFAULT 'normal'",
+    "engine": "TEXT NOT NULL DEFAULT 'minute'",
+    "imported": "INTEGER NOT NULL DEFAULT 0",
+}
 
 
 def default_db_path() -> Path:
@@ -78,6 +88,11 @@ class RunRow:
     summary: dict[str, Any] | None
     model_version: str = MODEL_VERSION
     debrief_figure: str | None = None
+    imported: bool = False  # uploaded as a run file, not played on this server
+
+    @property
+    def difficulty(self) -> str:
+        return self.run_file.difficulty
 
 
 class RunStore:
@@ -97,8 +112,9 @@ class RunStore:
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(SCHEMA)
         columns = {r[1] for r in self._db.execute("PRAGMA table_info(runs)")}
-        if "debrief_figure" not in columns:  # a store made before the debrief's charts were kept
-            self._db.execute("ALTER TABLE runs ADD COLUMN debrief_figure TEXT")
+        for column, declaration in ADDED_COLUMNS.items():  # a store made before the column existed
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {declaration}")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oncallsim-writer")
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
@@ -114,12 +130,13 @@ class RunStore:
         with self._lock:
             self._db.close()
 
-    def create_run(self, run: RunFile, speed: int = 1, status: str = "live") -> str:
+    def create_run(self, run: RunFile, speed: int = 1, status: str = "live", imported: bool = False) -> str:
         run_id = uuid.uuid4().hex[:12]
         with self._lock, self._db:
             self._db.execute(
                 "INSERT INTO runs (id, created_at, scenario, scenario_spec, model_version, seed, overrides, noise,"
-                " minutes, clock, played, status, speed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " minutes, clock, played, status, speed, difficulty, engine, imported)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     datetime.now(UTC).isoformat(timespec="seconds"),
@@ -134,6 +151,9 @@ class RunStore:
                     run.played or 0,
                     status,
                     speed,
+                    run.difficulty,
+                    run.engine,
+                    int(imported),
                 ),
             )
             self._insert_actions(run_id, 0, [Action(a["minute"], a["control"], a.get("value")) for a in run.actions])
@@ -219,6 +239,8 @@ class RunStore:
             noise=bool(row["noise"]),
             minutes=row["minutes"],
             clock=row["clock"],
+            engine=row["engine"],
+            difficulty=row["difficulty"],
             actions=log,
             # an action is stamped with the next minute to compute: the run had reached it
             played=max([row["played"], *(a["minute"] for a in log)]),
@@ -236,4 +258,5 @@ class RunStore:
             summary=None if row["summary"] is None else json.loads(row["summary"]),
             model_version=row["model_version"],
             debrief_figure=row["debrief_figure"],
+            imported=bool(row["imported"]),
         )

@@ -69,6 +69,9 @@ class NewRun(_Body):
         Annotated[str, Field(max_length=64)], Number | StrictBool | Annotated[str, Field(max_length=64)]
     ] = Field(default_factory=dict, max_length=64, description="parameters and opening controls, NAME: VALUE")
     paused: StrictBool = False
+    difficulty: Literal["guided", "normal", "hard"] = Field(
+        default="normal", description="guided (stops at the incident and the page; 1–2×), normal (1× on the page), hard"
+    )
 
     def resolve(self) -> Scenario:
         if self.scenario_toml is not None:
@@ -115,7 +118,7 @@ async def start_run(manager: RunManager, new: NewRun) -> LiveRun:
     scenario = new.resolve()
     seed = random_seed() if new.seed is None else new.seed
     sim = Simulation(scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes)
-    return await manager.create(sim, new.speed, paused=new.paused)
+    return await manager.create(sim, new.speed, paused=new.paused, difficulty=new.difficulty)
 
 
 async def get_live(request: Request | WebSocket, run_id: str) -> LiveRun:
@@ -131,7 +134,7 @@ async def import_file(manager: RunManager, file: UploadFile) -> str:
     name = (file.filename or "run file")[:100]
     run = RunFile.parse_bytes(data, name)
     sim = await asyncio.to_thread(vet_run_file, run, name)
-    return await manager.import_run(sim)
+    return await manager.import_run(sim, run.difficulty)
 
 
 @router.get("/scenarios")
@@ -220,7 +223,7 @@ async def post_control(request: Request, run_id: str, body: ControlBody) -> dict
 async def run_file(request: Request, run_id: str) -> JSONResponse:
     live = await get_live(request, run_id)
     return JSONResponse(
-        json.loads(live.sim.run_file().model_dump_json()),
+        json.loads(live.run_file().model_dump_json()),
         headers={"Content-Disposition": f'attachment; filename="oncallsim-{live.sim.scenario.id}-{live.id}.json"'},
     )
 

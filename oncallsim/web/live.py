@@ -27,8 +27,9 @@ from oncallsim.model import MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord,
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
-from oncallsim.simulation import Action, Simulation, load_actions
+from oncallsim.simulation import Action, RunFile, Simulation, load_actions
 from oncallsim.store import RunStore
+from oncallsim.web.pacing import DEFAULT_DIFFICULTY, check_difficulty, check_speed_for, incident_kind, pause_reason
 
 __all__ = ["SPEEDS", "LiveRun", "RunManager"]
 
@@ -102,8 +103,12 @@ class LiveRun:
         paused: bool,
         on_finish: Callable[[LiveRun], None] | None = None,
         clock: Clock | None = None,
+        difficulty: str = DEFAULT_DIFFICULTY,
     ) -> None:
         self.id = run_id
+        self.difficulty = check_difficulty(difficulty)
+        self.incident = incident_kind(sim.plan)
+        self.pause_reason: str | None = None  # why the clock stopped on its own (guided): "page", "incident"
         self.sim = sim
         self.store = store
         self.speed = speed
@@ -136,6 +141,9 @@ class LiveRun:
             "type": "state",
             "seq": self.seq,
             "paused": self.paused,
+            "pause_reason": self.pause_reason,
+            "difficulty": self.difficulty,
+            "incident": self.incident,
             "speed": self.speed,
             "done": self.done,
             "minute": self.sim.minute,
@@ -249,11 +257,13 @@ class LiveRun:
         if self.done:
             raise InvalidInput("run", "the run is over")
         self.paused = False
+        self.pause_reason = None
         self._changed()
         await self.store.write(self.store.set_held, self.id, False, self.sim.minute)
 
     async def set_speed(self, speed: Any) -> None:
-        self.speed = check_speed(speed)
+        check_speed_for(self.difficulty, check_speed(speed))
+        self.speed = speed
         self._changed()
         await self.store.write(self.store.set_progress, self.id, self.sim.minute, self.speed)
 
@@ -294,6 +304,7 @@ class LiveRun:
         ``progress`` when the clock writes many runs' positions at once)."""
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
+        self._pace(record)
         if self.sim.minute % PROGRESS_EVERY_MIN == 0:
             if progress is not None:
                 progress.append((self.id, self.sim.minute))
@@ -303,6 +314,27 @@ class LiveRun:
         if self.done:
             self.clock.remove(self)
             self.finish_soon()
+
+    def _pace(self, record: MinuteRecord) -> None:
+        """The difficulty's pacing after a minute: guided stops the clock at the incident and the page, normal
+        slows to 1× on the page, hard lets it run. The minute's own state message then says so."""
+        if self.done:
+            return
+        if self.difficulty == "guided" and not self.paused:
+            reason = pause_reason(self.sim.plan, record)
+            if reason is not None:
+                self.paused, self.held_by, self.pause_reason = True, "user", reason
+                self.clock.update(self)
+                self.background_write(self.store.set_held, self.id, True, self.sim.minute)
+        elif self.difficulty == "normal" and self.speed > 1:
+            if any(getattr(e, "code", None) == "page_fired" for e in record.events):
+                self.speed = 1
+                self.clock.update(self)
+                self.background_write(self.store.set_progress, self.id, self.sim.minute, 1)
+
+    def run_file(self) -> RunFile:
+        """The run file, with the difficulty it was played at."""
+        return self.sim.run_file().model_copy(update={"difficulty": self.difficulty})
 
     def background_write(self, fn: Callable[..., Any], *args: Any) -> None:
         """A write nobody waits for (the position between actions): queued on the writer thread, kept, logged."""
@@ -407,21 +439,26 @@ class RunManager:
         self.runs: dict[str, LiveRun] = {}
         self.clock = Clock(store)
 
-    async def create(self, sim: Simulation, speed: int, paused: bool = False) -> LiveRun:
+    async def create(
+        self, sim: Simulation, speed: int, paused: bool = False, difficulty: str = DEFAULT_DIFFICULTY
+    ) -> LiveRun:
         speed = check_speed(speed)
-        run_id = await self.store.write(self.store.create_run, sim.run_file(), speed)
+        check_speed_for(check_difficulty(difficulty), speed)
+        run_file = sim.run_file().model_copy(update={"difficulty": difficulty})
+        run_id = await self.store.write(self.store.create_run, run_file, speed)
         if paused:
             await self.store.write(self.store.set_held, run_id, True, 0)
-        live = LiveRun(run_id, sim, self.store, speed, paused, clock=self.clock)
+        live = LiveRun(run_id, sim, self.store, speed, paused, clock=self.clock, difficulty=difficulty)
         self.runs[run_id] = live
         live.start()
         return live
 
-    async def import_run(self, sim: Simulation) -> str:
+    async def import_run(self, sim: Simulation, difficulty: str = DEFAULT_DIFFICULTY) -> str:
         """A run file uploaded for replay (vetted and replayed by the caller, off the loop): stored as a
-        finished run with its debrief."""
+        finished run with its debrief, marked imported."""
         report, figure = await asyncio.to_thread(debrief_with_figure, sim)
-        run_id = await self.store.write(self.store.create_run, sim.run_file(), 1, "live")
+        run_file = sim.run_file().model_copy(update={"difficulty": difficulty})
+        run_id = await self.store.write(self.store.create_run, run_file, 1, "live", True)
         await self.store.write(self.store.finish, run_id, sim.minute, report.model_dump(mode="json"), figure)
         return run_id
 
@@ -447,7 +484,7 @@ class RunManager:
         if live is not None:
             return live
         # a run the operator paused stays paused; any other waits for someone to watch
-        live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock)
+        live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty)
         live.model_version = row.model_version
         live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
         if row.status == "finished" and row.summary is not None:

@@ -22,6 +22,7 @@ from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
 from oncallsim.web.labels import control_label, control_value_text
 from oncallsim.web.live import SPEEDS, LiveRun
+from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
 
 __all__ = ["router"]
 
@@ -38,6 +39,7 @@ def environment(language: str) -> Environment:
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
     env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS, causes=CAUSE_LABELS)
     env.globals.update(control_label=control_label, control_value_text=control_value_text)
+    env.globals.update(difficulties=DIFFICULTIES, max_speed=MAX_SPEED)
     env.globals["translate"] = translations(language).gettext  # for Python code called from a template
     return env
 
@@ -109,7 +111,9 @@ async def start(
     seed: str = Form("", max_length=40),
     speed: str = Form("4", max_length=40),
     clock: str = Form("", max_length=40),
+    difficulty: str = Form(DEFAULT_DIFFICULTY, max_length=40),
 ) -> Response:
+    """The card's Start: the run opens paused on its briefing and starts when the player says so."""
     form = await request.form()
     overrides = {
         k.removeprefix("param."): v
@@ -131,8 +135,14 @@ async def start(
             request, InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))}, got {speed!r}")
         )
     try:
+        difficulty_value = check_difficulty(difficulty)
+    except InvalidInput as exc:
+        return error_page(request, exc)
+    try:
         new = NewRun(
             scenario=scenario,
+            paused=True,
+            difficulty=difficulty_value,
             seed=seed_value,
             speed=speed_value,
             clock=clock or None,

@@ -213,6 +213,8 @@
     if (over) $("debrief-link").hidden = false;
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
+    root.dataset.speed = String(s.speed);
+    explainPause(s);
   }
 
   function send(message) {
@@ -298,6 +300,81 @@
     flash.timer = setTimeout(() => { box.hidden = true; }, 6000);
   }
 
+  // ---- pacing: the briefing, guided pauses, and the page reaching the player ------------------------------
+  const briefing = $("briefing");
+  const note = $("note");
+  const pageTitle = document.title;
+  let noteShownFor = 0; // the state seq whose pause the note explained
+
+  function openBriefing() {
+    const opening = state && state.paused && state.minute === 0 && !state.done;
+    $("briefing-go").textContent = opening ? t("briefing.start") : t("briefing.close");
+    if (!briefing.open) briefing.showModal();
+  }
+  $("show-briefing").addEventListener("click", openBriefing);
+  $("briefing-go").addEventListener("click", () => {
+    briefing.close();
+    if (state && state.paused && state.minute === 0 && !state.done) send({ type: "resume" });
+  });
+
+  const NOTES = { page: t("note.page"), incident: t("note.incident") };
+  const HINTS = { deploy: t("hint.deploy"), flush: t("hint.flush"), surge: t("hint.surge") };
+  // guided difficulty: the server stopped the clock (the incident began, or the page fired); say why and hint
+  function explainPause(s) {
+    if (!s.paused || !s.pause_reason || s.done || noteShownFor >= s.seq) return;
+    noteShownFor = s.seq;
+    $("note-title").textContent = NOTES[s.pause_reason] || "";
+    const hint = HINTS[s.incident] || "";
+    $("note-text").textContent = (s.pause_reason === "page" ? t("hint.page", { x: pageBurn }) + " " : "") + hint;
+    if (!note.open && !briefing.open) note.showModal();
+  }
+  $("note-go").addEventListener("click", () => { note.close(); send({ type: "resume" }); });
+  $("note-stay").addEventListener("click", () => note.close());
+
+  // The page reaches the player: the banner (showStatus), the tab's title, a tone if asked, a notification if
+  // allowed. Only a page firing now alerts, not one replayed from a snapshot.
+  const sound = $("sound");
+  const notify = $("notify");
+  sound.checked = localStorage.getItem("oncallsim.sound") === "on";
+  notify.checked = localStorage.getItem("oncallsim.notify") === "on" && window.Notification && Notification.permission === "granted";
+  sound.addEventListener("change", () => localStorage.setItem("oncallsim.sound", sound.checked ? "on" : "off"));
+  notify.addEventListener("change", () => {
+    if (!notify.checked) { localStorage.setItem("oncallsim.notify", "off"); return; }
+    if (!window.Notification) { notify.checked = false; flash(t("notify.unsupported"), "bad"); return; }
+    Notification.requestPermission().then((answer) => {
+      notify.checked = answer === "granted";
+      localStorage.setItem("oncallsim.notify", notify.checked ? "on" : "off");
+      if (!notify.checked) flash(t("notify.denied"), "bad");
+    });
+  });
+
+  function tone() {
+    const Audio = window.AudioContext || window.webkitAudioContext;
+    if (!Audio) return;
+    const ctx = new Audio();
+    const osc = ctx.createOscillator();
+    const gain = ctx.createGain();
+    osc.frequency.value = 880;
+    gain.gain.setValueAtTime(0.15, ctx.currentTime);
+    gain.gain.exponentialRampToValueAtTime(0.001, ctx.currentTime + 0.6);
+    osc.connect(gain).connect(ctx.destination);
+    osc.start();
+    osc.stop(ctx.currentTime + 0.6);
+    osc.onended = () => ctx.close();
+  }
+
+  function pageFired(r) {
+    root.dataset.alerted = String(Number(root.dataset.alerted || 0) + 1);
+    if (sound.checked) tone();
+    if (notify.checked && window.Notification && Notification.permission === "granted") {
+      new Notification(t("notify.title"), { body: t("alert.page", { burn: r.burn_1h.toFixed(1), clock: r.clock, budget: (100 * r.budget_left).toFixed(1) }) });
+    }
+  }
+
+  function showTitle(r) {
+    document.title = r && r.page_firing ? t("title.paging", { title: pageTitle }) : pageTitle;
+  }
+
   // ---- rendering: at most one frame's work however fast minutes arrive (16× must not fall behind) -------
   // Status and events follow every frame; charts redraw at most every CHART_INTERVAL_MS with all new minutes.
   let unrendered = [];
@@ -318,7 +395,9 @@
     frameRequested = false;
     if (unrendered.length) {
       unrendered.forEach(logEvents);
+      for (const r of unrendered) if (r.events.some((e) => e.code === "page_fired")) pageFired(r);
       showStatus(unrendered[unrendered.length - 1]);
+      showTitle(unrendered[unrendered.length - 1]);
       chartPending.push(...unrendered);
       unrendered = [];
       scheduleCharts();
@@ -352,9 +431,10 @@
         $("events").replaceChildren();
         records.forEach(logEvents);
         drawCharts();
-        if (records.length) showStatus(records[records.length - 1]);
+        if (records.length) { showStatus(records[records.length - 1]); showTitle(records[records.length - 1]); }
         latestState = null;
         showState(message.state, true); // a snapshot restarts the numbering (the server may have restarted)
+        if (message.state.paused && message.state.minute === 0 && !message.state.done) openBriefing();
         finished = message.state.done;
         break;
       case "minute":
