@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.store import RunStore, default_db_path
-from oncallsim.web import api, pages
+from oncallsim.web import api, pages, zoom
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
 
@@ -113,4 +113,5 @@ def create_app(
 
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(zoom.router)
     return app

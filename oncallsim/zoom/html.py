@@ -67,7 +67,10 @@ _PAGE = """<!doctype html>
 body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 1100px; padding: 0 1rem; }
 table { border-collapse: collapse; font-size: 0.9rem; } td, th { padding: 0.2rem 0.5rem; text-align: right; }
 th { border-bottom: 1px solid #999; } .scroll { overflow-x: auto; } .num { font-variant-numeric: tabular-nums; }
-</style><script>{{ plotly_js | safe }}</script></head>
+</style>
+{% if plotly_src %}<script src="{{ plotly_src }}"></script>
+{% else %}<script>{{ plotly_js | safe }}</script>{% endif %}
+</head>
 <body>
 <h1>Minute {{ z.minute }} ({{ z.clock }}) request by request</h1>
 <p>Re-simulated at request level from the run's record of the minute ({{ z.source_engine }} engine):
@@ -115,7 +118,8 @@ def _fmt(value: Any) -> str:
     return f"{value:,.4f}" if abs(value) < 1 else f"{value:,.1f}"
 
 
-def render_zoom_html(z: ZoomedMinute) -> str:
+def render_zoom_html(z: ZoomedMinute, plotly_src: str | None = None) -> str:
+    """The page; plotly.js inlined (a file that opens offline) unless ``plotly_src`` names where it is served."""
     html = pio.to_html(
         zoom_figure(z), include_plotlyjs=False, full_html=False, div_id="zoom-chart", config={"displaylogo": False}
     )
@@ -128,5 +132,6 @@ def render_zoom_html(z: ZoomedMinute) -> str:
         fmt=_fmt,
         chart_div=html[:split],
         chart_script=html[split:],
-        plotly_js=get_plotlyjs(),
+        plotly_js="" if plotly_src else get_plotlyjs(),
+        plotly_src=plotly_src,
     )
