@@ -32,7 +32,8 @@ def test_html_report_is_self_contained_and_draws(tmp_path: Path) -> None:
         titles = page.eval_on_selector_all("#debrief-chart .annotation-text", "els => els.map(e => e.textContent)")
         assert any("Burn rate" in t for t in titles) and any("Error budget left" in t for t in titles)
         assert page.locator("#debrief-chart .scatterlayer .trace").count() >= 20  # run + counterfactual lines
-        assert page.locator("#scorecard tr").count() == 5
+        assert page.locator("#scorecard tr").count() == 6  # a header and five objectives (users turned away too)
+        assert page.locator("#score").inner_text().isdigit()
         assert "hands-off" in page.locator("#counterfactuals").inner_text()
         if Path("artifacts").is_dir():
             page.screenshot(path="artifacts/debrief-report.png", full_page=True)

@@ -294,6 +294,11 @@ def test_the_debrief_names_decisions_by_label_and_unit(client: TestClient) -> No
         receive_until(ws, lambda m: m["type"] == "finished")
     page = client.get(f"/runs/{run_id}/debrief").text
     assert "Load shedding: 30 %, Recommendations feature: off" in page
+    # the score, its parts, and the same score in the past runs
+    report = client.get(f"/api/runs/{run_id}/debrief").json()
+    assert f'<span id="score">{report["score"]}</span> / 100' in page and "users turned away (shed)" in page
+    assert [p["name"] for p in report["score_parts"]] == ["errors", "turned_away", "stale", "slow", "money"]
+    assert f'<td class="num">{report["score"]}</td>' in client.get("/runs").text
     decisions = page[page.index('id="decisions"') :]
     assert "shed_share" not in decisions[: decisions.index("</table>")]
 

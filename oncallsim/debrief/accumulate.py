@@ -35,6 +35,7 @@ FEEDS = (
     "mean_age_s",
     "db_utilization",
     "page_firing",
+    "requests_per_s",
 )
 
 
@@ -42,6 +43,17 @@ def scenario_incident_start(plan: RunPlan, minutes: int) -> int:
     """The first scenario event within ``minutes`` (deploy, flush, surge onset), or -1 for none."""
     start = plan.first_event(minutes)
     return NO_MINUTE if start is None else start
+
+
+SUMMED = (
+    "error_rate",
+    "error_overload",
+    "error_timeout",
+    "error_bad_build",
+    "cost_per_hour",
+    "shed_per_s",
+    "requests_per_s",
+)
 
 
 class OutcomeAccumulator:
@@ -62,6 +74,7 @@ class OutcomeAccumulator:
                 "error_bad_build",
                 "cost_per_hour",
                 "shed_per_s",
+                "requests_per_s",
                 "hits",
                 "aged_hits",
             )
@@ -79,7 +92,7 @@ class OutcomeAccumulator:
 
     def add(self, t: int, f: dict[str, Any]) -> None:
         """Minute ``t`` of every run; ``f`` maps each name in FEEDS to a value per run."""
-        for name in ("error_rate", "error_overload", "error_timeout", "error_bad_build", "cost_per_hour", "shed_per_s"):
+        for name in SUMMED:
             self.sums[name] += f[name]
         hits = f["cache_hit"] * f["admitted_per_s"]
         self.sums["hits"] += hits
@@ -122,6 +135,8 @@ class OutcomeAccumulator:
                     recovered = last_bad + 1
             mitigation = next((m for m in sorted(first_actions[i]) if start is not None and m >= start), None)
             hits = float(self.sums["hits"][i])
+            requests = float(self.sums["requests_per_s"][i]) * 60.0
+            shed = float(self.sums["shed_per_s"][i]) * 60.0
             out.append(
                 {
                     "budget_spent": float(self.sums["error_rate"][i]) * scale,
@@ -134,7 +149,9 @@ class OutcomeAccumulator:
                     "cost": float(self.sums["cost_per_hour"][i]) / 60.0,
                     "worst_p99_ms": float(self.worst_p99[i]),
                     "minutes_over_latency_target": int(self.over_latency[i]),
-                    "shed_requests": float(self.sums["shed_per_s"][i]) * 60.0,
+                    "shed_requests": shed,
+                    "requests": requests,
+                    "turned_away_share": shed / requests if requests > 0 else 0.0,
                     "mean_staleness_s": float(self.sums["aged_hits"][i]) / hits if hits > 0 else 0.0,
                     "max_db_utilization": float(self.max_db[i]),
                     "minutes_db_over_capacity": int(self.db_over[i]),

@@ -52,6 +52,7 @@ OBJECTIVE_FORMATS = {
     "cost_at_most": "usd",
     "db_within_capacity": "min",
     "recover_within": "min",
+    "turned_away_at_most": "pct",
 }
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pydantic import Field
+
+from oncallsim.debrief.score import ScorePart, run_score
 from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
+from oncallsim.model import Controls
 from oncallsim.simulation import Simulation
 
 __all__ = ["HEADLINES", "Counterfactual", "Report", "headline_parts", "make_report", "run_outcome"]
@@ -14,6 +18,7 @@ __all__ = ["HEADLINES", "Counterfactual", "Report", "headline_parts", "make_repo
 class Counterfactual(Outcome):
     objectives_passed: int
     objectives_total: int
+    score: int = 0
 
 
 class Report(Outcome):
@@ -31,6 +36,14 @@ class Report(Outcome):
     counterfactuals: dict[str, Counterfactual]
     headline: list[str]
     headline_parts: list[tuple[str, dict[str, str]]]
+    score: int = 0  # out of 100 (debrief/score.py); a summary stored before scores existed: 0
+    score_parts: list[ScorePart] = Field(default_factory=list)
+
+
+def opening_fleet_cost(sim: Simulation) -> float:
+    """What the scenario's opening fleet alone costs over the run: the money part's yardstick."""
+    floor = Controls.from_mapping(sim.scenario.controls).floor
+    return floor * sim.params.instance_price_per_hour * len(sim.timeline) / 60.0
 
 
 def run_outcome(sim: Simulation) -> Outcome:
@@ -51,8 +64,10 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             **theirs.model_dump(),
             objectives_passed=sum(o.passed for o in their_scores),
             objectives_total=len(their_scores),
+            score=run_score(theirs, opening_fleet_cost(other)).score,
         )
     parts = headline_parts(mine, others)
+    mine_score = run_score(mine, opening_fleet_cost(sim))
     return Report(
         **mine.model_dump(),
         scenario=sim.scenario.id,
@@ -69,6 +84,8 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
         counterfactuals=others,
         headline=[template % args if args else template for template, args in parts],
         headline_parts=parts,
+        score=mine_score.score,
+        score_parts=mine_score.parts,
     )
 
 

@@ -14,6 +14,7 @@ from oncallsim.scenarios.spec import (
     LatencyObjective,
     Objective,
     RecoveryObjective,
+    TurnedAwayObjective,
 )
 
 __all__ = ["ObjectiveResult", "judge", "p99_targets", "score"]
@@ -72,4 +73,7 @@ def _judge(objective: Objective, result: Outcome) -> ObjectiveResult:
         return ObjectiveResult(
             name=name, passed=took is not None and took <= objective.minutes, value=took, target=objective.minutes
         )
+    if isinstance(objective, TurnedAwayObjective):
+        share = result.turned_away_share
+        return ObjectiveResult(name=name, passed=share <= objective.value, value=share, target=objective.value)
     raise TypeError(f"unknown objective {objective!r}")

@@ -34,6 +34,8 @@ class Outcome(BaseModel):
     worst_p99_ms: float
     minutes_over_latency_target: int
     shed_requests: float
+    requests: float = 0.0  # every request that arrived (a summary stored before it was counted: 0)
+    turned_away_share: float = 0.0  # the users turned away: shed requests / requests
     mean_staleness_s: float
     max_db_utilization: float
     minutes_db_over_capacity: int

@@ -51,6 +51,7 @@ LABELS = {
     "db_none": "no minute with the database over capacity",
     "db_some": "at most %(minutes)s minutes with the database over capacity",
     "recovery": "recovered within %(minutes)s min of the incident",
+    "turned_away": "at most %(amount)s of requests turned away (shed)",
 }
 
 
@@ -184,13 +185,25 @@ class RecoveryObjective(_Objective):
         return LABELS["recovery"], {"minutes": str(self.minutes)}
 
 
+class TurnedAwayObjective(_Objective):
+    """At most ``value`` of the run's requests are shed: the users turned away count, so shedding everyone to
+    save the budget fails."""
+
+    kind: Literal["turned_away_at_most"]
+    value: float = Field(ge=0.0, le=1.0)
+
+    def label_parts(self) -> tuple[str, dict[str, str]]:
+        return LABELS["turned_away"], {"amount": percent(self.value)}
+
+
 Objective = Annotated[
     BudgetLeftObjective
     | BudgetSpentObjective
     | LatencyObjective
     | CostObjective
     | DatabaseObjective
-    | RecoveryObjective,
+    | RecoveryObjective
+    | TurnedAwayObjective,
     Field(discriminator="kind"),
 ]
 
