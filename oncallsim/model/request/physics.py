@@ -141,35 +141,8 @@ def _push(w: Any, time: float, ident: int) -> None:
 
 
 @unmanaged
-def _pop(w: Any) -> int:
-    """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
-    ht, hi = w.heap_time, w.heap_id
-    top = hi[0]
-    n = w.ints[I_HEAP] - 1
-    w.ints[I_HEAP] = n
-    if n > 0:
-        last_t = ht[n]
-        last_id = hi[n]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and ht[c + 1] < ht[c]:
-                c += 1
-            if ht[c] >= last_t:
-                break
-            ht[i] = ht[c]
-            hi[i] = hi[c]
-            i = c
-        ht[i] = last_t
-        hi[i] = last_id
-    return top
-
-
-@unmanaged
-def _replace_top(w: Any, time: float, ident: int) -> None:
-    """Replace the earliest phase end by a later one of the same worker (one sift down, not a pop and a push)."""
+def _sift_down(w: Any, time: float, ident: int) -> None:
+    """Put (time, ident) at the root, then down to its place among the heap's ``ints[I_HEAP]`` entries."""
     ht, hi = w.heap_time, w.heap_id
     n = w.ints[I_HEAP]
     i = 0
@@ -186,6 +159,23 @@ def _replace_top(w: Any, time: float, ident: int) -> None:
         i = c
     ht[i] = time
     hi[i] = ident
+
+
+@unmanaged
+def _pop(w: Any) -> int:
+    """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
+    top = w.heap_id[0]
+    n = w.ints[I_HEAP] - 1
+    w.ints[I_HEAP] = n
+    if n > 0:
+        _sift_down(w, w.heap_time[n], w.heap_id[n])
+    return top
+
+
+@unmanaged
+def _replace_top(w: Any, time: float, ident: int) -> None:
+    """Replace the earliest phase end by a later one of the same worker (one sift, not a pop and a push)."""
+    _sift_down(w, time, ident)
 
 
 # --- the free workers -------------------------------------------------------------------------------
