@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 from oncallsim.cli_common import (
-    compiling_notice,
     err,
     guarded,
     load_run_file,
     parse_sets,
+    prepare_engine,
     scenario_arg,
     stdout_console,
     write_whole,
@@ -171,8 +171,8 @@ def run(
         clock=clock,
         engine=engine,
     )
-    with compiling_notice(sim.engine):
-        records = sim.run(action_list, policy=player)
+    prepare_engine(sim.engine)
+    records = sim.run(action_list, policy=player)
     if out_file is not None:
         buffer = io.StringIO()
         write_records(records, format, buffer)

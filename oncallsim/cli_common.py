@@ -21,12 +21,12 @@ from oncallsim.validation import invalid_input
 
 __all__ = [
     "clear_errors",
-    "compiling_notice",
     "err",
     "fail",
     "guarded",
     "load_run_file",
     "parse_sets",
+    "prepare_engine",
     "scenario_arg",
     "stdout_console",
     "write_whole",
@@ -112,10 +112,9 @@ def write_whole(path: Path, text: str) -> None:
         raise InvalidInput(str(path), f"cannot write: {exc.strerror}") from None
 
 
-@contextmanager
-def compiling_notice(engine: Engine, stream: TextIO | None = None) -> Iterator[None]:
-    """Prepare ``engine`` before the body runs; when that takes more than a second (its first use on this
-    machine compiles it), say so on stderr rather than look frozen."""
+def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
+    """Prepare ``engine`` (compiled on its first use on this machine, then loaded from numba's cache); when
+    that takes more than a second, say so on stderr rather than look frozen."""
     out = stream if stream is not None else sys.stderr
     timer = threading.Timer(
         1.0, lambda: print(f"preparing the {engine.name} engine (compiled once on this machine)…", file=out)
@@ -126,4 +125,3 @@ def compiling_notice(engine: Engine, stream: TextIO | None = None) -> Iterator[N
         prepare(engine)
     finally:
         timer.cancel()
-    yield

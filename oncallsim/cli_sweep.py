@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from oncallsim.cli_common import err, parse_sets, stdout_console, write_whole
+from oncallsim.cli_common import err, parse_sets, prepare_engine, stdout_console, write_whole
+from oncallsim.model.engine import get_engine
 
 __all__ = ["sweep"]
 
@@ -58,6 +59,7 @@ def sweep(
             engine=engine,
         )
         plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
+        prepare_engine(get_engine(engine))  # compiled once here: the workers load it from the cache
         state = sweeping.check_output(plan, out_path, resume)
         executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
         points = len(plan.points)

@@ -6,6 +6,7 @@ The statistical agreement with the formulas lives in tests/test_validation.py.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -115,3 +116,33 @@ def test_debrief_of_a_request_run_replays_its_counterfactuals_on_the_same_engine
     done = CliRunner().invoke(app, ["debrief", str(saved), "--html", str(page)])
     assert done.exit_code == 0, done.output
     assert "Plotly.newPlot" in page.read_text()
+
+
+def test_a_slow_first_preparation_says_so_instead_of_looking_frozen() -> None:
+    import io
+    import threading
+
+    from oncallsim.cli_common import prepare_engine
+    from oncallsim.model.engine import MinuteEngine
+
+    said = threading.Event()
+
+    class Stream(io.StringIO):
+        def write(self, text: str) -> int:
+            said.set()
+            return super().write(text)
+
+    class Compiling(MinuteEngine):
+        name = "request"
+
+        def step(self, *args: object, **kwargs: object) -> Any:
+            assert said.wait(timeout=60), "the notice never came"  # compiling: until the notice is out
+            return super().step(*args, **kwargs)  # type: ignore[arg-type]
+
+    out = Stream()
+    prepare_engine(Compiling(), out)
+    assert out.getvalue() == "preparing the request engine (compiled once on this machine)…\n"
+    prepare_engine(MinuteEngine(), io.StringIO())  # compiled (or loaded) in this process now
+    quick = io.StringIO()
+    prepare_engine(MinuteEngine(), quick)  # milliseconds: nothing to say
+    assert quick.getvalue() == ""
