@@ -62,3 +62,17 @@ def test_zoom_page_loads_plotly_from_the_console_itself(client: TestClient, run_
     assert "http://" not in page.split("<body>")[0].replace(BASE, "")  # nothing from outside
     bad = client.get(f"/runs/{run_id}/zoom", params={"minute": 31})
     assert bad.status_code == 422 and "minute" in bad.text
+
+
+def test_the_engines_are_prepared_in_the_background(client: TestClient) -> None:
+    import time
+
+    deadline = time.monotonic() + 120  # a cold machine compiles the request engine once (up to a minute)
+    while True:
+        listed = client.get("/api/engines").json()
+        assert [e["name"] for e in listed] == ["minute", "request"]
+        assert all(e["failed"] is None for e in listed)
+        if all(e["ready"] for e in listed) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # polling a condition, not waiting a fixed time
+    assert all(e["ready"] for e in listed)

@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.store import RunStore, default_db_path
-from oncallsim.web import api, pages, zoom
+from oncallsim.web import api, engines, pages, zoom
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
 
@@ -58,6 +58,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.engines.start()
         yield
         await manager.shutdown()
         store.close()
@@ -67,6 +68,7 @@ def create_app(
     app.state.store = store
     app.state.manager = manager
     app.state.boot_token = secrets.token_hex(4)
+    app.state.engines = engines.EngineWarmer()
     app.add_middleware(Guard, config=SecurityConfig.for_bind(host, allow_hosts, token))  # type: ignore[arg-type]
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
@@ -114,4 +116,5 @@ def create_app(
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(zoom.router)
+    app.include_router(engines.router)
     return app
