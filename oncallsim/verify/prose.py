@@ -1,0 +1,151 @@
+"""The report's words: the summary and the engines' differences, each sentence carrying its measured number."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from oncallsim.verify.engines import Timeline
+
+if TYPE_CHECKING:
+    from oncallsim.verify.report import Results
+
+__all__ = ["engines_section", "summary"]
+
+
+def _minutes_until(values: np.ndarray, start: int, level: float) -> int | None:
+    """Minutes after ``start`` until ``values`` first reaches ``level`` (None: never)."""
+    after = np.nonzero(values[start:] >= level)[0]
+    return int(after[0]) if len(after) else None
+
+
+def _flush_story(run: Timeline) -> str:
+    hit_m, hit_r = run.fields["cache_hit"]
+    err_m, err_r = run.fields["error_rate"]
+    flush = int(np.argmin(hit_r))
+    before = float(np.median(hit_r[:flush])) if flush > 0 else float(hit_r.max())
+    back_r = _minutes_until(hit_r, flush, 0.9 * before)
+    back_m = _minutes_until(hit_m, flush, 0.9 * before)
+    never = "not within the run"
+    return (
+        f"In `cache-flush` (hands-off, seed 1) the cache is flushed at minute {flush}: the hit ratio was "
+        f"{before:.3f}. The request engine's TTL cache is back to 90 % of that "
+        f"{f'{back_r} minute(s)' if back_r is not None else never} later (each object is stored again at its "
+        f"next miss, on average 1/r = 20,000/λ s away, about 15 s at this traffic), while the minute model "
+        f"calibrates a slow warm-up (MODEL.md's 30-minute warmth) and takes "
+        f"{f'{back_m} minutes' if back_m is not None else never}. Over the run the minute model's error rate "
+        f"averages {100 * err_m.mean():.2f} % against {100 * err_r.mean():.2f} % on the request engine: the "
+        "flush costs budget on the minute model because its database stays overloaded for many minutes, and "
+        "almost nothing on the request engine, whose extra misses last seconds. The scenario is meant to be "
+        "played on the minute model (its briefing and objectives are calibrated there); on the request engine "
+        "it teaches a different lesson: a TTL cache refills itself unless the database is already near "
+        "capacity."
+    )
+
+
+def _surge_story(run: Timeline) -> str:
+    err_m, err_r = run.fields["error_rate"]
+    p99_m, p99_r = run.fields["p99_ms"]
+    bad_m, bad_r = int((err_m > 0.01).sum()), int((err_r > 0.01).sum())
+    return (
+        f"In `surge` (hands-off, seed 1), minutes with more than 1 % errors: {bad_m} on the minute model, "
+        f"{bad_r} on the request engine; the worst minute's error rate {100 * err_m.max():.1f} % against "
+        f"{100 * err_r.max():.1f} %, the worst p99 {p99_m.max():.0f} ms against {p99_r.max():.0f} ms. Past "
+        "saturation (a ≥ N) the minute model fails the excess 1 − N/a at once and answers the rest with a "
+        "finite p99; the request engine's FIFO queue grows instead, every request waits behind the backlog, "
+        "and once waits pass the 2 s timeout nearly every request times out although the workers stay busy "
+        "(goodput collapses, the work is wasted: `wasted_work_share`). The backlog then takes minutes to drain "
+        "after capacity returns. This is the behaviour the overload mechanisms (shedding, limiters, CoDel) "
+        "exist to prevent."
+    )
+
+
+def engines_section(res: Results, img: str) -> str:
+    rows = [
+        f"| {r.scenario} | {r.policy} | {r.seeds} | {r.minutes} | {100 * r.error_minute:.3f} | "
+        f"{100 * r.error_request:.3f} | {100 * r.error_abs_diff:.3f} | {r.p99_minute_ms:.0f} | "
+        f"{r.p99_request_ms:.0f} | {100 * r.budget_minute:.2f} | {100 * r.budget_request:.2f} | "
+        f"{'—' if math.isnan(r.wait_ratio) else f'{r.wait_ratio:.2f}'} ({r.queueing_minutes}) |"
+        for r in res.engines
+    ]
+    p99_ratio = np.median([r.p99_request_ms / r.p99_minute_ms for r in res.engines])
+    ratios = [r.wait_ratio for r in res.engines if not math.isnan(r.wait_ratio)]
+    mgn = (
+        f"where the request engine's minutes queue at all (Erlang C of their measured load ≥ 1 %), its measured "
+        f"wait probability is {min(ratios):.2f}–{max(ratios):.2f} × Erlang C"
+        if ratios
+        else "no minute of these runs queued enough (Erlang C ≥ 1 %) to compare wait probabilities"
+    )
+    parts = [
+        "## 4. Full pipeline: the built-in scenarios on both engines",
+        "",
+        "Same scenario, seed, traffic draws and policy on both engines; error rates and budget in %, p99 the "
+        "median over minutes. The last column: Σ measured wait probability / Σ Erlang C(measured a, N) over "
+        "the request engine's minutes with Erlang C ≥ 1 % and a < 0.95 N (their count in brackets).",
+        "",
+        "| scenario | policy | seeds | minutes | errors minute % | errors request % | mean abs diff % | "
+        "p99 minute ms | p99 request ms | budget minute % | budget request % | wait / Erlang C |",
+        "|" + "---|" * 12,
+        *rows,
+        "",
+        "### Where the engines differ, and why",
+        "",
+        "1. **M/G/N, not M/M/N.** In the full pipeline a request's service is exponential CPU time plus, on a "
+        "miss, its database reads one after another: less variable than the single exponential the minute "
+        f"model's queue assumes. The request engine's median p99 is {p99_ratio:.2f} × the minute model's "
+        "(S·ln 100 is the p99 of an exponential service; a service with a smaller coefficient of variation "
+        f"has a shorter tail), and {mgn}. Erlang C is exact for M/M/N only (section 1 shows the engine meets "
+        "it there); for M/G/N it is an approximation, which the minute model accepts.",
+        "",
+        f"2. **The refill after a flush.** {_flush_story(res.timelines[('cache-flush', 'hands-off', 1)])}",
+        "",
+        f"![cache flush]({img}/cache-flush.png)",
+        "",
+        f"3. **FIFO past saturation.** {_surge_story(res.timelines[('surge', 'hands-off', 1)])}",
+        "",
+        f"![surge]({img}/surge.png)",
+        "",
+        "4. **Measured, not computed.** The request engine's record fields are measurements over one minute's "
+        "requests (a few tens of thousands), so they carry sampling noise the formulas do not; the budget, "
+        "burn rates and the page are computed from them exactly as on the minute model. Where neither "
+        "saturation nor a flush is involved (free play, the bad deploy: its errors are the bad build's 5 %, "
+        "the same on both engines) the error rates and the budget spent agree to within that noise.",
+    ]
+    return "\n".join(parts)
+
+
+def summary(res: Results, cov: dict[str, tuple[int, int]]) -> str:
+    q = res.queue
+    p99_sim = [abs(x.p99_s.value / x.p99_exact_s - 1) for x in q]
+    p99_app = [x.p99_approx_s / x.p99_exact_s - 1 for x in q]
+    cache_dev = max(abs(c.hit.value - c.formula) for c in res.cache)
+    cache_in = sum(abs(c.hit.value - c.formula_refill) <= c.hit.half for c in res.cache)
+    db_dev = max(abs(d.query_ms.value / d.formula_ms - 1) for d in res.db)
+    db_in = sum(d.query_ms.covers(d.formula_ms) for d in res.db)
+    cover = "; ".join(f"{k} {a} of {n}" for k, (a, n) in cov.items())
+    return "\n".join(
+        [
+            "## Findings",
+            "",
+            f"- **Queue only (M/M/N)**, {len(q)} operating points, N = {min(x.servers for x in q)}…"
+            f"{max(x.servers for x in q)}, ρ = {min(x.utilization for x in q):g}…"
+            f"{max(x.utilization for x in q):g}: 95 % intervals that cover their formula — {cover} (about 95 % "
+            "expected by chance alone; points where Erlang C < 10⁻⁶ have no waits to compare and are left out "
+            f"of the wait checks). The measured p99 is within {100 * max(p99_sim):.2f} % of the exact M/M/N "
+            f"quantile everywhere; the minute model's approximation is off by {100 * min(p99_app):+.1f} % to "
+            f"{100 * max(p99_app):+.1f} % (it adds the service's and the wait's 99th percentiles, an upper "
+            "bound, worst near ρ → 1 on small N).",
+            f"- **Cache**: the measured hit ratio is within {cache_dev:.4f} of rT/(1 + rT) at every TTL and rate, "
+            "always slightly below: a miss stores its object when its reads complete, about 60 ms after the "
+            f"lookup, and requests in that window miss too. With that refill time, rT/(1 + r(T + refill)), "
+            f"{cache_in} of {len(res.cache)} intervals cover the formula.",
+            f"- **Database**: mean query time within {100 * db_dev:.2f} % of 5 ms/(1 − ρ) up to ρ = "
+            f"{max(d.utilization for d in res.db):g}; {db_in} of {len(res.db)} intervals cover it.",
+            "- **Full pipeline**: the engines agree where the minute model's assumptions hold; they differ by the "
+            "shape of the service time (M/G/N: lower p99 on the request engine), after a cache flush (a TTL "
+            "cache refills in seconds, the minute model's warmth in tens of minutes) and past saturation (a "
+            "FIFO queue turns overload into timeouts of nearly everything). Section 4 has the numbers.",
+        ]
+    )
