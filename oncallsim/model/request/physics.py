@@ -23,6 +23,7 @@ from typing import Any
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, unmanaged
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
+from oncallsim.model.request.queues import dequeue, enqueue, room
 from oncallsim.model.request.world import (
     HIST_BIN_S,
     I_BUSY,
@@ -31,7 +32,6 @@ from oncallsim.model.request.world import (
     I_HEAP,
     I_NBAD,
     I_NSAMPLES,
-    I_QHEAD,
     I_QLEN,
     I_SEQ,
     I_WCURSOR,
@@ -69,6 +69,9 @@ from oncallsim.model.request.world import (
     O_PENDING,
     O_SHED,
     O_TIMEOUT,
+    Q_CURSOR,
+    Q_HEAD,
+    Q_LEN,
     R_NEXT_STREAM,
     S_ARRIVALS,
     S_COMPLETED,
@@ -311,14 +314,10 @@ def _query(w: Any, x: float, part_s: float) -> float:
 def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
     joins the free workers (returns ∞)."""
-    if w.ints[I_QLEN] > 0:
-        head = w.ints[I_QHEAD]
-        arrival = w.q_arrival[head]
-        obj = w.q_object[head]
-        tag = w.q_tag[head]
-        w.ints[I_QHEAD] = (head + 1) & (len(w.q_arrival) - 1)
-        w.ints[I_QLEN] -= 1
-        return _start(p, w, k, x, arrival, obj, tag, mode, app_s, q_mean)
+    pooled = w.qs.shape[1] - 1
+    if w.qs[Q_LEN, pooled] > 0:
+        slot = dequeue(w, pooled)
+        return _start(p, w, k, x, w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], mode, app_s, q_mean)
     _free_add(w, k)
     return _INF
 
@@ -488,12 +487,8 @@ def _arrive(
         k = w.free[uniform_int(g, w.ints[I_FREE])]
         _free_remove(w, k)
         _push(w, _start(p, w, k, x, x, obj, tag, mode, app_s, q_mean), k)
-    elif w.ints[I_QLEN] < len(w.q_arrival):
-        slot = (w.ints[I_QHEAD] + w.ints[I_QLEN]) & (len(w.q_arrival) - 1)
-        w.q_arrival[slot] = x
-        w.q_object[slot] = obj
-        w.q_tag[slot] = tag
-        w.ints[I_QLEN] += 1
+    elif room(w) > 0:
+        enqueue(w, w.qs.shape[1] - 1, x, obj, tag)
         if w.ints[I_QLEN] > m[M_MAX_QUEUE]:
             m[M_MAX_QUEUE] = w.ints[I_QLEN]
     else:
@@ -518,25 +513,16 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
     """The minute's end: requests whose client gave up during it while still waiting or being served
     count as timeouts now; busy time up to the end counts toward utilization."""
     timeout = p[P.timeout_s]
-    cap = len(w.q_arrival)
-    head = w.ints[I_QHEAD]
-    n = w.ints[I_QLEN]
-    # The queue is in arrival order: find the first entry not counted by an earlier minute.
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if w.q_arrival[(head + mid) % cap] + timeout > t0:
-            hi = mid
-        else:
-            lo = mid + 1
-    i = lo
-    while i < n:
-        slot = (head + i) % cap
-        gave_up = w.q_arrival[slot] + timeout
-        if gave_up > t1:
-            break
-        _decide(w, O_TIMEOUT, timeout, True, _second(t0, gave_up), w.q_tag[slot])
-        i += 1
+    qs = w.qs
+    for qid in range(qs.shape[1]):  # each queue in arrival order, from the first not counted before
+        slot = qs[Q_CURSOR, qid]
+        while slot >= 0:
+            gave_up = w.s_arrival[slot] + timeout
+            if gave_up > t1:
+                break
+            _decide(w, O_TIMEOUT, timeout, True, _second(t0, gave_up), w.s_tag[slot])
+            slot = w.s_next[slot]
+        qs[Q_CURSOR, qid] = slot
     enabled = w.ints[I_ENABLED]
     for k in range(len(w.w_busy)):
         if not w.w_busy[k]:
@@ -550,8 +536,11 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
     if sample_every > 0:  # a sample belongs to its minute: forget the tags of what is still in flight
         for k in range(len(w.w_tag)):
             w.w_tag[k] = -1
-        for i in range(n):
-            w.q_tag[(head + i) % cap] = -1
+        for qid in range(qs.shape[1]):
+            slot = qs[Q_HEAD, qid]
+            while slot >= 0:
+                w.s_tag[slot] = -1
+                slot = w.s_next[slot]
 
 
 @unmanaged

@@ -4,9 +4,9 @@ Queues, in-flight work, the cache and the database's partitions carry across min
 run of the request engine holds them here, beside the minute model's ``State``. Compiled code reads and
 writes the arrays in place; positions in the small scalar arrays are named by the constants below.
 
-Sizes are fixed when the run starts: workers = max fleet × workers per instance, the balancer's queue
-``QUEUE_CAPACITY`` (a request arriving to a full queue is rejected at once, as overload), the warm-up job's
-in-flight queries ``WARMUP_CONCURRENCY``.
+Sizes are fixed when the run starts: workers = max fleet × workers per instance, the warm-up job's queries in
+flight ``WARMUP_CONCURRENCY``. The arrival buffer and the waiting requests' slots grow before a minute that
+needs more, up to ``QUEUE_CAPACITY`` waiting in all (one arriving then is rejected at once, as overload).
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ __all__ = [
     "with_room",
 ]
 
-QUEUE_START = 1 << 12  # the balancer's queue starts this long and doubles as it fills (before a minute);
-# its length stays a power of two, so that a place in the ring is a mask, not a division
-QUEUE_CAPACITY = 1 << 22  # requests waiting at the balancer at most; beyond it, overload (a proxy's limit)
+QUEUE_START = 1 << 12  # slots for waiting requests at first; the pool doubles before a minute that could fill it
+QUEUE_CAPACITY = 1 << 22  # requests waiting in all at most; beyond it, overload (a proxy's limit)
 WARMUP_CONCURRENCY = 1024  # the warm-up job's queries in flight; beyond it the job skips a read
 MAX_OBJECTS = 5_000_000  # one expiry time per hot object: 40 MB at most
 MAX_WORKERS = 200_000
@@ -44,7 +43,9 @@ HIST_BIN_S = 1e-4  # latency histograms: 0.1 ms bins up to the timeout, then one
 MAX_SAMPLES = 2_000
 
 # ints[...]
-I_FREE, I_HEAP, I_QHEAD, I_QLEN, I_WFREE, I_WCURSOR, I_ENABLED, I_NBAD, I_BUSY, I_NSAMPLES, I_SEQ = range(11)
+I_FREE, I_HEAP, I_SFREE, I_QLEN, I_WFREE, I_WCURSOR, I_ENABLED, I_NBAD, I_BUSY, I_NSAMPLES, I_SEQ = range(11)
+# qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
+Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
 N_INTS = 11
 # reals[...]
 R_NEXT_STREAM = 0  # queue-only mode: the next arrival of the Poisson stream
@@ -123,10 +124,12 @@ class World(NamedTuple):
     free_pos: npt.NDArray[np.int64]  # each worker's place in ``free``, −1 when busy or not serving
     heap_time: npt.NDArray[np.float64]  # the next phase end of each busy worker / warm-up query: a binary heap
     heap_id: npt.NDArray[np.int64]
-    q_arrival: npt.NDArray[np.float64]  # the balancer's FIFO queue, a ring
-    q_object: npt.NDArray[np.int64]
-    q_tag: npt.NDArray[np.int64]
-    q_low: npt.NDArray[np.bool_]
+    s_arrival: npt.NDArray[np.float64]  # the waiting requests' slots (queues.py links them into queues)
+    s_object: npt.NDArray[np.int64]
+    s_tag: npt.NDArray[np.int64]
+    s_next: npt.NDArray[np.int64]  # the next slot of the same queue, −1 at its tail
+    s_free: npt.NDArray[np.int64]  # the free slots (a stack; ints[I_SFREE] of them)
+    qs: npt.NDArray[np.int64]  # qs[Q_HEAD | Q_TAIL | Q_LEN | Q_CURSOR, queue]; −1: none
     warm_object: npt.NDArray[np.int64]  # the warm-up job's queries in flight: the object each will store
     warm_free: npt.NDArray[np.int64]
     measures: npt.NDArray[np.float64]
@@ -169,6 +172,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
     heap = workers + WARMUP_CONCURRENCY
     ints = np.zeros(N_INTS, dtype=np.int64)
     ints[I_WFREE] = WARMUP_CONCURRENCY
+    ints[I_SFREE] = queue_capacity
     return World(
         gen=seeded(seed),
         ints=ints,
@@ -188,10 +192,12 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         free_pos=np.full(workers, -1, dtype=np.int64),
         heap_time=np.zeros(heap),
         heap_id=np.zeros(heap, dtype=np.int64),
-        q_arrival=np.zeros(queue_capacity),
-        q_object=np.zeros(queue_capacity, dtype=np.int64),
-        q_tag=np.full(queue_capacity, -1, dtype=np.int64),
-        q_low=np.zeros(queue_capacity, dtype=np.bool_),
+        s_arrival=np.zeros(queue_capacity),
+        s_object=np.zeros(queue_capacity, dtype=np.int64),
+        s_tag=np.full(queue_capacity, -1, dtype=np.int64),
+        s_next=np.full(queue_capacity, -1, dtype=np.int64),
+        s_free=np.arange(queue_capacity - 1, -1, -1, dtype=np.int64),
+        qs=_empty_queues(params.max_fleet + 1),
         warm_object=np.zeros(WARMUP_CONCURRENCY, dtype=np.int64),
         warm_free=np.arange(WARMUP_CONCURRENCY, dtype=np.int64),
         measures=np.zeros(N_MEASURES),
@@ -218,26 +224,37 @@ def with_room(world: World, arrivals: int) -> World:
 
 
 def with_queue_room(world: World, more: int) -> World:
-    """The world with room for ``more`` requests in the balancer's queue (up to ``QUEUE_CAPACITY``): the
-    ring is unrolled into arrays twice as long, as often as needed, before the minute that could fill it."""
-    length = int(world.ints[I_QLEN])
-    capacity = len(world.q_arrival)
-    want = min(length + more, QUEUE_CAPACITY)  # both powers of two: doubling lands on the cap
+    """The world with room for ``more`` requests more in its queues (``QUEUE_CAPACITY`` in all at most): the
+    slot pool doubles, as often as needed, before the minute that could fill it (links stay valid)."""
+    free = int(world.ints[I_SFREE])
+    capacity = len(world.s_arrival)
+    want = min(capacity - free + more, QUEUE_CAPACITY)
     if want <= capacity:
         return world
-    while capacity < want:
-        capacity *= 2
-    order = (int(world.ints[I_QHEAD]) + np.arange(length)) % len(world.q_arrival)
+    grown = capacity
+    while grown < want:
+        grown *= 2
+    added = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)  # the new slots, taken lowest first
 
-    def grown(old: Any, fill: Any) -> Any:
-        new = np.full(capacity, fill, dtype=old.dtype)
-        new[:length] = old[order]
+    def longer(old: Any, fill: Any) -> Any:
+        new = np.full(grown, fill, dtype=old.dtype)
+        new[:capacity] = old
         return new
 
-    world.ints[I_QHEAD] = 0
+    s_free = np.empty(grown, dtype=np.int64)
+    s_free[: len(added)] = added
+    s_free[len(added) : len(added) + free] = world.s_free[:free]  # the old free slots are taken first
+    world.ints[I_SFREE] = free + len(added)
     return world._replace(
-        q_arrival=grown(world.q_arrival, 0.0),
-        q_object=grown(world.q_object, 0),
-        q_tag=grown(world.q_tag, -1),
-        q_low=grown(world.q_low, False),
+        s_arrival=longer(world.s_arrival, 0.0),
+        s_object=longer(world.s_object, 0),
+        s_tag=longer(world.s_tag, -1),
+        s_next=longer(world.s_next, -1),
+        s_free=s_free,
     )
+
+
+def _empty_queues(count: int) -> npt.NDArray[np.int64]:
+    qs = np.full((4, count), -1, dtype=np.int64)
+    qs[Q_LEN] = 0
+    return qs
