@@ -469,3 +469,48 @@ def test_an_imported_run_keeps_its_difficulty_and_is_marked(client: TestClient) 
         and "difficulty" in bad.json()["error"]
         and "'guided', 'normal' or 'hard'" in bad.json()["error"]
     )
+
+
+def test_end_a_run_early_and_read_its_debrief(client: TestClient) -> None:
+    run_id = new_run(client, paused=True)
+    for _ in range(12):
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    state = client.post(f"/api/runs/{run_id}/control", json={"type": "end"}).json()
+    assert state["done"] and state["ended"] == "ended" and state["minute"] == 12
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "snapshot")
+    report = client.get(f"/api/runs/{run_id}/debrief").json()
+    assert report["minutes"] == 12
+    assert client.post(f"/api/runs/{run_id}/control", json={"type": "resume"}).status_code == 422
+    assert client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"}).status_code == 422
+
+
+def test_abandon_filter_and_delete_runs(db: Path) -> None:
+    with console(db) as client:
+        kept = new_run(client, paused=True)
+        gone = new_run(client, paused=True)
+        client.post(f"/api/runs/{gone}/control", json={"type": "step"})
+        state = client.post(f"/api/runs/{gone}/control", json={"type": "abandon"}).json()
+        assert state["done"] and state["ended"] == "abandoned"
+        refused = client.get(f"/api/runs/{gone}/debrief")
+        assert refused.status_code == 422 and "not over" in refused.json()["error"]
+        run = Simulation("bad-deploy", seed=3, minutes=20)
+        run.run()
+        file = ("r.json", run.run_file().model_dump_json(), "application/json")
+        imported = client.post("/api/runs/import", files={"file": file}).json()["id"]
+    with console(db) as client:  # after a restart: still abandoned, still listed as such
+        listed = {r["id"]: r for r in client.get("/api/runs").json()}
+        assert listed[gone]["status"] == "abandoned" and listed[imported]["imported"]
+        assert client.get(f"/api/runs/{gone}").json()["state"]["ended"] == "abandoned"
+        shown = {f: client.get(f"/runs?show={f}").text for f in ("live", "abandoned", "imported", "finished")}
+        assert f"/runs/{kept}" in shown["live"] and f"/runs/{gone}/delete" not in shown["live"]
+        assert f"/runs/{gone}/delete" in shown["abandoned"] and f"/runs/{kept}/delete" not in shown["abandoned"]
+        assert f"/runs/{imported}/debrief" in shown["imported"] and f"/runs/{imported}/" not in shown["finished"]
+        assert client.get("/runs?show=nonsense").status_code == 422
+        deleted = client.post(f"/runs/{gone}/delete", follow_redirects=False)
+        assert deleted.status_code == 303
+        assert gone not in {r["id"] for r in client.get("/api/runs").json()}
+        assert client.get(f"/api/runs/{gone}").status_code == 422
+        response = client.request("DELETE", f"/api/runs/{kept}", json={})
+        assert response.status_code == 200 and response.json() == {"deleted": kept}
+        assert client.request("DELETE", f"/api/runs/{kept}", json={}).status_code == 422

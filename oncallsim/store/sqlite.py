@@ -200,6 +200,16 @@ class RunStore:
                 (played, json.dumps(summary), figure, run_id),
             )
 
+    def abandon(self, run_id: str, played: int) -> None:
+        """The player gave the run up: kept (and listed) without a debrief, never resumed."""
+        with self._lock, self._db:
+            self._db.execute("UPDATE runs SET played = ?, status = 'abandoned' WHERE id = ?", (played, run_id))
+
+    def delete_run(self, run_id: str) -> bool:
+        """The run and its action log are gone (the log's rows go with it: ON DELETE CASCADE)."""
+        with self._lock, self._db:
+            return self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
+
     def set_figure(self, run_id: str, figure: str) -> None:
         """The debrief's charts, computed once (the counterfactuals are the costly part) and kept."""
         with self._lock, self._db:

@@ -92,7 +92,7 @@ class ActionMessage(ActionBody):
 
 
 class PauseMessage(_Body):
-    type: Literal["pause", "resume", "step"]
+    type: Literal["pause", "resume", "step", "end", "abandon"]
 
 
 class SpeedMessage(_Body):
@@ -192,6 +192,9 @@ async def list_runs(request: Request) -> list[dict[str, Any]]:
             "seed": r.seed,
             "played": r.played,
             "status": r.status,
+            "difficulty": r.difficulty,
+            "imported": r.imported,
+            "score": None if r.summary is None else r.summary.get("score"),
             "passed": None if r.summary is None else r.summary.get("passed"),
             "model_version": r.model_version,
         }
@@ -217,6 +220,13 @@ async def post_control(request: Request, run_id: str, body: ControlBody) -> dict
     live = await get_live(request, run_id)
     await handle(live, body)
     return live.state()
+
+
+@router.delete("/runs/{run_id}")
+async def delete_run(request: Request, run_id: str) -> dict[str, Any]:
+    if not await manager_of(request).delete(run_id[:40]):
+        raise InvalidInput("run", f"no run {run_id[:40]!r}")
+    return {"deleted": run_id}
 
 
 @router.get("/runs/{run_id}/runfile")
@@ -252,6 +262,10 @@ async def handle(live: LiveRun, message: ActionMessage | PauseMessage | SpeedMes
         await live.pause()
     elif message.type == "resume":
         await live.resume()
+    elif message.type == "end":
+        await live.end("ended")
+    elif message.type == "abandon":
+        await live.end("abandoned")
     else:
         await live.step_once()
 

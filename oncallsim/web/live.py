@@ -109,6 +109,7 @@ class LiveRun:
         self.difficulty = check_difficulty(difficulty)
         self.incident = incident_kind(sim.plan)
         self.pause_reason: str | None = None  # why the clock stopped on its own (guided): "page", "incident"
+        self.ended: str | None = None  # "ended" early (debriefed where it stands) or "abandoned" (no debrief)
         self.sim = sim
         self.store = store
         self.speed = speed
@@ -132,7 +133,8 @@ class LiveRun:
 
     @property
     def done(self) -> bool:
-        return self.sim.done
+        """Over: played to its end, ended early by the player (debriefed), or abandoned (not debriefed)."""
+        return self.sim.done or self.ended is not None
 
     def state(self) -> dict[str, Any]:
         controls = self.sim.state.controls
@@ -146,6 +148,7 @@ class LiveRun:
             "incident": self.incident,
             "speed": self.speed,
             "done": self.done,
+            "ended": self.ended,
             "minute": self.sim.minute,
             "length": self.sim.length,
             "clock": self.sim.plan.clock(self.sim.minute),
@@ -267,6 +270,23 @@ class LiveRun:
         self._changed()
         await self.store.write(self.store.set_progress, self.id, self.sim.minute, self.speed)
 
+    async def end(self, how: str = "ended") -> None:
+        """The player ends the run where it stands: "ended" is debriefed on the minutes played (the
+        counterfactuals stop there too); "abandoned" is kept and listed without a debrief."""
+        if self.done:
+            raise InvalidInput("run", "the run is over")
+        async with self._writing:
+            self.ended = how
+            self.paused = True
+            self.clock.remove(self)
+            if how == "abandoned":
+                await self.store.write(self.store.abandon, self.id, self.sim.minute)
+                self.broadcast({"type": "finished", "debrief_url": None, "state": self.state()})
+            else:
+                await self.store.write(self.store.set_progress, self.id, self.sim.minute)
+                self.broadcast(self.state())
+                self.finish_soon()
+
     async def step_once(self) -> None:
         """Advance one minute (while paused)."""
         if self.done:
@@ -358,7 +378,7 @@ class LiveRun:
 
     async def debrief_ready(self) -> bool:
         """Whether the debrief exists, waiting for it when the run is over and it is being computed."""
-        if self.report is None and self.done:
+        if self.report is None and self.done and self.ended != "abandoned":
             self.finish_soon()
             assert self._finishing is not None
             await asyncio.shield(self._finishing)
@@ -487,15 +507,25 @@ class RunManager:
         live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty)
         live.model_version = row.model_version
         live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
+        if row.status in ("finished", "abandoned") and not sim.done:
+            live.ended = "ended" if row.status == "finished" else "abandoned"
         if row.status == "finished" and row.summary is not None:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
         self.runs[run_id] = live
-        if not sim.done:
+        if not live.done:
             live.start()
-        elif live.report is None:
+        elif live.report is None and live.ended != "abandoned":
             live.finish_soon()
         return live
+
+    async def delete(self, run_id: str) -> bool:
+        """A run gone for good: out of memory (its clock stopped, its viewers told) and out of the store."""
+        live = self.runs.pop(run_id, None)
+        if live is not None:
+            await live.stop()
+            live.broadcast({"type": "error", "field": "run", "message": "run: deleted"})
+        return await self.store.write(self.store.delete_run, run_id)
 
     async def shutdown(self) -> None:
         for live in list(self.runs.values()):

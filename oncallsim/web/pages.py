@@ -156,11 +156,31 @@ async def start(
     return RedirectResponse(f"/runs/{live.id}", status_code=303)
 
 
+RUN_FILTERS = ("all", "live", "finished", "imported", "abandoned")
+
+
 @router.get("/runs", response_class=HTMLResponse)
-async def runs(request: Request) -> HTMLResponse:
+async def runs(request: Request, show: str = Query(default="all", max_length=20)) -> HTMLResponse:
+    """Past runs, filtered: in progress (live), finished (played here), imported, abandoned, or all."""
+    if show not in RUN_FILTERS:
+        return error_page(request, InvalidInput("show", f"must be one of {', '.join(RUN_FILTERS)}, got {show!r}"))
     titles = {sid: s.title for sid, s in builtin_scenarios().items()}
     store = manager_of(request).store
-    return render(request, "runs.html", runs=await store.read(store.recent), titles=titles)
+    rows = await store.read(store.recent)
+    if show == "imported":
+        rows = [r for r in rows if r.imported]
+    elif show == "finished":
+        rows = [r for r in rows if r.status == "finished" and not r.imported]
+    elif show != "all":
+        rows = [r for r in rows if r.status == show]
+    return render(request, "runs.html", runs=rows, titles=titles, show=show, filters=RUN_FILTERS)
+
+
+@router.post("/runs/{run_id}/delete")
+async def delete_run(request: Request, run_id: str) -> Response:
+    if not await manager_of(request).delete(run_id[:40]):
+        return error_page(request, InvalidInput("run", f"no run {run_id[:40]!r}"), 404)
+    return RedirectResponse("/runs", status_code=303)
 
 
 async def live_or_404(request: Request, run_id: str) -> LiveRun | HTMLResponse:

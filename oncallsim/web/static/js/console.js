@@ -209,8 +209,8 @@
     $("speed").value = String(s.speed);
     showControls(effectiveControls(s));
     const over = s.done;
-    for (const el of document.querySelectorAll("#controls input, #controls button, #pause")) el.disabled = over;
-    if (over) $("debrief-link").hidden = false;
+    for (const el of document.querySelectorAll("#controls input, #controls button, #pause, .run-end button")) el.disabled = over;
+    if (over && s.ended !== "abandoned") $("debrief-link").hidden = false;
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
     root.dataset.speed = String(s.speed);
@@ -247,8 +247,9 @@
   // Rolling back when no bad build is live (or while a rollback already runs) still bills the fleet double:
   // the console asks first instead of accepting it silently.
   const confirmBox = $("confirm");
-  function confirmThen(message, yes) {
+  function confirmThen(message, yesLabel, yes) {
     $("confirm-text").textContent = message;
+    $("confirm-yes").textContent = yesLabel;
     confirmBox.returnValue = "";
     confirmBox.onclose = () => { if (confirmBox.returnValue === "yes") yes(); };
     confirmBox.showModal();
@@ -261,12 +262,15 @@
       const name = button.dataset.button;
       const last = records[records.length - 1];
       if (name === "rollback" && last && last.rollback_active) {
-        confirmThen(t("confirm.rollback_running"), () => act(name));
+        confirmThen(t("confirm.rollback_running"), t("confirm.rollback_yes"), () => act(name));
       } else if (name === "rollback" && last && last.bad_build_share === 0) {
-        confirmThen(t("confirm.rollback_no_bad_build"), () => act(name));
+        confirmThen(t("confirm.rollback_no_bad_build"), t("confirm.rollback_yes"), () => act(name));
       } else act(name);
     });
   }
+  $("end-run").addEventListener("click", () => confirmThen(t("confirm.end"), t("confirm.end_yes"), () => send({ type: "end" })));
+  $("abandon-run").addEventListener("click", () =>
+    confirmThen(t("confirm.abandon"), t("confirm.abandon_yes"), () => send({ type: "abandon" })));
   $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
   $("step").addEventListener("click", () => send({ type: "step" }));
   $("speed").addEventListener("change", (e) => send({ type: "speed", value: Number(e.target.value) }));
@@ -431,7 +435,13 @@
         $("events").replaceChildren();
         records.forEach(logEvents);
         drawCharts();
-        if (records.length) { showStatus(records[records.length - 1]); showTitle(records[records.length - 1]); }
+        if (records.length) {
+          // the page's start is the last "page fired" of the records, not the moment this browser connected
+          const fired = [...records].reverse().find((r) => r.events.some((e) => e.code === "page_fired"));
+          pageSince = fired && records[records.length - 1].page_firing ? fired.clock : null;
+          showStatus(records[records.length - 1]);
+          showTitle(records[records.length - 1]);
+        }
         latestState = null;
         showState(message.state, true); // a snapshot restarts the numbering (the server may have restarted)
         if (message.state.paused && message.state.minute === 0 && !message.state.done) openBriefing();
@@ -458,7 +468,7 @@
       case "finished":
         finished = true;
         showState(message.state);
-        flash(t("run.finished"), "info");
+        flash(message.state.ended === "abandoned" ? t("run.abandoned") : t("run.finished"), "info");
         break;
     }
     root.dataset.records = String(records.length);

@@ -1,0 +1,82 @@
+"""Layouts (a phone at 390 px, a laptop at 1366×768) and a run's lifecycle (end, abandon, filter, delete) in
+real headless Chromium against a real server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser import chromium_page
+from tests.server import running_server
+from tests.test_console_browser import Watch, api, start_paused, step_once
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_server(tmp_path_factory.mktemp("runs") / "runs.sqlite3") as base:
+        yield base
+
+
+def box(page: Any, selector: str) -> dict[str, float]:
+    found = page.locator(selector).bounding_box()
+    assert found is not None, selector
+    return dict(found)
+
+
+def test_on_a_phone_the_controls_sit_under_the_alert_and_charts_take_the_width(server: str) -> None:
+    with chromium_page(width=390, height=844) as page:
+        watch = Watch(page)
+        start_paused(page, server, "bad-deploy", seed=7, minutes=30)
+        step_once(page)
+        page.wait_for_function("() => document.querySelectorAll('.chart .main-svg').length >= 12")
+        assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+        controls, status = box(page, "#controls"), box(page, "#status-table")
+        assert controls["y"] < status["y"]  # what to do comes before the numbers, right under the alert
+        for chart in ("#chart-traffic", "#chart-fleet"):
+            assert box(page, chart)["width"] >= 300  # one chart per row: ticks and legends have room
+        watch.check()
+
+
+def test_on_a_laptop_an_acknowledgement_moves_nothing_and_the_page_fits(server: str) -> None:
+    with chromium_page(width=1366, height=768) as page:
+        watch = Watch(page)
+        start_paused(page, server, "cache-flush", seed=3, minutes=30)
+        step_once(page)
+        before = box(page, "#c-rollback"), box(page, "#c-recommendations")
+        page.get_by_role("switch", name="Recommendations feature").uncheck()
+        page.locator("#error", has_text="Recommendations feature: off — logged").wait_for()
+        assert (box(page, "#c-rollback"), box(page, "#c-recommendations")) == before
+        assert page.evaluate("() => document.documentElement.scrollHeight - window.innerHeight") <= 0
+        assert box(page, "header.topbar")["height"] <= 50  # one line, with every button of the run in it
+        watch.check()
+
+
+def test_end_a_run_early_then_abandon_filter_and_delete(server: str) -> None:
+    with chromium_page(width=1366, height=768) as page:
+        watch = Watch(page)
+        ended = start_paused(page, server, "surge", seed=4, minutes=60)
+        for _ in range(3):
+            step_once(page)
+        page.get_by_role("button", name="End now").click()
+        page.get_by_role("dialog").get_by_role("button", name="End and debrief").click()
+        page.get_by_role("link", name="Debrief").click()
+        page.get_by_role("heading", name="Score card").wait_for()
+        assert api(server, f"/api/runs/{ended}/debrief")["minutes"] == 3
+        dropped = start_paused(page, server, "cache-flush", seed=5, minutes=60)
+        page.get_by_role("button", name="Abandon").click()
+        page.get_by_role("dialog").get_by_role("button", name="Abandon the run").click()
+        page.locator("#error", has_text="abandoned").wait_for()
+        assert page.get_by_role("link", name="Debrief").is_hidden()
+        page.goto(server + "/runs?show=abandoned")
+        rows = page.locator("#runs tbody tr")
+        assert rows.count() == 1 and "abandoned" in rows.first.inner_text()
+        page.goto(server + "/runs?show=finished")
+        assert page.locator(f"a[href='/runs/{ended}/debrief']").count() == 1
+        page.goto(server + "/runs?show=abandoned")
+        rows.first.get_by_text("Delete…").click()
+        rows.first.get_by_role("button", name="Delete this run for good").click()
+        page.wait_for_url(server + "/runs")
+        assert dropped not in {r["id"] for r in api(server, "/api/runs")}
+        watch.check()
