@@ -22,10 +22,12 @@ from typing import Any
 
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.request.balancers import POOLED, answered, choose, picked
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.queues import dequeue, enqueue, room
 from oncallsim.model.request.world import (
     HIST_BIN_S,
+    I_BALANCER,
     I_BUSY,
     I_ENABLED,
     I_FREE,
@@ -248,7 +250,17 @@ def _second(t0: float, x: float) -> int:
 
 @unmanaged
 def _start(
-    p: Any, w: Any, k: int, x: float, arrival: float, obj: int, tag: int, mode: int, app_s: float, q_mean: float
+    p: Any,
+    w: Any,
+    k: int,
+    x: float,
+    arrival: float,
+    obj: int,
+    tag: int,
+    client: int,
+    mode: int,
+    app_s: float,
+    q_mean: float,
 ) -> float:
     """Worker ``k`` takes a request at time ``x``: the cache lookup, its reads, its CPU phase. Returns when the
     CPU phase ends (the caller schedules it)."""
@@ -260,7 +272,9 @@ def _start(
     w.w_start[k] = x
     w.w_object[k] = obj
     w.w_tag[k] = tag
+    w.w_client[k] = client
     instance = w.w_instance[k]
+    w.inst_busy[instance] += 1
     bad = instance < w.ints[I_NBAD]
     w.w_bad[k] = bad
     m[M_STARTED] += 1.0
@@ -314,10 +328,12 @@ def _query(w: Any, x: float, part_s: float) -> float:
 def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
     joins the free workers (returns ∞)."""
-    pooled = w.qs.shape[1] - 1
-    if w.qs[Q_LEN, pooled] > 0:
-        slot = dequeue(w, pooled)
-        return _start(p, w, k, x, w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], mode, app_s, q_mean)
+    own = w.w_instance[k]
+    qid = own if w.qs[Q_LEN, own] > 0 else w.qs.shape[1] - 1  # its instance's queue first, then the balancer's
+    if w.qs[Q_LEN, qid] > 0:
+        slot = dequeue(w, qid)
+        arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
+        return _start(p, w, k, x, arrival, obj, tag, client, mode, app_s, q_mean)
     _free_add(w, k)
     return _INF
 
@@ -348,6 +364,7 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     response = x - arrival
     timeout = p[P.timeout_s]
     waited = start > arrival
+    ok = False
     if response > timeout:
         m[M_WASTED] += service
         if arrival + timeout > t0:  # else counted by an earlier minute's end
@@ -357,7 +374,13 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
         _decide(w, O_BAD, response, waited, second, tag)
         w.instances[N_ERRORS, instance] += 1.0
     else:
+        ok = True
         _decide(w, O_OK, response, waited, second, tag)
+    client = w.w_client[k]
+    if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
+        cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
+        answered(w, client, instance, x, response if response < timeout else timeout, ok, cpu)
+    w.inst_busy[instance] -= 1
     w.w_busy[k] = False
     w.ints[I_BUSY] -= 1
     w.w_tag[k] = -1
@@ -412,6 +435,18 @@ def quantile(hist: Any, q: float, timeout: float) -> float:
 
 
 @unmanaged
+def _strand(p: Any, w: Any, t0: float, serving: int) -> None:
+    """Requests waiting at instances that no longer serve fail at once (their connections are reset)."""
+    for i in range(serving, w.qs.shape[1] - 1):
+        while w.qs[Q_LEN, i] > 0:
+            slot = dequeue(w, i)
+            client = w.s_client[slot]
+            if client >= 0:
+                answered(w, client, i, t0, 0.0, False, 0.0)
+            _decide(w, O_OVERLOAD, 0.0, False, 0, w.s_tag[slot])
+
+
+@unmanaged
 def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: float, q_mean: float) -> None:
     """The minute's start: reset the measures, the fleet's workers and builds, a flush, the queue served
     by workers that became free (new instances)."""
@@ -442,7 +477,16 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
             if w.expiry[obj] > t0:
                 present += 1
         w.measures[M_PRESENT] = present
-    while w.ints[I_FREE] > 0 and w.ints[I_QLEN] > 0:
+    _strand(p, w, t0, serving)
+    wpi = int(p[P.workers_per_instance])
+    for i in range(serving):  # an instance's free workers take its own queue first
+        for k in range(i * wpi, (i + 1) * wpi):
+            if w.qs[Q_LEN, i] == 0:
+                break
+            if w.free_pos[k] >= 0:
+                _free_remove(w, k)
+                _push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+    while w.ints[I_FREE] > 0 and w.qs[Q_LEN, w.qs.shape[1] - 1] > 0:
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
         _free_remove(w, k)
         _push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
@@ -483,15 +527,40 @@ def _arrive(
     m[M_ADMITTED] += 1.0
     if w.ints[I_ENABLED] == 0:
         _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+    elif w.ints[I_BALANCER] != POOLED:
+        _dispatch(p, w, x, obj, tag, second, mode, app_s, q_mean)
     elif w.ints[I_FREE] > 0:
         k = w.free[uniform_int(g, w.ints[I_FREE])]
         _free_remove(w, k)
-        _push(w, _start(p, w, k, x, x, obj, tag, mode, app_s, q_mean), k)
+        _push(w, _start(p, w, k, x, x, obj, tag, -1, mode, app_s, q_mean), k)
     elif room(w) > 0:
-        enqueue(w, w.qs.shape[1] - 1, x, obj, tag)
+        enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1)
         if w.ints[I_QLEN] > m[M_MAX_QUEUE]:
             m[M_MAX_QUEUE] = w.ints[I_QLEN]
     else:
+        _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+
+
+@unmanaged
+def _dispatch(
+    p: Any, w: Any, x: float, obj: int, tag: int, second: int, mode: int, app_s: float, q_mean: float
+) -> None:
+    """A balancer other than pooled: its client chooses an instance; a free worker there takes the request,
+    else it waits in that instance's queue."""
+    client, i = choose(w, w.ints[I_ENABLED] // int(p[P.workers_per_instance]), x)
+    picked(w, client, i)
+    wpi = int(p[P.workers_per_instance])
+    for k in range(i * wpi, (i + 1) * wpi):
+        if w.free_pos[k] >= 0:
+            _free_remove(w, k)
+            _push(w, _start(p, w, k, x, x, obj, tag, client, mode, app_s, q_mean), k)
+            return
+    if room(w) > 0:
+        enqueue(w, i, x, obj, tag, client)
+        if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
+            w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
+    else:
+        answered(w, client, i, x, 0.0, False, 0.0)
         _decide(w, O_OVERLOAD, 0.0, False, second, tag)
 
 

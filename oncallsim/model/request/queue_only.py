@@ -16,7 +16,15 @@ from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
-from oncallsim.model.request.world import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED, new_world, with_room
+from oncallsim.model.request.world import (
+    HIST_BIN_S,
+    M_WAIT_COUNT,
+    M_WAIT_SUM,
+    M_WAITED,
+    new_world,
+    set_balancer,
+    with_room,
+)
 
 __all__ = ["QueueRun", "simulate_mmn"]
 
@@ -59,8 +67,11 @@ def simulate_mmn(
     warmup_minutes: int = 1,
     workers_per_instance: int = 16,
     timeout_s: float = 10.0,
+    balancer: str = "pooled",
+    clients: int = 1,
 ) -> QueueRun:
-    """Run M/M/N in queue-only mode: ``minutes`` measured after ``warmup_minutes`` dropped."""
+    """Run M/M/N in queue-only mode: ``minutes`` measured after ``warmup_minutes`` dropped. With another
+    ``balancer`` than pooled, each instance (``workers_per_instance`` servers) keeps its own queue."""
     if servers <= 0 or servers % workers_per_instance:
         raise InvalidInput("servers", f"must be a positive multiple of {workers_per_instance}, got {servers}")
     params = Params(
@@ -73,6 +84,7 @@ def simulate_mmn(
     )
     p = kernel_params(params)
     world = new_world(params, seed)
+    set_balancer(world, balancer, clients)
     st = np.zeros(len(STATE_SCHEMA))
     st[ST.serving] = servers // workers_per_instance
     rec = np.zeros(len(NUMERIC_FIELDS))

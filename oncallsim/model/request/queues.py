@@ -26,7 +26,7 @@ def room(w: Any) -> int:
 
 
 @unmanaged
-def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int) -> None:
+def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int) -> None:
     """Append a request to queue ``qid`` (the caller checked ``room``)."""
     n = w.ints[I_SFREE] - 1
     w.ints[I_SFREE] = n
@@ -34,6 +34,7 @@ def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int) -> None:
     w.s_arrival[slot] = arrival
     w.s_object[slot] = obj
     w.s_tag[slot] = tag
+    w.s_client[slot] = client
     w.s_next[slot] = -1
     qs = w.qs
     if qs[Q_LEN, qid] == 0:

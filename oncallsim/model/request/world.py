@@ -30,6 +30,7 @@ __all__ = [
     "World",
     "new_world",
     "partitions_of",
+    "set_balancer",
     "with_queue_room",
     "with_room",
 ]
@@ -43,10 +44,27 @@ HIST_BIN_S = 1e-4  # latency histograms: 0.1 ms bins up to the timeout, then one
 MAX_SAMPLES = 2_000
 
 # ints[...]
-I_FREE, I_HEAP, I_SFREE, I_QLEN, I_WFREE, I_WCURSOR, I_ENABLED, I_NBAD, I_BUSY, I_NSAMPLES, I_SEQ = range(11)
+(
+    I_FREE,
+    I_HEAP,
+    I_SFREE,
+    I_QLEN,
+    I_WFREE,
+    I_WCURSOR,
+    I_ENABLED,
+    I_NBAD,
+    I_BUSY,
+    I_NSAMPLES,
+    I_SEQ,
+    I_BALANCER,
+    I_CLIENTS,
+) = range(13)
 # qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
-N_INTS = 11
+N_INTS = 13
+MAX_CLIENTS = 64
+# bal[...]: each client's view of each instance (balancers.py)
+B_OUT, B_LAG, B_SUCCESS, B_CPU, B_STAMP, B_PICK = range(6)
 # reals[...]
 R_NEXT_STREAM = 0  # queue-only mode: the next arrival of the Poisson stream
 N_REALS = 1
@@ -120,6 +138,8 @@ class World(NamedTuple):
     w_bad: npt.NDArray[np.bool_]
     w_tag: npt.NDArray[np.int64]  # sample row, −1 when not sampled
     w_instance: npt.NDArray[np.int64]  # the instance each worker belongs to (worker // workers per instance)
+    w_client: npt.NDArray[np.int64]  # the client that sent the worker's request
+    inst_busy: npt.NDArray[np.int64]  # busy workers per instance
     free: npt.NDArray[np.int64]  # the free workers, unordered (a random one takes the next request)
     free_pos: npt.NDArray[np.int64]  # each worker's place in ``free``, −1 when busy or not serving
     heap_time: npt.NDArray[np.float64]  # the next phase end of each busy worker / warm-up query: a binary heap
@@ -127,6 +147,7 @@ class World(NamedTuple):
     s_arrival: npt.NDArray[np.float64]  # the waiting requests' slots (queues.py links them into queues)
     s_object: npt.NDArray[np.int64]
     s_tag: npt.NDArray[np.int64]
+    s_client: npt.NDArray[np.int64]
     s_next: npt.NDArray[np.int64]  # the next slot of the same queue, −1 at its tail
     s_free: npt.NDArray[np.int64]  # the free slots (a stack; ints[I_SFREE] of them)
     qs: npt.NDArray[np.int64]  # qs[Q_HEAD | Q_TAIL | Q_LEN | Q_CURSOR, queue]; −1: none
@@ -139,6 +160,8 @@ class World(NamedTuple):
     instances: npt.NDArray[np.float64]
     samples: npt.NDArray[np.float64]
     arrivals: npt.NDArray[np.float64]  # the minute's arrival times (grown before a minute that needs more)
+    bal: npt.NDArray[np.float64]  # bal[B_…, client, instance]: what each client's balancer knows
+    rr: npt.NDArray[np.int64]  # each client's round-robin position
 
 
 def partitions_of(params: Params) -> tuple[int, float]:
@@ -173,6 +196,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
     ints = np.zeros(N_INTS, dtype=np.int64)
     ints[I_WFREE] = WARMUP_CONCURRENCY
     ints[I_SFREE] = queue_capacity
+    ints[I_CLIENTS] = 1
     return World(
         gen=seeded(seed),
         ints=ints,
@@ -188,6 +212,8 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         w_bad=np.zeros(workers, dtype=np.bool_),
         w_tag=np.full(workers, -1, dtype=np.int64),
         w_instance=np.arange(workers, dtype=np.int64) // params.workers_per_instance,
+        w_client=np.zeros(workers, dtype=np.int64),
+        inst_busy=np.zeros(params.max_fleet, dtype=np.int64),
         free=np.zeros(workers, dtype=np.int64),
         free_pos=np.full(workers, -1, dtype=np.int64),
         heap_time=np.zeros(heap),
@@ -195,6 +221,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         s_arrival=np.zeros(queue_capacity),
         s_object=np.zeros(queue_capacity, dtype=np.int64),
         s_tag=np.full(queue_capacity, -1, dtype=np.int64),
+        s_client=np.zeros(queue_capacity, dtype=np.int64),
         s_next=np.full(queue_capacity, -1, dtype=np.int64),
         s_free=np.arange(queue_capacity - 1, -1, -1, dtype=np.int64),
         qs=_empty_queues(params.max_fleet + 1),
@@ -207,6 +234,8 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         instances=np.zeros((len(INSTANCE_LINES), params.max_fleet)),
         samples=np.zeros((MAX_SAMPLES, len(SAMPLE_FIELDS))),
         arrivals=np.zeros(1024),
+        bal=_balancer_views(params.max_fleet),
+        rr=np.full(MAX_CLIENTS, -1, dtype=np.int64),
     )
 
 
@@ -249,9 +278,34 @@ def with_queue_room(world: World, more: int) -> World:
         s_arrival=longer(world.s_arrival, 0.0),
         s_object=longer(world.s_object, 0),
         s_tag=longer(world.s_tag, -1),
+        s_client=longer(world.s_client, 0),
         s_next=longer(world.s_next, -1),
         s_free=s_free,
     )
+
+
+def _balancer_views(instances: int) -> npt.NDArray[np.float64]:
+    """Every client's view of every instance as it starts: nothing outstanding, no latency sample, full
+    success, half CPU (balancers.py)."""
+    from oncallsim.model.request.balancers import CPU_START, SUCCESS_START
+
+    bal = np.zeros((6, MAX_CLIENTS, instances))
+    bal[B_SUCCESS] = SUCCESS_START
+    bal[B_CPU] = CPU_START
+    bal[B_PICK] = -np.inf
+    return bal
+
+
+def set_balancer(world: World, name: str, clients: int = 1) -> None:
+    """Choose the world's balancer (``balancers.BALANCERS``) and how many clients balance on their own."""
+    from oncallsim.model.request.balancers import BALANCERS
+
+    if name not in BALANCERS:
+        raise InvalidInput("balancer", f"must be one of {', '.join(BALANCERS)}, got {name!r}")
+    if isinstance(clients, bool) or not isinstance(clients, int) or not 1 <= clients <= MAX_CLIENTS:
+        raise InvalidInput("clients", f"must be a whole number from 1 to {MAX_CLIENTS}, got {clients!r}")
+    world.ints[I_BALANCER] = BALANCERS.index(name)
+    world.ints[I_CLIENTS] = clients
 
 
 def _empty_queues(count: int) -> npt.NDArray[np.int64]:

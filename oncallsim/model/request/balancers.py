@@ -1,0 +1,143 @@
+"""Balancers: how a request's instance is chosen (REQUESTS.md "balancer"; reference §1).
+
+``pooled`` keeps one queue at the balancer and hands each request to a free worker of any instance (the
+minute model's M/M/N). The others choose an instance per request, which queues it when its workers are busy:
+
+- ``round-robin``: nginx's smooth weighted round-robin with equal weights, i.e. each client in turn;
+- ``random``: uniformly among the serving instances;
+- ``least-outstanding``: the instance this client has the fewest requests outstanding on (ties at random);
+- ``p2c``: power of two choices with EWMA, as Bilibili's warden balancer (kratos v1.0.1 ``p2c.go``): two
+  distinct random instances; the one with the larger success/load wins, load = server CPU ‰ ×
+  (√(latency EWMA in ns) + 1) × (outstanding + 1); the loser is picked instead when it has not been picked
+  for 3 s; an instance is valid while its success EWMA > 500 ‰ and its CPU < 900 ‰ (a pair is redrawn up
+  to 3 times until one is valid). On each response the client updates the instance's latency and success
+  EWMAs with the weight e^(−Δt/600 ms), Δt the time since the instance's previous response, and takes the
+  CPU the server reports.
+
+Every balancer but ``pooled`` runs in ``clients`` independent copies (client-side balancing): a request comes
+from one client, chosen uniformly, and only that client's view and state are used and updated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oncallsim.model.kernel import unmanaged
+from oncallsim.model.request.generator import uniform, uniform_int
+from oncallsim.model.request.world import (
+    B_CPU,
+    B_LAG,
+    B_OUT,
+    B_PICK,
+    B_STAMP,
+    B_SUCCESS,
+    I_BALANCER,
+    I_CLIENTS,
+)
+
+__all__ = ["BALANCERS", "LEAST_OUTSTANDING", "P2C", "POOLED", "RANDOM", "ROUND_ROBIN", "answered", "choose", "picked"]
+
+BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c")
+POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C = range(len(BALANCERS))
+
+TAU_S = 0.6  # the EWMAs' time constant
+PENALTY = 1000.0 * 250e6  # a load of 0 (no sample yet) counts as this
+FORCE_GAP_S = 3.0  # a loser not picked for this long is picked instead
+SUCCESS_START = 1000.0  # ‰
+CPU_START = 500.0  # ‰
+
+
+@unmanaged
+def _p2c_load(w: Any, c: int, i: int) -> float:
+    b = w.bal
+    load = b[B_CPU, c, i] * (math.floor(math.sqrt(b[B_LAG, c, i])) + 1.0) * (b[B_OUT, c, i] + 1.0)
+    return PENALTY if load == 0.0 else load
+
+
+@unmanaged
+def _p2c_valid(w: Any, c: int, i: int) -> bool:
+    return w.bal[B_SUCCESS, c, i] > 500.0 and w.bal[B_CPU, c, i] < 900.0
+
+
+@unmanaged
+def _p2c(w: Any, c: int, serving: int, x: float) -> int:
+    if serving == 1:
+        return 0
+    g = w.gen
+    a = 0
+    z = 1
+    for _ in range(3):
+        a = uniform_int(g, serving)
+        z = uniform_int(g, serving - 1)
+        if z >= a:
+            z += 1
+        if _p2c_valid(w, c, a) or _p2c_valid(w, c, z):
+            break
+    b = w.bal
+    # the winner has the larger success/load: compare cross-multiplied, as the original does
+    if _p2c_load(w, c, a) * b[B_SUCCESS, c, z] > _p2c_load(w, c, z) * b[B_SUCCESS, c, a]:
+        win, lose = z, a
+    else:
+        win, lose = a, z
+    if x - b[B_PICK, c, lose] > FORCE_GAP_S:
+        b[B_PICK, c, lose] = x
+        return lose
+    b[B_PICK, c, win] = x
+    return win
+
+
+@unmanaged
+def _least(w: Any, c: int, serving: int) -> int:
+    out = w.bal[B_OUT, c]
+    best = 0
+    ties = 0
+    for i in range(serving):
+        if out[i] < out[best]:
+            best = i
+            ties = 1
+        elif out[i] == out[best]:
+            ties += 1
+            if ties > 1 and uniform(w.gen) * ties < 1.0:  # reservoir: each tie equally likely
+                best = i
+    return best
+
+
+@unmanaged
+def choose(w: Any, serving: int, x: float) -> tuple[int, int]:
+    """(client, instance) for a request arriving at ``x`` (not ``pooled``; ``serving`` ≥ 1)."""
+    kind = w.ints[I_BALANCER]
+    clients = w.ints[I_CLIENTS]
+    c = uniform_int(w.gen, clients) if clients > 1 else 0
+    if kind == ROUND_ROBIN:
+        i = (w.rr[c] + 1) % serving
+        w.rr[c] = i
+    elif kind == RANDOM:
+        i = uniform_int(w.gen, serving)
+    elif kind == LEAST_OUTSTANDING:
+        i = _least(w, c, serving)
+    else:
+        i = _p2c(w, c, serving, x)
+    return c, i
+
+
+@unmanaged
+def picked(w: Any, c: int, i: int) -> None:
+    """The client sent a request to instance ``i``: one more outstanding."""
+    w.bal[B_OUT, c, i] += 1.0
+
+
+@unmanaged
+def answered(w: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
+    """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
+    b = w.bal
+    b[B_OUT, c, i] -= 1.0
+    if w.ints[I_BALANCER] != P2C:
+        return
+    gap = x - b[B_STAMP, c, i]
+    b[B_STAMP, c, i] = x
+    keep = math.exp(-gap / TAU_S) if b[B_LAG, c, i] > 0.0 else 0.0
+    b[B_LAG, c, i] = b[B_LAG, c, i] * keep + rtt * 1e9 * (1.0 - keep)
+    b[B_SUCCESS, c, i] = b[B_SUCCESS, c, i] * keep + (1000.0 if ok else 0.0) * (1.0 - keep)
+    if cpu_permille > 0.0:
+        b[B_CPU, c, i] = cpu_permille
