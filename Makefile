@@ -2,20 +2,31 @@
 # every check CI runs). Everything the project needs is installed from here, into .venv.
 
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
+PORT ?= 8000
+# Playing needs the package alone; the checks need the test tooling and every extra (a much larger install).
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench clean browser
+
+$(RUN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
-	$(BIN)/oncallsim serve
+# `make run PORT=8001` for another port; a busy one is refused with one line naming it, before anything starts.
+run: $(RUN_STAMP)
+	@$(BIN)/python -m oncallsim.web.ports $(PORT)
+	$(BIN)/oncallsim serve --port $(PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check oncallsim tests benchmarks scripts examples
