@@ -24,9 +24,11 @@ from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, unmanaged
 from oncallsim.model.request.balancers import POOLED, answered, choose, picked
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
+from oncallsim.model.request.heap import pop, push, replace_top
+from oncallsim.model.request.outcomes import decide, hist_add, quantile, second_of
 from oncallsim.model.request.queues import dequeue, enqueue, room
+from oncallsim.model.request.workers import free_add, free_remove
 from oncallsim.model.request.world import (
-    HIST_BIN_S,
     I_BALANCER,
     I_BUSY,
     I_ENABLED,
@@ -77,7 +79,6 @@ from oncallsim.model.request.world import (
     R_NEXT_STREAM,
     S_ARRIVALS,
     S_COMPLETED,
-    S_ERRORS,
     S_IN_FLIGHT,
     S_QUEUE,
     X_ARRIVAL,
@@ -86,7 +87,6 @@ from oncallsim.model.request.world import (
     X_LOW,
     X_OUTCOME,
     X_QUERIES,
-    X_RESPONSE,
     X_SERVICE,
     X_WAIT,
 )
@@ -123,126 +123,6 @@ EXTRA_FIELDS = (
 ) = range(len(EXTRA_FIELDS))
 
 _INF = math.inf
-_PER_BIN = 1.0 / HIST_BIN_S
-
-
-# --- the heap of phase ends -------------------------------------------------------------------------
-
-
-@unmanaged
-def _push(w: Any, time: float, ident: int) -> None:
-    ht, hi = w.heap_time, w.heap_id
-    i = w.ints[I_HEAP]
-    w.ints[I_HEAP] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if ht[parent] <= time:
-            break
-        ht[i] = ht[parent]
-        hi[i] = hi[parent]
-        i = parent
-    ht[i] = time
-    hi[i] = ident
-
-
-@unmanaged
-def _sift_down(w: Any, time: float, ident: int) -> None:
-    """Put (time, ident) at the root, then down to its place among the heap's ``ints[I_HEAP]`` entries."""
-    ht, hi = w.heap_time, w.heap_id
-    n = w.ints[I_HEAP]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and ht[c + 1] < ht[c]:
-            c += 1
-        if ht[c] >= time:
-            break
-        ht[i] = ht[c]
-        hi[i] = hi[c]
-        i = c
-    ht[i] = time
-    hi[i] = ident
-
-
-@unmanaged
-def _pop(w: Any) -> int:
-    """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
-    top = w.heap_id[0]
-    n = w.ints[I_HEAP] - 1
-    w.ints[I_HEAP] = n
-    if n > 0:
-        _sift_down(w, w.heap_time[n], w.heap_id[n])
-    return top
-
-
-@unmanaged
-def _replace_top(w: Any, time: float, ident: int) -> None:
-    """Replace the earliest phase end by a later one of the same worker (one sift, not a pop and a push)."""
-    _sift_down(w, time, ident)
-
-
-# --- the free workers -------------------------------------------------------------------------------
-
-
-@unmanaged
-def _free_add(w: Any, k: int) -> None:
-    n = w.ints[I_FREE]
-    w.free[n] = k
-    w.free_pos[k] = n
-    w.ints[I_FREE] = n + 1
-
-
-@unmanaged
-def _free_remove(w: Any, k: int) -> None:
-    pos = w.free_pos[k]
-    last = w.ints[I_FREE] - 1
-    moved = w.free[last]
-    w.free[pos] = moved
-    w.free_pos[moved] = pos
-    w.free_pos[k] = -1
-    w.ints[I_FREE] = last
-
-
-# --- outcomes ---------------------------------------------------------------------------------------
-
-
-@unmanaged
-def _hist_add(hist: Any, value: float) -> None:
-    b = int(value * _PER_BIN)
-    last = len(hist) - 2
-    hist[b if b <= last else last] += 1
-
-
-@unmanaged
-def _decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
-    """Count a request's outcome in this minute (overload: failed at once, no response time)."""
-    m = w.measures
-    m[M_DECIDED] += 1.0
-    if outcome == O_OVERLOAD:
-        m[M_OVERLOAD] += 1.0
-    else:
-        if outcome == O_TIMEOUT:
-            m[M_TIMEOUT] += 1.0
-            w.latency_hist[len(w.latency_hist) - 1] += 1
-        else:
-            _hist_add(w.latency_hist, response)
-            if outcome == O_BAD:
-                m[M_BAD_ERROR] += 1.0
-        if waited:
-            m[M_WAITED] += 1.0
-    if outcome != O_OK:
-        w.seconds[S_ERRORS, second] += 1.0
-    if tag >= 0:
-        w.samples[tag, X_OUTCOME] = outcome
-        w.samples[tag, X_RESPONSE] = response * 1000.0
-
-
-@unmanaged
-def _second(t0: float, x: float) -> int:
-    s = int(x - t0)
-    return 0 if s < 0 else (59 if s > 59 else s)
 
 
 # --- the stages of a request ------------------------------------------------------------------------
@@ -281,7 +161,7 @@ def _start(
     if bad:
         m[M_STARTED_BAD] += 1.0
     wait = x - arrival
-    _hist_add(w.wait_hist, wait)
+    hist_add(w.wait_hist, wait)
     m[M_WAIT_SUM] += wait
     m[M_WAIT_COUNT] += 1.0
     miss = False
@@ -334,7 +214,7 @@ def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: fl
         slot = dequeue(w, qid)
         arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
         return _start(p, w, k, x, arrival, obj, tag, client, mode, app_s, q_mean)
-    _free_add(w, k)
+    free_add(w, k)
     return _INF
 
 
@@ -351,7 +231,7 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     service = x - start
     m[M_COMPLETED] += 1.0
     m[M_SERVICE] += service
-    second = _second(t0, x)
+    second = second_of(t0, x)
     w.seconds[S_COMPLETED, second] += 1.0
     instance = w.w_instance[k]
     w.instances[N_SERVED, instance] += 1.0
@@ -368,14 +248,14 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     if response > timeout:
         m[M_WASTED] += service
         if arrival + timeout > t0:  # else counted by an earlier minute's end
-            _decide(w, O_TIMEOUT, timeout, waited, _second(t0, arrival + timeout), tag)
+            decide(w, O_TIMEOUT, timeout, waited, second_of(t0, arrival + timeout), tag)
             w.instances[N_ERRORS, instance] += 1.0
     elif w.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
-        _decide(w, O_BAD, response, waited, second, tag)
+        decide(w, O_BAD, response, waited, second, tag)
         w.instances[N_ERRORS, instance] += 1.0
     else:
         ok = True
-        _decide(w, O_OK, response, waited, second, tag)
+        decide(w, O_OK, response, waited, second, tag)
     client = w.w_client[k]
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
         cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
@@ -418,23 +298,6 @@ def fill_cache(w: Any, present: float, ttl: float, t0: float) -> None:
 
 
 @unmanaged
-def quantile(hist: Any, q: float, timeout: float) -> float:
-    """The q-quantile (s) of a latency histogram (0.1 ms bins, timeouts in the last), interpolated in its bin."""
-    total = 0
-    for b in range(len(hist)):
-        total += hist[b]
-    if total == 0:
-        return 0.0
-    target = q * total
-    seen = 0.0
-    for b in range(len(hist) - 1):
-        if hist[b] > 0 and seen + hist[b] >= target:
-            return (b + (target - seen) / hist[b]) * HIST_BIN_S
-        seen += hist[b]
-    return timeout
-
-
-@unmanaged
 def _strand(p: Any, w: Any, t0: float, serving: int) -> None:
     """Requests waiting at instances that no longer serve fail at once (their connections are reset)."""
     for i in range(serving, w.qs.shape[1] - 1):
@@ -443,7 +306,7 @@ def _strand(p: Any, w: Any, t0: float, serving: int) -> None:
             client = w.s_client[slot]
             if client >= 0:
                 answered(w, client, i, t0, 0.0, False, 0.0)
-            _decide(w, O_OVERLOAD, 0.0, False, 0, w.s_tag[slot])
+            decide(w, O_OVERLOAD, 0.0, False, 0, w.s_tag[slot])
 
 
 @unmanaged
@@ -468,7 +331,7 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
         w.free_pos[k] = -1
     for k in range(workers):
         if not w.w_busy[k]:
-            _free_add(w, k)
+            free_add(w, k)
     if mode == MODE_PIPELINE:
         if flags & FLUSH:
             w.expiry[:] = -_INF
@@ -484,12 +347,12 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
             if w.qs[Q_LEN, i] == 0:
                 break
             if w.free_pos[k] >= 0:
-                _free_remove(w, k)
-                _push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+                free_remove(w, k)
+                push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
     while w.ints[I_FREE] > 0 and w.qs[Q_LEN, w.qs.shape[1] - 1] > 0:
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
-        _free_remove(w, k)
-        _push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+        free_remove(w, k)
+        push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
 
 @unmanaged
@@ -511,7 +374,7 @@ def _arrive(
         w.samples[tag, X_HIT] = -1.0
         w.samples[tag, X_INSTANCE] = -1.0
     m[M_ARRIVED] += 1.0
-    second = _second(t0, x)
+    second = second_of(t0, x)
     w.seconds[S_ARRIVALS, second] += 1.0
     obj = 0
     if mode == MODE_PIPELINE:
@@ -526,19 +389,19 @@ def _arrive(
         obj = uniform_int(g, len(w.expiry))
     m[M_ADMITTED] += 1.0
     if w.ints[I_ENABLED] == 0:
-        _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        decide(w, O_OVERLOAD, 0.0, False, second, tag)
     elif w.ints[I_BALANCER] != POOLED:
         _dispatch(p, w, x, obj, tag, second, mode, app_s, q_mean)
     elif w.ints[I_FREE] > 0:
         k = w.free[uniform_int(g, w.ints[I_FREE])]
-        _free_remove(w, k)
-        _push(w, _start(p, w, k, x, x, obj, tag, -1, mode, app_s, q_mean), k)
+        free_remove(w, k)
+        push(w, _start(p, w, k, x, x, obj, tag, -1, mode, app_s, q_mean), k)
     elif room(w) > 0:
         enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1)
         if w.ints[I_QLEN] > m[M_MAX_QUEUE]:
             m[M_MAX_QUEUE] = w.ints[I_QLEN]
     else:
-        _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        decide(w, O_OVERLOAD, 0.0, False, second, tag)
 
 
 @unmanaged
@@ -552,8 +415,8 @@ def _dispatch(
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
         if w.free_pos[k] >= 0:
-            _free_remove(w, k)
-            _push(w, _start(p, w, k, x, x, obj, tag, client, mode, app_s, q_mean), k)
+            free_remove(w, k)
+            push(w, _start(p, w, k, x, x, obj, tag, client, mode, app_s, q_mean), k)
             return
     if room(w) > 0:
         enqueue(w, i, x, obj, tag, client)
@@ -561,7 +424,7 @@ def _dispatch(
             w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
     else:
         answered(w, client, i, x, 0.0, False, 0.0)
-        _decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        decide(w, O_OVERLOAD, 0.0, False, second, tag)
 
 
 @unmanaged
@@ -574,7 +437,7 @@ def _warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> 
     obj = w.ints[I_WCURSOR]
     w.ints[I_WCURSOR] = (obj + 1) % len(w.expiry)
     w.warm_object[slot] = obj
-    _push(w, _query(w, x, part_s), workers_total + slot)
+    push(w, _query(w, x, part_s), workers_total + slot)
 
 
 @unmanaged
@@ -589,7 +452,7 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
             gave_up = w.s_arrival[slot] + timeout
             if gave_up > t1:
                 break
-            _decide(w, O_TIMEOUT, timeout, True, _second(t0, gave_up), w.s_tag[slot])
+            decide(w, O_TIMEOUT, timeout, True, second_of(t0, gave_up), w.s_tag[slot])
             slot = w.s_next[slot]
         qs[Q_CURSOR, qid] = slot
     enabled = w.ints[I_ENABLED]
@@ -598,7 +461,7 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
             continue
         gave_up = w.w_arrival[k] + timeout
         if t0 < gave_up <= t1:
-            _decide(w, O_TIMEOUT, timeout, w.w_start[k] > w.w_arrival[k], _second(t0, gave_up), w.w_tag[k])
+            decide(w, O_TIMEOUT, timeout, w.w_start[k] > w.w_arrival[k], second_of(t0, gave_up), w.w_tag[k])
         if k < enabled:
             start = w.w_start[k]
             w.measures[M_BUSY] += t1 - (start if start > t0 else t0)
@@ -738,7 +601,7 @@ def request_minute(
         if x == te:
             ident = w.heap_id[0]
             if ident >= workers_total:  # a warm-up read completed: the object is stored
-                _pop(w)
+                pop(w)
                 slot = ident - workers_total
                 obj = w.warm_object[slot]
                 if w.expiry[obj] < x + ttl:
@@ -752,9 +615,9 @@ def request_minute(
                 else:
                     then = _complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
                 if then < _INF:  # the same worker's next phase: it replaces the earliest
-                    _replace_top(w, then, ident)
+                    replace_top(w, then, ident)
                 else:
-                    _pop(w)
+                    pop(w)
         elif x == ta:
             if mode == MODE_PIPELINE:
                 i += 1

@@ -1,0 +1,80 @@
+"""Counting a request's outcome in the minute it becomes known, and the latency histograms' quantiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oncallsim.model.kernel import unmanaged
+from oncallsim.model.request.world import (
+    HIST_BIN_S,
+    M_BAD_ERROR,
+    M_DECIDED,
+    M_OVERLOAD,
+    M_TIMEOUT,
+    M_WAITED,
+    O_BAD,
+    O_OK,
+    O_OVERLOAD,
+    O_TIMEOUT,
+    S_ERRORS,
+    X_OUTCOME,
+    X_RESPONSE,
+)
+
+__all__ = ["decide", "hist_add", "quantile", "second_of"]
+
+_PER_BIN = 1.0 / HIST_BIN_S
+
+
+@unmanaged
+def hist_add(hist: Any, value: float) -> None:
+    b = int(value * _PER_BIN)
+    last = len(hist) - 2
+    hist[b if b <= last else last] += 1
+
+
+@unmanaged
+def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
+    """Count a request's outcome in this minute (overload: failed at once, no response time)."""
+    m = w.measures
+    m[M_DECIDED] += 1.0
+    if outcome == O_OVERLOAD:
+        m[M_OVERLOAD] += 1.0
+    else:
+        if outcome == O_TIMEOUT:
+            m[M_TIMEOUT] += 1.0
+            w.latency_hist[len(w.latency_hist) - 1] += 1
+        else:
+            hist_add(w.latency_hist, response)
+            if outcome == O_BAD:
+                m[M_BAD_ERROR] += 1.0
+        if waited:
+            m[M_WAITED] += 1.0
+    if outcome != O_OK:
+        w.seconds[S_ERRORS, second] += 1.0
+    if tag >= 0:
+        w.samples[tag, X_OUTCOME] = outcome
+        w.samples[tag, X_RESPONSE] = response * 1000.0
+
+
+@unmanaged
+def second_of(t0: float, x: float) -> int:
+    s = int(x - t0)
+    return 0 if s < 0 else (59 if s > 59 else s)
+
+
+@unmanaged
+def quantile(hist: Any, q: float, timeout: float) -> float:
+    """The q-quantile (s) of a latency histogram (0.1 ms bins, timeouts in the last), interpolated in its bin."""
+    total = 0
+    for b in range(len(hist)):
+        total += hist[b]
+    if total == 0:
+        return 0.0
+    target = q * total
+    seen = 0.0
+    for b in range(len(hist) - 1):
+        if hist[b] > 0 and seen + hist[b] >= target:
+            return (b + (target - seen) / hist[b]) * HIST_BIN_S
+        seen += hist[b]
+    return timeout
