@@ -21,7 +21,16 @@ from oncallsim.simulation import Simulation
 __all__ = ["POLICIES", "EngineRow", "Timeline", "compare_scenarios", "timeline"]
 
 POLICIES = ("hands-off", "textbook")
-FIELDS = ("error_rate", "p99_ms", "cache_hit", "wait_probability", "erlangs", "servers", "budget_left")
+FIELDS = (
+    "error_rate",
+    "p99_ms",
+    "cache_hit",
+    "wait_probability",
+    "erlangs",
+    "servers",
+    "budget_left",
+    "admitted_per_s",
+)
 
 
 class Timeline(NamedTuple):
