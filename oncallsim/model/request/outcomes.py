@@ -9,10 +9,12 @@ from oncallsim.model.request.world import (
     HIST_BIN_S,
     M_BAD_ERROR,
     M_DECIDED,
+    M_DROPPED,
     M_OVERLOAD,
     M_TIMEOUT,
     M_WAITED,
     O_BAD,
+    O_DROPPED,
     O_OK,
     O_OVERLOAD,
     O_TIMEOUT,
@@ -35,11 +37,14 @@ def hist_add(hist: Any, value: float) -> None:
 
 @unmanaged
 def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
-    """Count a request's outcome in this minute (overload: failed at once, no response time)."""
+    """Count a request's outcome in this minute (overload, or dropped by a queue discipline or limit: failed at
+    once, no response time; a drop counts as overload in the record, and on its own in the extras)."""
     m = w.measures
     m[M_DECIDED] += 1.0
-    if outcome == O_OVERLOAD:
+    if outcome == O_OVERLOAD or outcome == O_DROPPED:
         m[M_OVERLOAD] += 1.0
+        if outcome == O_DROPPED:
+            m[M_DROPPED] += 1.0
     else:
         if outcome == O_TIMEOUT:
             m[M_TIMEOUT] += 1.0

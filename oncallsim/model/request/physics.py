@@ -23,6 +23,7 @@ from typing import Any
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, unmanaged
 from oncallsim.model.request.balancers import POOLED, answered, choose, picked
+from oncallsim.model.request.disciplines import drop, full, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import pop, push, replace_top
 from oncallsim.model.request.outcomes import decide, hist_add, quantile, second_of
@@ -31,6 +32,7 @@ from oncallsim.model.request.workers import free_add, free_remove
 from oncallsim.model.request.world import (
     I_BALANCER,
     I_BUSY,
+    I_DEADLINES,
     I_ENABLED,
     I_FREE,
     I_HEAP,
@@ -40,6 +42,7 @@ from oncallsim.model.request.world import (
     I_SEQ,
     I_WCURSOR,
     I_WFREE,
+    M_ABANDONED,
     M_ADMITTED,
     M_ARRIVED,
     M_BAD_ERROR,
@@ -47,6 +50,7 @@ from oncallsim.model.request.world import (
     M_COMPLETED,
     M_DB_BUSY,
     M_DECIDED,
+    M_DROPPED,
     M_HITS,
     M_LOOKUPS,
     M_MAX_QUEUE,
@@ -109,6 +113,8 @@ EXTRA_FIELDS = (
     ("wasted_work_share", "fraction", "share of service time spent on requests whose client had given up"),
     ("completed_per_s", "req/s", "responses sent, whatever their outcome"),
     ("cache_present_share", "fraction", "hot objects in the cache at the minute's start"),
+    ("dropped_per_s", "req/s", "answered at once with an error by a queue discipline or a full queue"),
+    ("abandoned_per_s", "req/s", "work dropped because its deadline had passed (deadline propagation)"),
 )
 (
     E_P50,
@@ -120,6 +126,8 @@ EXTRA_FIELDS = (
     E_WASTED,
     E_COMPLETED,
     E_PRESENT,
+    E_DROPPED,
+    E_ABANDONED,
 ) = range(len(EXTRA_FIELDS))
 
 _INF = math.inf
@@ -209,13 +217,35 @@ def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: fl
     """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
     joins the free workers (returns ∞)."""
     own = w.w_instance[k]
-    qid = own if w.qs[Q_LEN, own] > 0 else w.qs.shape[1] - 1  # its instance's queue first, then the balancer's
-    if w.qs[Q_LEN, qid] > 0:
-        slot = dequeue(w, qid)
+    pooled = w.qs.shape[1] - 1
+    timeout = p[P.timeout_s]
+    while True:  # its instance's queue first, then the balancer's; the discipline may drop on the way
+        qid = own if w.qs[Q_LEN, own] > 0 else pooled
+        slot = take(w, qid, x, t0)
+        if slot < 0 and qid == own and w.qs[Q_LEN, pooled] > 0:
+            qid = pooled
+            slot = take(w, qid, x, t0)
+        if slot < 0:
+            free_add(w, k)
+            return _INF
         arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
+        if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
+            _abandoned(w, qid, client, arrival, tag, x, t0, timeout)
+            continue
         return _start(p, w, k, x, arrival, obj, tag, client, mode, app_s, q_mean)
-    free_add(w, k)
-    return _INF
+
+
+@unmanaged
+def _abandoned(
+    w: Any, instance: int, client: int, arrival: float, tag: int, x: float, t0: float, timeout: float
+) -> None:
+    """Work dropped because its deadline passed (deadline propagation): the client's timeout, counted in
+    its minute unless an earlier minute's end did."""
+    w.measures[M_ABANDONED] += 1.0
+    if arrival + timeout > t0:
+        decide(w, O_TIMEOUT, timeout, True, second_of(t0, arrival + timeout), tag)
+    if client >= 0:
+        answered(w, client, instance, x, timeout, False, 0.0)
 
 
 @unmanaged
@@ -260,13 +290,39 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
         cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
         answered(w, client, instance, x, response if response < timeout else timeout, ok, cpu)
-    w.inst_busy[instance] -= 1
+    return _release(p, w, k, x, t0, mode, app_s, q_mean)
+
+
+@unmanaged
+def _release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+    """Worker ``k`` is done with its request: it takes the next one (returns when that one's CPU phase ends)
+    or joins the free workers (∞); an instance no longer serving takes nothing new."""
+    w.inst_busy[w.w_instance[k]] -= 1
     w.w_busy[k] = False
     w.ints[I_BUSY] -= 1
     w.w_tag[k] = -1
-    if enabled:
+    if k < w.ints[I_ENABLED]:
         return _take_next(p, w, k, x, t0, mode, app_s, q_mean)
     return _INF
+
+
+@unmanaged
+def _read_or_abandon(
+    p: Any, w: Any, k: int, x: float, t0: float, part_s: float, mode: int, app_s: float, q_mean: float
+) -> float:
+    """Worker ``k``'s next database read, unless its deadline has passed (deadline propagation): then the
+    work stops here, wasted, and the worker moves on."""
+    arrival = w.w_arrival[k]
+    timeout = p[P.timeout_s]
+    if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
+        start = w.w_start[k]
+        w.measures[M_WASTED] += x - start
+        if k < w.ints[I_ENABLED]:
+            w.measures[M_BUSY] += x - (start if start > t0 else t0)
+        _abandoned(w, w.w_instance[k], w.w_client[k], arrival, w.w_tag[k], x, t0, timeout)
+        return _release(p, w, k, x, t0, mode, app_s, q_mean)
+    w.w_queries[k] -= 1
+    return _query(w, x, part_s)
 
 
 # --- the minute -------------------------------------------------------------------------------------
@@ -391,11 +447,13 @@ def _arrive(
     if w.ints[I_ENABLED] == 0:
         decide(w, O_OVERLOAD, 0.0, False, second, tag)
     elif w.ints[I_BALANCER] != POOLED:
-        _dispatch(p, w, x, obj, tag, second, mode, app_s, q_mean)
+        _dispatch(p, w, x, t0, obj, tag, second, mode, app_s, q_mean)
     elif w.ints[I_FREE] > 0:
         k = w.free[uniform_int(g, w.ints[I_FREE])]
         free_remove(w, k)
         push(w, _start(p, w, k, x, x, obj, tag, -1, mode, app_s, q_mean), k)
+    elif full(w, w.qs.shape[1] - 1):
+        drop(w, w.qs.shape[1] - 1, -1, tag, x, t0)
     elif room(w) > 0:
         enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1)
         if w.ints[I_QLEN] > m[M_MAX_QUEUE]:
@@ -406,7 +464,7 @@ def _arrive(
 
 @unmanaged
 def _dispatch(
-    p: Any, w: Any, x: float, obj: int, tag: int, second: int, mode: int, app_s: float, q_mean: float
+    p: Any, w: Any, x: float, t0: float, obj: int, tag: int, second: int, mode: int, app_s: float, q_mean: float
 ) -> None:
     """A balancer other than pooled: its client chooses an instance; a free worker there takes the request,
     else it waits in that instance's queue."""
@@ -418,7 +476,9 @@ def _dispatch(
             free_remove(w, k)
             push(w, _start(p, w, k, x, x, obj, tag, client, mode, app_s, q_mean), k)
             return
-    if room(w) > 0:
+    if full(w, i):
+        drop(w, i, client, tag, x, t0)
+    elif room(w) > 0:
         enqueue(w, i, x, obj, tag, client)
         if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
             w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
@@ -536,6 +596,8 @@ def _record(p: Any, w: Any, st: Any, rec: Any, ext: Any, mode: int, app_s: float
     ext[E_IN_FLIGHT_END] = w.ints[I_BUSY]
     ext[E_WASTED] = m[M_WASTED] / m[M_SERVICE] if m[M_SERVICE] > 0 else 0.0
     ext[E_COMPLETED] = m[M_COMPLETED] / 60.0
+    ext[E_DROPPED] = m[M_DROPPED] / 60.0
+    ext[E_ABANDONED] = m[M_ABANDONED] / 60.0
 
 
 @unmanaged
@@ -610,8 +672,7 @@ def request_minute(
                 w.ints[I_WFREE] += 1
             else:
                 if w.w_queries[ident] > 0:
-                    w.w_queries[ident] -= 1
-                    then = _query(w, x, part_s)
+                    then = _read_or_abandon(p, w, ident, x, t0, part_s, mode, app_s, q_mean)
                 else:
                     then = _complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
                 if then < _INF:  # the same worker's next phase: it replaces the earliest

@@ -16,7 +16,7 @@ from typing import Any
 from oncallsim.model.kernel import unmanaged
 from oncallsim.model.request.world import I_QLEN, I_SFREE, Q_CURSOR, Q_HEAD, Q_LEN, Q_TAIL
 
-__all__ = ["dequeue", "enqueue", "room"]
+__all__ = ["dequeue", "dequeue_tail", "enqueue", "room"]
 
 
 @unmanaged
@@ -37,6 +37,7 @@ def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int) -
     w.s_client[slot] = client
     w.s_next[slot] = -1
     qs = w.qs
+    w.s_prev[slot] = qs[Q_TAIL, qid]
     if qs[Q_LEN, qid] == 0:
         qs[Q_HEAD, qid] = slot
     else:
@@ -58,9 +59,34 @@ def dequeue(w: Any, qid: int) -> int:
     qs[Q_LEN, qid] -= 1
     if qs[Q_LEN, qid] == 0:
         qs[Q_TAIL, qid] = -1
+    else:
+        w.s_prev[after] = -1
     if qs[Q_CURSOR, qid] == slot:
         qs[Q_CURSOR, qid] = after
+    _release(w, slot)
+    return slot
+
+
+@unmanaged
+def dequeue_tail(w: Any, qid: int) -> int:
+    """Take the newest request of queue ``qid`` (not empty): adaptive LIFO's service order."""
+    qs = w.qs
+    slot = qs[Q_TAIL, qid]
+    before = w.s_prev[slot]
+    qs[Q_TAIL, qid] = before
+    qs[Q_LEN, qid] -= 1
+    if qs[Q_LEN, qid] == 0:
+        qs[Q_HEAD, qid] = -1
+    else:
+        w.s_next[before] = -1
+    if qs[Q_CURSOR, qid] == slot:  # it was the only one not yet counted
+        qs[Q_CURSOR, qid] = -1
+    _release(w, slot)
+    return slot
+
+
+@unmanaged
+def _release(w: Any, slot: int) -> None:
     w.s_free[w.ints[I_SFREE]] = slot
     w.ints[I_SFREE] += 1
     w.ints[I_QLEN] -= 1
-    return slot

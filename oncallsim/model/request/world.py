@@ -31,6 +31,7 @@ __all__ = [
     "new_world",
     "partitions_of",
     "set_balancer",
+    "set_resilience",
     "with_queue_room",
     "with_room",
 ]
@@ -58,16 +59,31 @@ MAX_SAMPLES = 2_000
     I_SEQ,
     I_BALANCER,
     I_CLIENTS,
-) = range(13)
+    I_DISCIPLINE,
+    I_QUEUE_LIMIT,
+    I_DEADLINES,
+) = range(16)
 # qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
-N_INTS = 13
+N_INTS = 16
+# cq[...]: each queue's discipline state (disciplines.py)
+(
+    CQ_FIRST_ABOVE,
+    CQ_DROP_NEXT,
+    CQ_COUNT,
+    CQ_DROPPING,
+    CQ_MIN_DELAY,
+    CQ_INTERVAL_END,
+    CQ_OVERLOADED,
+    CQ_LASTCOUNT,
+) = range(8)
 MAX_CLIENTS = 64
 # bal[...]: each client's view of each instance (balancers.py)
 B_OUT, B_LAG, B_SUCCESS, B_CPU, B_STAMP, B_PICK = range(6)
 # reals[...]
 R_NEXT_STREAM = 0  # queue-only mode: the next arrival of the Poisson stream
-N_REALS = 1
+R_TARGET, R_INTERVAL, R_LIFO_THRESHOLD = 1, 2, 3  # the queue discipline's constants (s, s, share)
+N_REALS = 4
 
 # measures[...], reset every minute
 (
@@ -94,8 +110,10 @@ N_REALS = 1
     M_WAIT_SUM,
     M_WAIT_COUNT,
     M_PRESENT,
-) = range(23)
-N_MEASURES = 23
+    M_DROPPED,
+    M_ABANDONED,
+) = range(25)
+N_MEASURES = 25
 
 # per-second lines: sec[line, second]
 S_ARRIVALS, S_COMPLETED, S_ERRORS, S_QUEUE, S_IN_FLIGHT = range(5)
@@ -117,8 +135,8 @@ SAMPLE_FIELDS = (
     "response_ms",
 )
 (X_ARRIVAL, X_LOW, X_OUTCOME, X_HIT, X_WAIT, X_SERVICE, X_QUERIES, X_INSTANCE, X_RESPONSE) = range(9)
-OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending")
-O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING = range(6)
+OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped")
+O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED = range(7)
 
 
 class World(NamedTuple):
@@ -149,8 +167,10 @@ class World(NamedTuple):
     s_tag: npt.NDArray[np.int64]
     s_client: npt.NDArray[np.int64]
     s_next: npt.NDArray[np.int64]  # the next slot of the same queue, −1 at its tail
+    s_prev: npt.NDArray[np.int64]  # the previous one, −1 at its head (adaptive LIFO serves the tail)
     s_free: npt.NDArray[np.int64]  # the free slots (a stack; ints[I_SFREE] of them)
     qs: npt.NDArray[np.int64]  # qs[Q_HEAD | Q_TAIL | Q_LEN | Q_CURSOR, queue]; −1: none
+    cq: npt.NDArray[np.float64]  # cq[CQ_…, queue]: the queue discipline's state
     warm_object: npt.NDArray[np.int64]  # the warm-up job's queries in flight: the object each will store
     warm_free: npt.NDArray[np.int64]
     measures: npt.NDArray[np.float64]
@@ -223,8 +243,10 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         s_tag=np.full(queue_capacity, -1, dtype=np.int64),
         s_client=np.zeros(queue_capacity, dtype=np.int64),
         s_next=np.full(queue_capacity, -1, dtype=np.int64),
+        s_prev=np.full(queue_capacity, -1, dtype=np.int64),
         s_free=np.arange(queue_capacity - 1, -1, -1, dtype=np.int64),
         qs=_empty_queues(params.max_fleet + 1),
+        cq=np.zeros((8, params.max_fleet + 1)),
         warm_object=np.zeros(WARMUP_CONCURRENCY, dtype=np.int64),
         warm_free=np.arange(WARMUP_CONCURRENCY, dtype=np.int64),
         measures=np.zeros(N_MEASURES),
@@ -280,6 +302,7 @@ def with_queue_room(world: World, more: int) -> World:
         s_tag=longer(world.s_tag, -1),
         s_client=longer(world.s_client, 0),
         s_next=longer(world.s_next, -1),
+        s_prev=longer(world.s_prev, -1),
         s_free=s_free,
     )
 
@@ -306,6 +329,43 @@ def set_balancer(world: World, name: str, clients: int = 1) -> None:
         raise InvalidInput("clients", f"must be a whole number from 1 to {MAX_CLIENTS}, got {clients!r}")
     world.ints[I_BALANCER] = BALANCERS.index(name)
     world.ints[I_CLIENTS] = clients
+
+
+DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
+
+
+def set_resilience(
+    world: World,
+    discipline: str = "fifo",
+    queue_limit: int = 0,
+    deadlines: bool = False,
+    target_ms: float = 5.0,
+    interval_ms: float = 100.0,
+    lifo_threshold: float = 0.8,
+) -> None:
+    """The server side's overload controls (disciplines.py): each queue's discipline and length limit (0: none),
+    and whether requests carry their client's deadline."""
+    if discipline not in DISCIPLINES:
+        raise InvalidInput("queue_discipline", f"must be one of {', '.join(DISCIPLINES)}, got {discipline!r}")
+    if isinstance(queue_limit, bool) or not isinstance(queue_limit, int) or not 0 <= queue_limit <= QUEUE_CAPACITY:
+        raise InvalidInput(
+            "queue_limit", f"must be a whole number from 0 (none) to {QUEUE_CAPACITY}, got {queue_limit!r}"
+        )
+    if discipline == "adaptive-lifo" and queue_limit == 0:
+        raise InvalidInput(
+            "queue_limit", "adaptive-lifo serves the newest first past a share of the queue's limit: set one"
+        )
+    for name, value, lo, hi in (("target_ms", target_ms, 0.1, 10_000.0), ("interval_ms", interval_ms, 1.0, 100_000.0)):
+        if not lo <= value <= hi:
+            raise InvalidInput(name, f"must be from {lo:g} to {hi:g}, got {value!r}")
+    if not 0.0 < lifo_threshold <= 1.0:
+        raise InvalidInput("lifo_threshold", f"must be above 0 and at most 1, got {lifo_threshold!r}")
+    world.ints[I_DISCIPLINE] = DISCIPLINES.index(discipline)
+    world.ints[I_QUEUE_LIMIT] = queue_limit
+    world.ints[I_DEADLINES] = 1 if deadlines else 0
+    world.reals[R_TARGET] = target_ms / 1000.0
+    world.reals[R_INTERVAL] = interval_ms / 1000.0
+    world.reals[R_LIFO_THRESHOLD] = lifo_threshold
 
 
 def _empty_queues(count: int) -> npt.NDArray[np.int64]:

@@ -1,0 +1,149 @@
+"""Queue disciplines: which waiting request a free worker takes, and which it drops (reference §4).
+
+- ``fifo``: the oldest; nothing dropped (a queue past saturation grows until every request times out).
+- ``codel``: the oldest, with CoDel's drops (Nichols & Jacobson; RFC 8289, its Linux re-entry rule): once
+  the oldest request's sojourn has stayed above ``target`` (5 ms) for ``interval`` (100 ms), drop it and
+  the next ones at times interval/√count apart, until a sojourn falls below the target; back above it
+  within 16 intervals, the drop count resumes from the last episode's.
+- ``adaptive-lifo``: Facebook's adaptive LIFO with its CoDel (folly ``Codel.cpp``, HBase's
+  ``AdaptiveLifoCoDelCallQueue``): the newest request first while the queue is longer than ``lifo_threshold``
+  × its limit, else the oldest; the queue is overloaded for an interval when the smallest delay of the
+  interval before exceeded the target, and while overloaded a request that waited over 2 × target is
+  dropped (the first request of an interval is never dropped).
+
+A dropped request answers at once with an error (a 503); its client learns of it. ``queue_limit`` caps each
+queue (0: none); a request arriving to a full queue is dropped too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oncallsim.model.kernel import unmanaged
+from oncallsim.model.request.balancers import answered
+from oncallsim.model.request.outcomes import decide, second_of
+from oncallsim.model.request.queues import dequeue, dequeue_tail
+from oncallsim.model.request.world import (
+    CQ_COUNT,
+    CQ_DROP_NEXT,
+    CQ_DROPPING,
+    CQ_FIRST_ABOVE,
+    CQ_INTERVAL_END,
+    CQ_LASTCOUNT,
+    CQ_MIN_DELAY,
+    CQ_OVERLOADED,
+    I_DISCIPLINE,
+    I_QUEUE_LIMIT,
+    O_DROPPED,
+    Q_LEN,
+    R_INTERVAL,
+    R_LIFO_THRESHOLD,
+    R_TARGET,
+)
+
+__all__ = ["ADAPTIVE_LIFO", "CODEL", "FIFO", "drop", "full", "take"]
+
+FIFO, CODEL, ADAPTIVE_LIFO = range(3)
+
+
+@unmanaged
+def full(w: Any, qid: int) -> bool:
+    """The queue is at its limit: an arriving request is dropped."""
+    limit = w.ints[I_QUEUE_LIMIT]
+    return limit > 0 and w.qs[Q_LEN, qid] >= limit
+
+
+@unmanaged
+def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float) -> None:
+    """A request answered at once with an error by a queue discipline or limit."""
+    if client >= 0:
+        answered(w, client, qid, now, 0.0, False, 0.0)
+    decide(w, O_DROPPED, 0.0, True, second_of(t0, now), tag)
+
+
+@unmanaged
+def _drop_slot(w: Any, qid: int, slot: int, now: float, t0: float) -> None:
+    drop(w, qid, w.s_client[slot], w.s_tag[slot], now, t0)
+
+
+@unmanaged
+def _codel_head(w: Any, qid: int, now: float) -> tuple[int, bool]:
+    """CoDel's dodequeue: the oldest request, and whether it may be dropped."""
+    cq = w.cq
+    if w.qs[Q_LEN, qid] == 0:
+        cq[CQ_FIRST_ABOVE, qid] = 0.0
+        return -1, False
+    slot = dequeue(w, qid)
+    sojourn = now - w.s_arrival[slot]
+    if sojourn < w.reals[R_TARGET]:
+        cq[CQ_FIRST_ABOVE, qid] = 0.0
+        return slot, False
+    if cq[CQ_FIRST_ABOVE, qid] == 0.0:
+        cq[CQ_FIRST_ABOVE, qid] = now + w.reals[R_INTERVAL]
+        return slot, False
+    return slot, now >= cq[CQ_FIRST_ABOVE, qid]
+
+
+@unmanaged
+def _codel(w: Any, qid: int, now: float, t0: float) -> int:
+    cq = w.cq
+    interval = w.reals[R_INTERVAL]
+    slot, ok_to_drop = _codel_head(w, qid, now)
+    if cq[CQ_DROPPING, qid] != 0.0:
+        if not ok_to_drop:
+            cq[CQ_DROPPING, qid] = 0.0
+        else:
+            while now >= cq[CQ_DROP_NEXT, qid] and cq[CQ_DROPPING, qid] != 0.0:
+                _drop_slot(w, qid, slot, now, t0)
+                cq[CQ_COUNT, qid] += 1.0
+                slot, ok_to_drop = _codel_head(w, qid, now)
+                if not ok_to_drop:
+                    cq[CQ_DROPPING, qid] = 0.0
+                else:
+                    cq[CQ_DROP_NEXT, qid] += interval / math.sqrt(cq[CQ_COUNT, qid])
+    elif ok_to_drop:
+        _drop_slot(w, qid, slot, now, t0)
+        slot, ok_to_drop = _codel_head(w, qid, now)
+        cq[CQ_DROPPING, qid] = 1.0
+        # back above target soon after the last episode: start from the drop rate that controlled it then
+        delta = cq[CQ_COUNT, qid] - cq[CQ_LASTCOUNT, qid]
+        recent = now - cq[CQ_DROP_NEXT, qid] < 16.0 * interval
+        cq[CQ_COUNT, qid] = delta if delta > 1.0 and recent else 1.0
+        cq[CQ_DROP_NEXT, qid] = now + interval / math.sqrt(cq[CQ_COUNT, qid])
+        cq[CQ_LASTCOUNT, qid] = cq[CQ_COUNT, qid]
+    return slot
+
+
+@unmanaged
+def _adaptive_lifo(w: Any, qid: int, now: float, t0: float) -> int:
+    cq = w.cq
+    target = w.reals[R_TARGET]
+    while w.qs[Q_LEN, qid] > 0:
+        newest = w.qs[Q_LEN, qid] > w.reals[R_LIFO_THRESHOLD] * w.ints[I_QUEUE_LIMIT]
+        slot = dequeue_tail(w, qid) if newest else dequeue(w, qid)
+        delay = now - w.s_arrival[slot]
+        if now >= cq[CQ_INTERVAL_END, qid]:  # a new interval: judge the last one; this request is served
+            cq[CQ_OVERLOADED, qid] = 1.0 if cq[CQ_MIN_DELAY, qid] > target else 0.0
+            cq[CQ_MIN_DELAY, qid] = delay
+            cq[CQ_INTERVAL_END, qid] = now + w.reals[R_INTERVAL]
+            return slot
+        if delay < cq[CQ_MIN_DELAY, qid]:
+            cq[CQ_MIN_DELAY, qid] = delay
+        if cq[CQ_OVERLOADED, qid] != 0.0 and delay > 2.0 * target:
+            _drop_slot(w, qid, slot, now, t0)
+            continue
+        return slot
+    return -1
+
+
+@unmanaged
+def take(w: Any, qid: int, now: float, t0: float) -> int:
+    """The waiting request a free worker takes from queue ``qid`` now (its slot), after the discipline's
+    drops; −1 when none is left."""
+    kind = w.ints[I_DISCIPLINE]
+    if kind == CODEL:
+        return _codel(w, qid, now, t0)
+    if kind == ADAPTIVE_LIFO:
+        return _adaptive_lifo(w, qid, now, t0)
+    return dequeue(w, qid) if w.qs[Q_LEN, qid] > 0 else -1

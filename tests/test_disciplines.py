@@ -1,0 +1,101 @@
+"""Queue disciplines, queue limits and deadlines in the request engine (issue "Overload control", points 4–5).
+
+One instance of 16 workers, exponential service of 50 ms (μ = 320/s), a Poisson overload of ρ = 1.3
+(λ = 416/s): FIFO collapses (every request times out); the others shed about the excess λ − μ at once and
+keep the waits of what they serve short.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
+from oncallsim.model.kernel import kernel_params
+from oncallsim.model.params import Params
+from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, request_minute
+from oncallsim.model.request.world import new_world, set_resilience, with_room
+
+MU = 16 / 0.05
+NAMES = [name for name, _, _ in EXTRA_FIELDS]
+
+
+def run(discipline: str, limit: int = 0, deadlines: bool = False, rho: float = 1.3, minutes: int = 4) -> list[Any]:
+    """Per minute after the first: (record vector, extras vector)."""
+    params = Params(max_fleet=1, app_time_ms=50.0, timeout_s=2.0, hot_objects=1.0)
+    p = kernel_params(params)
+    world = new_world(params, 7)
+    set_resilience(world, discipline, limit, deadlines)
+    st = np.zeros(len(STATE_SCHEMA))
+    st[ST.serving] = 1
+    lam = rho * MU
+    out = []
+    for t in range(minutes):
+        rec, ext = np.zeros(len(NUMERIC_FIELDS)), np.zeros(len(EXTRA_FIELDS))
+        world = with_room(world, int(lam * 90))
+        request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, lam, 0)
+        if t:
+            out.append((rec, ext))
+    return out
+
+
+def extra(ext: Any, name: str) -> float:
+    return float(ext[NAMES.index(name)])
+
+
+def test_fifo_past_saturation_collapses() -> None:
+    last_rec, last_ext = run("fifo")[-1]
+    assert last_rec[REC.error_rate] == 1.0  # every answer comes after its client gave up
+    assert extra(last_ext, "wasted_work_share") == 1.0 and extra(last_ext, "queue_at_end") > 10_000
+
+
+@pytest.mark.parametrize(("discipline", "limit", "mean_wait_ms"), [("codel", 0, 150), ("adaptive-lifo", 200, 40)])
+def test_codel_and_adaptive_lifo_shed_the_excess_and_keep_waits_short(
+    discipline: str, limit: int, mean_wait_ms: float
+) -> None:
+    excess = 1.3 * MU - MU  # 96 requests/s
+    for rec, ext in run(discipline, limit):
+        assert abs(extra(ext, "dropped_per_s") - excess) <= 0.15 * excess
+        assert rec[REC.error_rate] == pytest.approx(1 - 1 / 1.3, abs=0.03)  # the drops, nothing else
+        assert extra(ext, "mean_wait_ms") < mean_wait_ms and rec[REC.timeout_share] == 0.0
+        assert extra(ext, "wasted_work_share") == 0.0
+
+
+def test_a_queue_limit_drops_arrivals_to_a_full_queue() -> None:
+    for rec, ext in run("fifo", limit=200):
+        assert extra(ext, "dropped_per_s") == pytest.approx(1.3 * MU - MU, rel=0.15)
+        # a full queue of 200 drains in 200/μ = 625 ms: within the 2 s timeout, so nothing served is late
+        assert 450 < extra(ext, "mean_wait_ms") < 700 and rec[REC.timeout_share] == 0.0
+
+
+def test_deadlines_start_no_work_for_a_client_that_gave_up() -> None:
+    without = run("fifo")
+    with_deadlines = run("fifo", deadlines=True)
+    for (_rec, ext), (_, ext_without) in zip(with_deadlines, without, strict=True):
+        assert extra(ext, "abandoned_per_s") > 50  # skipped at the head of the queue, no worker spent on them
+        assert extra(ext, "queue_at_end") < 0.1 * extra(ext_without, "queue_at_end")  # the backlog stays bounded
+        assert extra(ext, "mean_wait_ms") < 2000.0  # whatever starts, starts before its deadline
+
+
+def test_light_load_is_untouched_by_any_discipline() -> None:
+    waits = {d: extra(run(d, 200, rho=0.5)[-1][1], "dropped_per_s") for d in ("fifo", "codel", "adaptive-lifo")}
+    assert waits == {"fifo": 0.0, "codel": 0.0, "adaptive-lifo": 0.0}
+
+
+def test_bad_settings_name_the_field_and_change_nothing() -> None:
+    world = new_world(Params(max_fleet=1), 0)
+    before = world.ints.copy()
+    for kwargs, field in (
+        ({"discipline": "red"}, "queue_discipline"),
+        ({"discipline": "adaptive-lifo"}, "queue_limit"),
+        ({"queue_limit": -1}, "queue_limit"),
+        ({"target_ms": 0.0}, "target_ms"),
+        ({"lifo_threshold": 1.5}, "lifo_threshold"),
+    ):
+        with pytest.raises(InvalidInput) as err:
+            set_resilience(world, **kwargs)
+        assert err.value.field == field
+    assert np.array_equal(world.ints, before)
