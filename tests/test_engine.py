@@ -63,3 +63,24 @@ def test_run_files_name_their_engine_and_old_files_mean_the_minute_model() -> No
     data["engine"] = "quantum"
     with pytest.raises(InvalidInput):
         Simulation.replay(RunFile.parse(json.dumps(data)))
+
+
+def test_compiled_code_is_cached_per_version_of_the_model_sources() -> None:
+    # numba would reuse a function's machine code after a change in another module it calls: the cache
+    # folder is named by a hash of every model source, so a changed source compiles anew
+    import hashlib
+    from pathlib import Path
+
+    from numba.core import config
+
+    import oncallsim
+
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        pytest.skip("the user chose numba's cache folder")
+    model = Path(oncallsim.__file__).parent / "model"
+    digest = hashlib.sha256()
+    for path in sorted(model.rglob("*.py")):
+        digest.update(path.relative_to(model).as_posix().encode())
+        digest.update(path.read_bytes())
+    assert Path(config.CACHE_DIR).name == digest.hexdigest()[:16]
+    assert Path(config.CACHE_DIR).is_dir()
