@@ -38,7 +38,7 @@ if JIT:
     _pdtr = types.ExternalFunction("oncallsim_pdtr", types.float64(types.float64, types.float64, types.intc))
 
     def compiled(fn: T) -> T:
-        """Compile a formula (no Python objects inside; cached on disk beside the module)."""
+        """Compile a formula (no Python objects inside; cached on disk, a folder per version of the sources)."""
         return njit(cache=True, nogil=True)(fn)  # type: ignore[return-value]
 
     def unmanaged(fn: T) -> T:
