@@ -3,6 +3,8 @@ real headless Chromium against a real server."""
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,4 +81,37 @@ def test_end_a_run_early_then_abandon_filter_and_delete(server: str) -> None:
         rows.first.get_by_role("button", name="Delete this run for good").click()
         page.wait_for_url(server + "/runs")
         assert dropped not in {r["id"] for r in api(server, "/api/runs")}
+        watch.check()
+
+
+def post(base: str, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        base + path, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_the_diagram_shows_the_flush_and_every_chart_marks_it(server: str) -> None:
+    with chromium_page(width=1366, height=768) as page:
+        watch = Watch(page)
+        run_id = start_paused(page, server, "cache-flush", seed=3, minutes=60)
+        for _ in range(32):  # 11:30 → 12:01, the flush at 12:00
+            post(server, f"/api/runs/{run_id}/control", {"type": "step"})
+        page.reload()
+        page.wait_for_function("() => Number(document.querySelector('main.console').dataset.markers) >= 1")
+        db = page.locator("#diagram [data-part='db']")
+        load = float((page.locator("#diagram [data-part='db-text']").text_content() or "").split()[-2])
+        assert load >= 80  # the database takes every miss: its box says so in words and in colour
+        assert db.get_attribute("data-level") == ("hot" if load >= 100 else "warm")
+        assert (page.locator("#diagram [data-part='cache-text']").text_content() or "").startswith("hit ")
+        post(server, f"/api/runs/{run_id}/actions", {"control": "recommendations", "value": False})
+        post(server, f"/api/runs/{run_id}/control", {"type": "step"})  # arrives live, over the socket
+        page.wait_for_function("() => Number(document.querySelector('main.console').dataset.markers) >= 2")
+        # a marker line on each of the six charts, labelled on the first one
+        assert page.locator("#chart-fleet .shapelayer path").count() >= 2
+        labels = page.eval_on_selector_all("#chart-traffic .annotation-text", "els => els.map(e => e.textContent)")
+        assert "cache flushed" in labels and "recommendations feature off" in labels
+        legend = page.eval_on_selector_all("#chart-errors .legendtext", "els => els.map(e => e.textContent)")
+        assert legend == ["error rate", "SLO allows 0.10 %"]
         watch.check()

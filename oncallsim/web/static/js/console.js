@@ -9,6 +9,7 @@
   const timeoutMs = Number(root.dataset.timeoutMs);
   const pageBurn = Number(root.dataset.pageBurn);
   const latencyTarget = Number(root.dataset.latencyTarget);
+  const sloError = Number(root.dataset.sloError);
   const $ = (id) => document.getElementById(id);
 
   let socket = null;
@@ -41,9 +42,10 @@
       ],
       lines: [[pageBurn, t("series.page_threshold", { x: pageBurn }), "#111827"]],
     },
-    "chart-budget": {
-      title: t("chart.budget"),
-      traces: [["budget_left", t("series.budget_left"), "#0f766e", "solid", 100]],
+    "chart-errors": {
+      title: t("chart.errors"),
+      traces: [["error_rate", t("series.error_rate"), "#b91c1c", "solid", 100]],
+      lines: [[100 * sloError, t("series.slo", { x: (100 * sloError).toFixed(2) }), "#111827"]],
     },
     "chart-cache": {
       title: t("chart.cache"),
@@ -67,7 +69,39 @@
     return rows.map((r) => r[spec[0]] * scale);
   }
 
+  // Markers on every chart: the scenario's events, the page and the player's actions, as vertical lines (labelled
+  // on the first chart): what happened sits beside what it did.
+  const MARKED = { deploy_started: "#64748b", cache_flushed: "#64748b", page_fired: "#b91c1c" };
+  let markers = [];
+
+  function markersOf(rows) {
+    const out = [];
+    for (const r of rows) {
+      for (const e of r.events) {
+        const color = e.kind === "operator" ? "#1d4ed8" : MARKED[e.code];
+        if (color) out.push({ x: r.label, color, text: tEvent(e), dash: e.kind === "operator" ? "dot" : "dash" });
+      }
+    }
+    return out;
+  }
+
+  function markerLayout(withLabels) {
+    const shapes = markers.map((m) => ({
+      type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1,
+      line: { color: m.color, width: 1, dash: m.dash },
+    }));
+    const annotations = withLabels
+      ? markers.map((m, i) => ({
+          x: m.x, xref: "x", yref: "paper", y: 1 - 0.12 * (i % 3), text: m.text, showarrow: false,
+          xanchor: "left", font: { size: 9, color: m.color }, bgcolor: "rgba(255,255,255,.8)",
+        }))
+      : [];
+    return { shapes, annotations };
+  }
+
   function drawCharts() {
+    markers = markersOf(records);
+    root.dataset.markers = String(markers.length);
     const x = records.map((r) => r.label); // the server's axis label (with the day on long runs)
     for (const [id, chart] of Object.entries(CHARTS)) {
       const data = chart.traces.map((spec) => ({
@@ -83,6 +117,7 @@
         legend: { orientation: "h", y: -0.2, font: { size: 10 } },
         xaxis: { nticks: 6, tickfont: { size: 10 } }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff",
+        ...markerLayout(id === "chart-traffic"),
       };
       Plotly.react(id, data, layout, PLOT_CONFIG);
     }
@@ -96,10 +131,17 @@
       (chart.lines || []).forEach(([value], j) => { xs.push(x); ys.push(x.map(() => value)); idx.push(chart.traces.length + j); });
       Plotly.extendTraces(id, { x: xs, y: ys }, idx);
     }
+    const fresh = markersOf(batch);
+    if (fresh.length) {
+      markers.push(...fresh);
+      for (const id of Object.keys(CHARTS)) Plotly.relayout(id, markerLayout(id === "chart-traffic"));
+    }
+    root.dataset.markers = String(markers.length);
   }
 
   // ---- status, events, alert --------------------------------------------------------------------------------
   function showStatus(r) {
+    window.diagram.show($("diagram"), r);
     for (const key of Object.keys(fmt)) {
       const cell = $("s-" + key);
       if (!cell) continue;
