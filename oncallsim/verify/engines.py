@@ -30,7 +30,9 @@ FIELDS = (
     "servers",
     "budget_left",
     "admitted_per_s",
+    "db_utilization",
 )
+EXTRAS = ("queue_at_end",)  # the request engine's own measures (0 on the minute model, which has no queue)
 
 
 class Timeline(NamedTuple):
@@ -69,6 +71,8 @@ def timeline(scenario: str, policy: str, seed: int, minutes: int | None = None) 
         recs = sim.run(policy=None if policy == "hands-off" else load_policy(policy))
         for f in FIELDS:
             out[f].append(np.array([float(getattr(r, f)) for r in recs]))
+        for f in EXTRAS:
+            out.setdefault(f, []).append(np.array([float((r.extras or {}).get(f, 0.0)) for r in recs]))
     return Timeline(scenario, policy, seed, {f: (v[0], v[1]) for f, v in out.items()}, budget)
 
 

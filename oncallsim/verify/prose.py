@@ -24,45 +24,53 @@ def _minutes_until(values: np.ndarray, start: int, level: float) -> int | None:
 def _flush_story(run: Timeline) -> str:
     hit_m, hit_r = run.fields["cache_hit"]
     err_m, err_r = run.fields["error_rate"]
-    flush = int(np.argmin(hit_r))
+    db_m, db_r = run.fields["db_utilization"]
+    a_m, n_m = run.fields["erlangs"][0], run.fields["servers"][0]
+    flush = int(np.argmin(hit_m))
     refill_s = 20_000 / float(run.fields["admitted_per_s"][1][flush])
     before = float(np.median(hit_r[:flush])) if flush > 0 else float(hit_r.max())
     back_r = _minutes_until(hit_r, flush, 0.9 * before)
     back_m = _minutes_until(hit_m, flush, 0.9 * before)
     never = "not within the run"
     return (
-        f"In `cache-flush` (hands-off, seed 1) the cache is flushed at minute {flush}: the hit ratio was "
-        f"{before:.3f}. The request engine's TTL cache is back to 90 % of that "
-        f"{f'{back_r} minute(s)' if back_r is not None else never} later (each object is stored again at its "
-        f"next miss, on average 1/r = 20,000/λ ≈ {refill_s:.0f} s away at this traffic), while the minute model "
-        f"calibrates a slow warm-up (MODEL.md's 30-minute warmth) and takes "
-        f"{f'{back_m} minutes' if back_m is not None else never}. Over the run the minute model's error rate "
-        f"averages {100 * err_m.mean():.2f} % against {100 * err_r.mean():.2f} % on the request engine: the "
-        "flush costs budget on the minute model because its database stays overloaded for many minutes, and "
-        "almost nothing on the request engine, whose extra misses last seconds. The scenario is meant to be "
-        "played on the minute model (its briefing and objectives are calibrated there); on the request engine "
-        "it teaches a different lesson: a TTL cache refills itself unless the database is already near "
-        "capacity."
+        f"In `cache-flush` (hands-off, seed 1) the cache is flushed at minute {flush}, when the hit ratio was "
+        f"{before:.3f}. The minute model calibrates a slow refill (MODEL.md's warmth, time constant 30 min): its "
+        "hit "
+        f"ratio that minute is {hit_m[flush]:.3f}, the database runs at ρ = {db_m[flush]:.2f}, slower queries "
+        f"stretch the service time until a = {a_m[flush]:.0f} Erlangs exceeds N = {n_m[flush]:.0f}, and "
+        f"{100 * err_m[flush]:.1f} % of the minute fails; it is back to 90 % of the old hit ratio "
+        f"{f'after {back_m} minutes' if back_m is not None else never}. The request engine's TTL cache stores "
+        f"each object again at its next miss, on average 1/r = 20,000/λ ≈ {refill_s:.0f} s away at this "
+        f"traffic: over the flush minute its hit ratio is {hit_r[flush]:.3f}, its database at ρ = "
+        f"{db_r[flush]:.2f}, {100 * err_r[flush]:.2f} % fails, and it is back to 90 % "
+        f"{f'after {back_r} minute(s)' if back_r is not None else never}. Over the run the error rate averages "
+        f"{100 * err_m.mean():.2f} % on the minute model against {100 * err_r.mean():.2f} % on the request "
+        "engine. The scenario's briefing and objectives are calibrated on the minute model; on the request "
+        "engine it teaches a different lesson: a TTL cache refills itself in seconds unless the database "
+        "cannot carry the misses meanwhile."
     )
 
 
 def _surge_story(run: Timeline, row: EngineRow) -> str:
     err_m, err_r = run.fields["error_rate"]
-    p99_m, p99_r = run.fields["p99_ms"]
+    a, n = run.fields["erlangs"][1], run.fields["servers"][1]
+    queued = run.fields["queue_at_end"][1]
     bad_m, bad_r = int((err_m > 0.01).sum()), int((err_r > 0.01).sum())
-    worst = int(np.argmax(err_r))
+    w = int(np.argmax(err_r))
+    before = int(queued[w - 1]) if w > 0 else 0
     return (
         f"In `surge` (hands-off, seed 1), minutes with more than 1 % errors: {bad_m} on the minute model, "
-        f"{bad_r} on the request engine; the worst minute's error rate {100 * err_m.max():.1f} % against "
-        f"{100 * err_r.max():.1f} % (minute {worst}, where the minute model has {100 * err_m[worst]:.1f} %), "
-        f"the worst p99 {p99_m.max():.0f} ms against {p99_r.max():.0f} ms (the 2 s timeout). Past "
-        "saturation (a ≥ N) the minute model fails the excess 1 − N/a at once and answers the rest with a "
-        "finite p99; the request engine's FIFO queue grows instead, every request waits behind the backlog, "
-        "and once waits pass the 2 s timeout nearly every request times out although the workers stay busy "
-        "(goodput collapses, the work is wasted: `wasted_work_share`), until the fleet catches up and the "
-        f"backlog is served. Over {row.seeds} seed(s) the budget spent is {100 * row.budget_request:.2f} % "
-        f"against {100 * row.budget_minute:.2f} % on the minute model. This is the behaviour the overload "
-        "mechanisms (shedding, limiters, CoDel) exist to prevent."
+        f"{bad_r} on the request engine. The worst is minute {w}: load a = {a[w]:.1f} Erlangs on N = {n[w]:.0f} "
+        f"workers (a/N = {a[w] / n[w]:.3f}). The minute model treats each minute as its own steady state and "
+        f"fails {100 * err_m[w]:.2f} % of it (past saturation it fails the excess 1 − N/a at once and answers "
+        f"the rest); the request engine starts that minute with {before:,} requests still queued from the "
+        f"minutes before, which at a ≈ N drain at (N − a)/S, a few per second if at all, so every request waits "
+        f"behind them, waits pass the 2 s timeout and {100 * err_r[w]:.1f} % of the minute's requests time out "
+        "although the workers stay busy (goodput collapses; the work is wasted: `wasted_work_share`), until the "
+        f"fleet grows and the backlog is served. Over {row.seeds} seed(s) the budget spent is "
+        f"{100 * row.budget_request:.2f} % against {100 * row.budget_minute:.2f} % on the minute model. A FIFO "
+        "queue with memory near and past saturation is what the overload mechanisms (shedding, limiters, "
+        "CoDel) exist to tame."
     )
 
 
