@@ -514,3 +514,34 @@ def test_abandon_filter_and_delete_runs(db: Path) -> None:
         response = client.request("DELETE", f"/api/runs/{kept}", json={})
         assert response.status_code == 200 and response.json() == {"deleted": kept}
         assert client.request("DELETE", f"/api/runs/{kept}", json={}).status_code == 422
+
+
+def test_the_engine_is_chosen_on_the_card_and_validated(client: TestClient) -> None:
+    from oncallsim.model.engine import ENGINES
+
+    home = client.get("/").text
+    for name in ENGINES:  # the choice is filled from the registry of engines
+        assert f'<option value="{name}"' in home
+    response = client.post(
+        "/runs", data={"scenario": "surge", "seed": "2", "speed": "2", "engine": "request"}, follow_redirects=False
+    )
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    assert client.get(f"/api/runs/{run_id}/runfile").json()["engine"] == "request"
+    bad = client.post("/api/runs", json={"scenario": "surge", "engine": "quantum"})
+    allowed = ", ".join(ENGINES)
+    assert bad.status_code == 422 and bad.json() == {
+        "error": f"engine: must be one of {allowed}, got 'quantum'",
+        "field": "engine",
+    }
+    page = client.post("/runs", data={"scenario": "surge", "seed": "2", "engine": "quantum"})
+    assert page.status_code == 422 and "engine: must be one of" in page.text
+    assert client.get(f"/api/runs/{new_run(client, minutes=3)}/runfile").json()["engine"] == "minute"
+
+
+def test_a_scenario_file_may_name_its_engine(client: TestClient) -> None:
+    toml = 'id = "mine"\nversion = 1\ntitle = "t"\nsummary = "s"\nbriefing = "b"\nstart = "10:00"\nminutes = 5\n'
+    made = client.post("/api/runs", json={"scenario": "mine", "scenario_toml": toml + 'engine = "request"\n'})
+    assert made.status_code == 201, made.text
+    assert client.get(f"/api/runs/{made.json()['id']}/runfile").json()["engine"] == "request"
+    bad = client.post("/api/runs", json={"scenario": "mine", "scenario_toml": toml + 'engine = "quantum"\n'})
+    assert bad.status_code == 422 and "engine" in bad.json()["error"] and "minute" in bad.json()["error"]

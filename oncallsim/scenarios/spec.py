@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
+from oncallsim.model.engine import get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 
 __all__ = ["SCHEMA_VERSION", "DeployEvent", "FlushEvent", "Scenario", "SurgeEvent", "parse_clock"]
@@ -225,9 +226,19 @@ class Scenario(_Strict):
     events: list[Event] = Field(default_factory=list)
     latency_target_ms: float = Field(default=1000.0, gt=0.0, description="the debrief's latency line")
     objectives: list[Objective] = Field(default_factory=list, description="what judges the run")
+    engine: str | None = Field(
+        default=None, description="the engine a run of this scenario uses unless told otherwise (None: minute)"
+    )
     key_controls: list[str] = Field(
         default_factory=list, max_length=20, description="the controls the briefing points at, by name"
     )
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str | None) -> str | None:
+        if v is not None:
+            get_engine(v)  # raises InvalidInput (a ValueError) naming the engines there are
+        return v
 
     @field_validator("key_controls")
     @classmethod

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
+from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.registry import registered_scenario, scenario_from_text
@@ -69,6 +70,9 @@ class NewRun(_Body):
         Annotated[str, Field(max_length=64)], Number | StrictBool | Annotated[str, Field(max_length=64)]
     ] = Field(default_factory=dict, max_length=64, description="parameters and opening controls, NAME: VALUE")
     paused: StrictBool = False
+    engine: StrictStr | None = Field(
+        default=None, max_length=40, description="an engine of GET /api/engines; the scenario's own by default"
+    )
     difficulty: Literal["guided", "normal", "hard"] = Field(
         default="normal", description="guided (stops at the incident and the page; 1–2×), normal (1× on the page), hard"
     )
@@ -117,7 +121,10 @@ async def start_run(manager: RunManager, new: NewRun) -> LiveRun:
     check_speed(new.speed)
     scenario = new.resolve()
     seed = random_seed() if new.seed is None else new.seed
-    sim = Simulation(scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes)
+    engine = get_engine(new.engine or scenario.engine or DEFAULT_ENGINE).name
+    sim = Simulation(
+        scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes, engine=engine
+    )
     return await manager.create(sim, new.speed, paused=new.paused, difficulty=new.difficulty)
 
 

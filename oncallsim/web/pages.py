@@ -16,6 +16,7 @@ from latex2mathml.converter import convert as latex_to_mathml
 from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
 from oncallsim.i18n import negotiate, page_catalog, translations
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
+from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED
@@ -39,7 +40,9 @@ def environment(language: str) -> Environment:
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
     env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS, causes=CAUSE_LABELS)
     env.globals.update(control_label=control_label, control_value_text=control_value_text)
-    env.globals.update(difficulties=DIFFICULTIES, max_speed=MAX_SPEED)
+    env.globals.update(
+        difficulties=DIFFICULTIES, max_speed=MAX_SPEED, engines=list(ENGINES), default_engine=DEFAULT_ENGINE
+    )
     env.globals["translate"] = translations(language).gettext  # for Python code called from a template
     return env
 
@@ -112,6 +115,7 @@ async def start(
     speed: str = Form("4", max_length=40),
     clock: str = Form("", max_length=40),
     difficulty: str = Form(DEFAULT_DIFFICULTY, max_length=40),
+    engine: str = Form("", max_length=40),
 ) -> Response:
     """The card's Start: the run opens paused on its briefing and starts when the player says so."""
     form = await request.form()
@@ -143,6 +147,7 @@ async def start(
             scenario=scenario,
             paused=True,
             difficulty=difficulty_value,
+            engine=engine or None,
             seed=seed_value,
             speed=speed_value,
             clock=clock or None,
