@@ -193,3 +193,40 @@ def test_outcome_of_a_quiet_day() -> None:
     result = run_outcome(sim)
     assert result.incident_minute is None and result.time_to_recovery_min is None
     assert result.budget_spent == 0.0 and result.mean_staleness_s == pytest.approx(30.0)
+
+
+def test_the_debrief_reads_like_a_postmortem() -> None:
+    """One incident timeline (each action its own row, even within a minute) and the delay against the playbook."""
+    sim = Simulation("bad-deploy", seed=7)
+    sim.run(until=40)
+    sim.step([("floor", 12), ("rollback", None)])
+    sim.run()
+    report = full_report(sim)
+    rows = [(e.clock, e.kind, e.template % e.args if e.args else e.template) for e in report.incident_timeline]
+    assert rows[:3] == [
+        ("09:10", "scenario", "deploy started"),
+        ("09:12", "scenario", "deploy finished"),
+        ("09:28", "detection", "detected: the page fired"),
+    ]
+    assert ("09:40", "action", "you: Fleet floor = 12 instances") in rows
+    assert ("09:40", "action", "you: Roll back") in rows
+    assert ("09:40", "mitigation", "first action after the incident began") in rows
+    assert rows[-2:][0][1] in ("recovery", "scenario") and any(kind == "recovery" for _c, kind, _t in rows)
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)
+    narrative = report.headline[-1]
+    assert narrative.startswith("The playbook first acted at 09:29, you at 09:40; each minute of delay cost about ")
+    per_minute = (report.budget_spent - report.counterfactuals["textbook"].budget_spent) / 11
+    assert f"{per_minute:.2%} of the error budget." in narrative
+
+
+def test_the_postmortem_exports_as_markdown() -> None:
+    from oncallsim.debrief.markdown import render_markdown
+
+    sim = Simulation("bad-deploy", seed=7)
+    sim.run(until=30)
+    sim.step([("rollback", None)])
+    sim.run()
+    text = render_markdown(full_report(sim))
+    assert text.startswith("# Postmortem — Bad deploy (seed 7)\n")
+    assert "| 09:30 | you: Roll back |" in text and "| 09:28 | detected: the page fired |" in text
+    assert "| objective | result | measured |" in text and "| score |" in text

@@ -545,3 +545,24 @@ def test_a_scenario_file_may_name_its_engine(client: TestClient) -> None:
     assert client.get(f"/api/runs/{made.json()['id']}/runfile").json()["engine"] == "request"
     bad = client.post("/api/runs", json={"scenario": "mine", "scenario_toml": toml + 'engine = "quantum"\n'})
     assert bad.status_code == 422 and "engine" in bad.json()["error"] and "minute" in bad.json()["error"]
+
+
+def test_the_debrief_page_offers_the_postmortem_and_the_offline_report(client: TestClient) -> None:
+    run_id = new_run(client, minutes=35, paused=True)
+    for _ in range(30):
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
+    client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "finished")
+    page = client.get(f"/runs/{run_id}/debrief").text
+    assert 'id="incident-timeline"' in page and "you: Roll back" in page and "objectives met" in page
+    assert "Before: the mean over the 5 minutes before the decision." in page
+    markdown = client.get(f"/runs/{run_id}/report.md")
+    assert markdown.headers["content-type"].startswith("text/markdown")
+    assert "attachment" in markdown.headers["content-disposition"] and "# Postmortem — Bad deploy" in markdown.text
+    offline = client.get(f"/runs/{run_id}/report.html")
+    assert "attachment" in offline.headers["content-disposition"]
+    assert 'id="debrief-chart"' in offline.text and "Plotly" in offline.text and "<script src=" not in offline.text
+    unfinished = new_run(client, paused=True)
+    assert client.get(f"/runs/{unfinished}/report.md").status_code == 409

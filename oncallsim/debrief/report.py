@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
+from oncallsim.debrief.postmortem import NARRATIVES, TIMELINE_TEXTS, TimelineEntry, incident_timeline, narrative_parts
 from oncallsim.debrief.score import ScorePart, run_score
 from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
@@ -38,6 +39,7 @@ class Report(Outcome):
     headline_parts: list[tuple[str, dict[str, str]]]
     score: int = 0  # out of 100 (debrief/score.py); a summary stored before scores existed: 0
     score_parts: list[ScorePart] = Field(default_factory=list)
+    incident_timeline: list[TimelineEntry] = Field(default_factory=list)  # debrief/postmortem.py
 
 
 def opening_fleet_cost(sim: Simulation) -> float:
@@ -66,7 +68,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             objectives_total=len(their_scores),
             score=run_score(theirs, opening_fleet_cost(other)).score,
         )
-    parts = headline_parts(mine, others)
+    parts = headline_parts(mine, others) + narrative_parts(mine, others.get("textbook"), sim.plan.clock)
     mine_score = run_score(mine, opening_fleet_cost(sim))
     return Report(
         **mine.model_dump(),
@@ -86,6 +88,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
         headline_parts=parts,
         score=mine_score.score,
         score_parts=mine_score.parts,
+        incident_timeline=incident_timeline(sim.timeline, sim.plan, sim.actions, mine),
     )
 
 
@@ -97,6 +100,9 @@ HEADLINES = {
     "cost": "The fleet cost %(mine)s.",
     "recovered": "Service recovered %(minutes)s min after the incident began.",
     "not_recovered": "Service had not recovered by the end of the run.",
+    # the postmortem's sentences and timeline rows: listed here so the catalogs extract them with the rest
+    **{f"narrative_{k}": v for k, v in NARRATIVES.items()},
+    **{f"timeline_{k}": v for k, v in TIMELINE_TEXTS.items()},
 }
 
 

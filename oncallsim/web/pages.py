@@ -4,6 +4,7 @@ Every user-facing string goes through the translation layer (``_`` in templates,
 
 from __future__ import annotations
 
+import asyncio
 import json
 from functools import cache
 from typing import Any
@@ -13,11 +14,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from latex2mathml.converter import convert as latex_to_mathml
 
-from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, render_html
+from oncallsim.debrief.markdown import render_markdown
 from oncallsim.i18n import negotiate, page_catalog, translations
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES
 from oncallsim.model.formulas import FORMULAS, SOURCES
+from oncallsim.policies import counterfactuals
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
@@ -217,6 +220,51 @@ async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
         r=live.report,
         clock=live.sim.plan.clock,
         figure_json=await live.figure(),  # computed once (with the counterfactuals), off the event loop
+    )
+
+
+async def finished_or_error(request: Request, run_id: str) -> LiveRun | HTMLResponse:
+    live = await live_or_404(request, run_id)
+    if isinstance(live, HTMLResponse):
+        return live
+    if not await live.debrief_ready() or live.report is None:
+        return render(request, "not_over.html", live=live, status=409)
+    return live
+
+
+@router.get("/runs/{run_id}/report.md")
+async def report_markdown(request: Request, run_id: str) -> Response:
+    """The debrief as a Markdown postmortem, downloaded."""
+    live = await finished_or_error(request, run_id)
+    if isinstance(live, HTMLResponse):
+        return live
+    assert live.report is not None
+    return Response(
+        render_markdown(live.report),
+        media_type="text/markdown; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="oncallsim-{live.sim.scenario.id}-{live.id}.md"'},
+    )
+
+
+@router.get("/runs/{run_id}/report.html")
+async def report_html(request: Request, run_id: str) -> Response:
+    """The self-contained offline report (as `oncallsim debrief --html` writes it), downloaded: it inlines
+    plotly.js, so it is served as an attachment, never shown under the console's policy."""
+    live = await finished_or_error(request, run_id)
+    if isinstance(live, HTMLResponse):
+        return live
+    report, sim = live.report, live.sim
+    assert report is not None
+
+    def build() -> str:
+        others = counterfactuals(sim)
+        timelines = {name: o.timeline for name, o in others.items()}
+        return render_html(report, sim.timeline, sim.plan, sim.params, sim.actions, timelines)
+
+    return Response(
+        await asyncio.to_thread(build),
+        media_type="text/html; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="oncallsim-{sim.scenario.id}-{live.id}.html"'},
     )
 
 

@@ -1,0 +1,52 @@
+"""The debrief as Markdown: a postmortem document to paste into a wiki or a ticket (English)."""
+
+from __future__ import annotations
+
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
+from oncallsim.debrief.report import Report
+
+__all__ = ["render_markdown"]
+
+
+def _cell(text: object) -> str:
+    """A table cell: a pipe or a line break in a user's scenario title must not break the table."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(r: Report) -> str:
+    verdict = "all objectives met" if r.passed else "objectives missed"
+    lines = [
+        f"# Postmortem — {_cell(r.scenario_title)} (seed {r.seed})",
+        "",
+        f"{r.minutes} minutes · {verdict} · score {r.score} / 100",
+        "",
+        *[f"> {line}" for line in r.headline],
+        "",
+        "## Timeline",
+        "",
+        "| time | what |",
+        "|---|---|",
+        *[f"| {e.clock} | {_cell(e.template % e.args if e.args else e.template)} |" for e in r.incident_timeline],
+        "",
+        "## Objectives",
+        "",
+        "| objective | result | measured |",
+        "|---|---|---|",
+        *[f"| {_cell(o.name)} | {'passed' if o.passed else 'failed'} | {fmt_objective(o)} |" for o in r.objectives],
+        "",
+        "## Compared with hands-off and the playbook",
+        "",
+        "| | you | " + " | ".join(r.counterfactuals) + " |",
+        "|---|---|" + "---|" * len(r.counterfactuals),
+        f"| score | {r.score} | " + " | ".join(str(c.score) for c in r.counterfactuals.values()) + " |",
+    ]
+    for label, key, kind in COMPARISONS:
+        others = " | ".join(fmt(getattr(c, key), kind) for c in r.counterfactuals.values())
+        lines.append(f"| {label} | {fmt(getattr(r, key), kind)} | {others} |")
+    lines += ["", "## Where the error budget went", ""]
+    lines += [f"- {CAUSE_LABELS[c]}: {fmt(v, 'pct')}" for c, v in r.budget_spent_by_cause.items()]
+    lines += ["", "## Score", ""]
+    lines += [
+        f"- {p.name.replace('_', ' ')}: {p.amount:.1f} → −{p.lost:.1f} (at most {p.cap:.0f})" for p in r.score_parts
+    ]
+    return "\n".join(lines) + "\n"
