@@ -4,6 +4,7 @@ real headless Chromium against a real server."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 
 from tests.browser import chromium_page
 from tests.server import running_server
-from tests.test_console_browser import Watch, api, start_paused, step_once
+from tests.test_console_browser import SCREENSHOTS, Watch, api, start_paused, step_once
 
 
 @pytest.fixture(scope="module")
@@ -114,4 +115,39 @@ def test_the_diagram_shows_the_flush_and_every_chart_marks_it(server: str) -> No
         assert "cache flushed" in labels and "recommendations feature off" in labels
         legend = page.eval_on_selector_all("#chart-errors .legendtext", "els => els.map(e => e.textContent)")
         assert legend == ["error rate", "SLO allows 0.10 %"]
+        watch.check()
+
+
+def test_the_tutorial_tours_the_panels_and_a_player_reacting_to_the_page_passes(server: str) -> None:
+    """The issue's "done when": a first-time player on guided difficulty, reacting to the page, passes."""
+    with chromium_page(width=1366, height=768) as page:
+        watch = Watch(page)
+        page.goto(server + "/")
+        page.get_by_role("button", name="Start the tutorial").click()
+        page.get_by_role("dialog", name="Tutorial: your first page").get_by_role("button", name="Start the run").click()
+        tour = page.locator("#tour")
+        for pointed in ("#status-title", "#diagram", "#chart-burn", "#controls", "#events"):
+            tour.wait_for()
+            assert page.locator(pointed).evaluate("el => el.classList.contains('toured')")
+            if pointed == "#diagram" and os.environ.get("ONCALLSIM_UPDATE_SCREENSHOTS") == "1":
+                page.screenshot(path=str(SCREENSHOTS / "console-tutorial-tour.png"))
+            page.locator("#tour-next").click()
+        page.wait_for_function("() => document.querySelector('main.console').dataset.paused === 'false'")
+        page.get_by_role("dialog", name="Paused: the incident has begun").get_by_role(
+            "button", name="Resume the run"
+        ).click()
+        note = page.get_by_role("dialog", name="Paused: the page fired")
+        note.wait_for(timeout=60_000)
+        note.get_by_role("button", name="Stay paused").click()
+        page.get_by_role("button", name="Roll back").click()
+        page.locator("#error", has_text="Roll back — logged").wait_for()
+        page.keyboard.press("Space")
+        page.locator("#tour", has_text="The run is over").wait_for(timeout=90_000)
+        assert page.locator("#debrief-link").evaluate("el => el.classList.contains('toured')")
+        page.locator("#tour-next").click()
+        page.get_by_role("link", name="Debrief").click()
+        assert page.locator(".verdict").inner_text() == "✔ all objectives met"
+        if os.environ.get("ONCALLSIM_UPDATE_SCREENSHOTS") == "1":
+            page.locator("#debrief-chart .main-svg").first.wait_for()
+            page.screenshot(path=str(SCREENSHOTS / "debrief-tutorial.png"), full_page=True)
         watch.check()

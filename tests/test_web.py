@@ -557,6 +557,7 @@ def test_the_debrief_page_offers_the_postmortem_and_the_offline_report(client: T
         receive_until(ws, lambda m: m["type"] == "finished")
     page = client.get(f"/runs/{run_id}/debrief").text
     assert 'id="incident-timeline"' in page and "you: Roll back" in page and "objectives met" in page
+    assert "<td>Roll back</td>" in page  # a button's decision: its label alone, no dangling value
     assert "Before: the mean over the 5 minutes before the decision." in page
     markdown = client.get(f"/runs/{run_id}/report.md")
     assert markdown.headers["content-type"].startswith("text/markdown")

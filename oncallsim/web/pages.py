@@ -27,6 +27,7 @@ from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_
 from oncallsim.web.labels import control_label, control_value_text
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
+from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_TOML, tutorial_scenario
 
 __all__ = ["router"]
 
@@ -79,6 +80,7 @@ async def home(
         request,
         "home.html",
         scenarios=list(builtin_scenarios().values()),
+        tutorial=tutorial_scenario(),
         seed=random_seed() if seed is None else seed,
         chosen=scenario,
         speeds=SPEEDS,
@@ -167,6 +169,14 @@ async def start(
 RUN_FILTERS = ("all", "live", "finished", "imported", "abandoned")
 
 
+@router.post("/tutorial")
+async def start_tutorial(request: Request) -> Response:
+    """The tutorial's card: a guided run of the console's own short scenario, opening on its tour."""
+    new = NewRun(scenario=TUTORIAL_ID, scenario_toml=TUTORIAL_TOML, seed=1, speed=2, paused=True, difficulty="guided")
+    live = await start_run(manager_of(request), new)
+    return RedirectResponse(f"/runs/{live.id}", status_code=303)
+
+
 @router.get("/runs", response_class=HTMLResponse)
 async def runs(request: Request, show: str = Query(default="all", max_length=20)) -> HTMLResponse:
     """Past runs, filtered: in progress (live), finished (played here), imported, abandoned, or all."""
@@ -203,7 +213,10 @@ async def console(request: Request, run_id: str) -> HTMLResponse:
     live = await live_or_404(request, run_id)
     if isinstance(live, HTMLResponse):
         return live
-    return render(request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS)
+    tutorial = live.sim.scenario.id == TUTORIAL_ID and live.sim.scenario.id not in builtin_scenarios()
+    return render(
+        request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS, tutorial=tutorial
+    )
 
 
 @router.get("/runs/{run_id}/debrief", response_class=HTMLResponse)

@@ -360,8 +360,48 @@
   $("show-briefing").addEventListener("click", openBriefing);
   $("briefing-go").addEventListener("click", () => {
     briefing.close();
-    if (state && state.paused && state.minute === 0 && !state.done) send({ type: "resume" });
+    if (!(state && state.paused && state.minute === 0 && !state.done)) return;
+    if (root.dataset.tutorial === "true") tour(0); else send({ type: "resume" });
   });
+
+  // The tutorial's tour: a pointer at each panel in turn, then the clock starts; at the end, the debrief.
+  const TOUR = [
+    ["#status-title", t("tour.status")],
+    ["#diagram", t("tour.diagram")],
+    ["#chart-burn", t("tour.charts")],
+    ["#controls", t("tour.controls")],
+    ["#events", t("tour.events")],
+  ];
+  function pointAt(selector, text) {
+    for (const el of document.querySelectorAll(".toured")) el.classList.remove("toured");
+    const target = document.querySelector(selector);
+    const box = $("tour");
+    $("tour-text").textContent = text;
+    box.hidden = false;
+    if (!target) return;
+    target.classList.add("toured");
+    target.scrollIntoView({ block: "nearest" });
+    const r = target.getBoundingClientRect();
+    const left = Math.min(Math.max(8, r.left), window.innerWidth - box.offsetWidth - 8);
+    const below = r.bottom + box.offsetHeight + 12 < window.innerHeight;
+    box.style.left = left + "px";
+    box.style.top = (below ? r.bottom + 8 : Math.max(8, r.top - box.offsetHeight - 8)) + "px";
+  }
+  function endTour(resume) {
+    for (const el of document.querySelectorAll(".toured")) el.classList.remove("toured");
+    $("tour").hidden = true;
+    root.dataset.toured = "true";
+    if (resume) send({ type: "resume" });
+  }
+  let tourStep = -1;
+  function tour(step) {
+    tourStep = step;
+    if (step >= TOUR.length) { endTour(true); return; }
+    pointAt(TOUR[step][0], TOUR[step][1]);
+    $("tour-next").textContent = step === TOUR.length - 1 ? t("tour.start") : t("tour.next");
+  }
+  $("tour-next").addEventListener("click", () => (tourStep === TOUR.length ? endTour(false) : tour(tourStep + 1)));
+  $("tour-skip").addEventListener("click", () => endTour(tourStep < TOUR.length));
 
   const NOTES = { page: t("note.page"), incident: t("note.incident") };
   const HINTS = { deploy: t("hint.deploy"), flush: t("hint.flush"), surge: t("hint.surge") };
@@ -511,6 +551,11 @@
         finished = true;
         showState(message.state);
         flash(message.state.ended === "abandoned" ? t("run.abandoned") : t("run.finished"), "info");
+        if (root.dataset.tutorial === "true" && message.state.ended !== "abandoned") {
+          tourStep = TOUR.length; // the last pointer: the debrief, then the tour is over
+          pointAt("#debrief-link", t("tour.debrief"));
+          $("tour-next").textContent = t("tour.done");
+        }
         break;
     }
     root.dataset.records = String(records.length);
