@@ -1,0 +1,135 @@
+"""The request engine's speed: M/M/N customers per second against SimPy and Ciw, and a busy minute.
+
+1. M/M/N "queue only" (N = 160 servers, S = 50 ms, ρ = 0.85: λ = 2,720/s), the same number of customers on
+   each simulator: the engine's compiled loop (``queue_only.simulate_mmn``), SimPy (a process per customer,
+   a ``Resource`` of N) and Ciw (one node, N servers). Each also prints its mean wait against Erlang C's
+   C/(Nμ − λ), so that the three are seen to simulate the same queue. Target: ≥ 150× SimPy.
+2. A busy minute of the full pipeline: free play at 2,500 req/s (no daily swing), 20 instances (utilization
+   about 0.6), through ``Simulation.step``. Target: ≤ 30 ms a minute (a live run at 16× then costs under
+   half a core).
+
+Peers are measured in the same run, on the same machine; ratios are what to compare across machines.
+
+    python benchmarks/requests.py [--customers 163200] [--repeats 5] [--minutes 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+from oncallsim.model.queueing import erlang_c
+
+SERVERS, SERVICE_S, UTILIZATION = 160, 0.050, 0.85
+RATE = UTILIZATION * SERVERS / SERVICE_S
+TARGET_SIMPY_RATIO = 150.0
+TARGET_MINUTE_MS = 30.0
+
+
+def engine_run(customers: int, seed: int) -> tuple[float, int, float]:
+    """(seconds, customers, mean wait s) for the engine; it runs whole minutes, so the customers are rounded to
+    minutes (the customers that started service, the same count the peers' records hold)."""
+    from oncallsim.model.request.queue_only import simulate_mmn
+
+    minutes = max(1, round(customers / (RATE * 60.0)))
+    start = time.perf_counter()
+    run = simulate_mmn(SERVERS, RATE, SERVICE_S, minutes, seed, warmup_minutes=0)
+    took = time.perf_counter() - start
+    return took, run.customers, run.mean_wait_s
+
+
+def simpy_run(customers: int, seed: int) -> tuple[float, int, float]:
+    import simpy
+
+    rng = random.Random(seed)
+    env = simpy.Environment()
+    servers = simpy.Resource(env, capacity=SERVERS)
+    waits: list[float] = []
+
+    def customer(env: simpy.Environment) -> object:
+        arrived = env.now
+        with servers.request() as req:
+            yield req
+            waits.append(env.now - arrived)
+            yield env.timeout(rng.expovariate(1.0 / SERVICE_S))
+
+    def source(env: simpy.Environment) -> object:
+        for _ in range(customers):
+            yield env.timeout(rng.expovariate(RATE))
+            env.process(customer(env))
+
+    start = time.perf_counter()
+    env.process(source(env))
+    env.run()
+    return time.perf_counter() - start, len(waits), statistics.fmean(waits)
+
+
+def ciw_run(customers: int, seed: int) -> tuple[float, int, float]:
+    import ciw
+
+    ciw.seed(seed)
+    network = ciw.create_network(
+        arrival_distributions=[ciw.dists.Exponential(RATE)],
+        service_distributions=[ciw.dists.Exponential(1.0 / SERVICE_S)],
+        number_of_servers=[SERVERS],
+    )
+    sim = ciw.Simulation(network)
+    start = time.perf_counter()
+    sim.simulate_until_max_customers(customers, method="Arrive")
+    took = time.perf_counter() - start
+    waits = [r.waiting_time for r in sim.get_all_records()]
+    return took, len(waits), statistics.fmean(waits)
+
+
+def busy_minute_ms(minutes: int, seed: int = 1) -> tuple[float, float]:
+    """(median, best) ms per minute of the full pipeline at 2,500 req/s, after one untimed minute."""
+    from oncallsim import Simulation
+
+    overrides = {"base_requests_per_s": 2500.0, "diurnal_amplitude": 0.0, "floor": 20}
+    sim = Simulation("free-play", seed=seed, engine="request", minutes=minutes + 1, overrides=overrides)
+    sim.step()  # compiles on first use on this machine; fills the buffers
+    times = []
+    for _ in range(minutes):
+        start = time.perf_counter()
+        record = sim.step()
+        times.append((time.perf_counter() - start) * 1000.0)
+    assert record.requests_per_s > 2400 and record.error_rate < 0.01, record  # the minute is busy and healthy
+    return statistics.median(times), min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--customers", type=int, default=round(RATE * 60.0), help="customers per simulator")
+    ap.add_argument("--repeats", type=int, default=5, help="engine repeats (the best counts); peers run once")
+    ap.add_argument("--minutes", type=int, default=30, help="busy minutes timed")
+    args = ap.parse_args()
+
+    formula = erlang_c(RATE * SERVICE_S, SERVERS) / (SERVERS / SERVICE_S - RATE)
+    engine_run(1000, 0)  # compile (or load from numba's cache) outside the timing
+    best = min((engine_run(args.customers, seed) for seed in range(1, args.repeats + 1)), key=lambda r: r[0])
+    customers = best[1]  # the engine runs whole minutes: the peers get exactly as many customers
+    rows = {"request engine": best, "SimPy": simpy_run(customers, 1), "Ciw": ciw_run(customers, 1)}
+    print(f"M/M/N: N = {SERVERS}, S = {SERVICE_S * 1000:g} ms, ρ = {UTILIZATION}, λ = {RATE:g}/s")
+    print(f"{'':16} {'customers':>10} {'seconds':>9} {'customers/s':>12} {'mean wait ms':>13}  (C/(Nμ−λ) = "
+          f"{formula * 1000:.4f} ms)")  # fmt: skip
+    speed = {}
+    for name, (took, n, wait) in rows.items():
+        speed[name] = n / took
+        print(f"{name:16} {n:>10,} {took:>9.3f} {speed[name]:>12,.0f} {wait * 1000:>13.4f}")
+    ratio_simpy = speed["request engine"] / speed["SimPy"]
+    ratio_ciw = speed["request engine"] / speed["Ciw"]
+    verdict = "meets" if ratio_simpy >= TARGET_SIMPY_RATIO else "MISSES"
+    print(f"ratios: {ratio_simpy:,.0f}× SimPy ({verdict} ≥ {TARGET_SIMPY_RATIO:g}×), {ratio_ciw:,.0f}× Ciw")
+
+    median, fastest = busy_minute_ms(args.minutes)
+    verdict = "meets" if median <= TARGET_MINUTE_MS else "MISSES"
+    print(
+        f"busy minute (full pipeline, 2,500 req/s, 150,000 requests): median {median:.1f} ms, best "
+        f"{fastest:.1f} ms over {args.minutes} minutes ({verdict} ≤ {TARGET_MINUTE_MS:g} ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
