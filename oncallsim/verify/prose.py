@@ -32,18 +32,22 @@ def _flush_story(run: Timeline) -> str:
     back_r = _minutes_until(hit_r, flush, 0.9 * before)
     back_m = _minutes_until(hit_m, flush, 0.9 * before)
     never = "not within the run"
+    after, calm = hit_r[flush + 1 : flush + 21], hit_r[max(0, flush - 20) : flush]
     return (
         f"In `cache-flush` (hands-off, seed 1) the cache is flushed at minute {flush}, when the hit ratio was "
         f"{before:.3f}. The minute model calibrates a slow refill (MODEL.md's warmth, time constant 30 min): its "
-        "hit "
-        f"ratio that minute is {hit_m[flush]:.3f}, the database runs at ρ = {db_m[flush]:.2f}, slower queries "
+        f"hit ratio that minute is {hit_m[flush]:.3f}, the database runs at ρ = {db_m[flush]:.2f}, slower queries "
         f"stretch the service time until a = {a_m[flush]:.0f} Erlangs exceeds N = {n_m[flush]:.0f}, and "
         f"{100 * err_m[flush]:.1f} % of the minute fails; it is back to 90 % of the old hit ratio "
         f"{f'after {back_m} minutes' if back_m is not None else never}. The request engine's TTL cache stores "
         f"each object again at its next miss, on average 1/r = 20,000/λ ≈ {refill_s:.0f} s away at this "
         f"traffic: over the flush minute its hit ratio is {hit_r[flush]:.3f}, its database at ρ = "
         f"{db_r[flush]:.2f}, {100 * err_r[flush]:.2f} % fails, and it is back to 90 % "
-        f"{f'after {back_r} minute(s)' if back_r is not None else never}. Over the run the error rate averages "
+        f"{f'after {back_r} minute(s)' if back_r is not None else never}. Then it rings: objects stored together "
+        f"expire together a TTL later, so the dip echoes every TTL + 1/r or so, fading as the refills spread (over "
+        f"the next 20 minutes the hit ratio ranges {after.min():.3f}–{after.max():.3f}, against "
+        f"{calm.min():.3f}–{calm.max():.3f} in the 20 before the flush), a synchronised-expiry effect the "
+        f"minute model cannot show. Over the run the error rate averages "
         f"{100 * err_m.mean():.2f} % on the minute model against {100 * err_r.mean():.2f} % on the request "
         "engine. The scenario's briefing and objectives are calibrated on the minute model; on the request "
         "engine it teaches a different lesson: a TTL cache refills itself in seconds unless the database "

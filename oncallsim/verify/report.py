@@ -175,15 +175,20 @@ def _plots(res: Results, images: Path) -> list[str]:
     names.append("cache_db.png")
     plt.close(fig)
 
-    for scenario, fields in (("cache-flush", ("cache_hit", "error_rate")), ("surge", ("error_rate", "p99_ms"))):
+    views = (("cache-flush", ("cache_hit", "error_rate"), "cache_hit"), ("surge", ("error_rate", "queue_at_end"), None))
+    for scenario, fields, low in views:
         run = res.timelines.get((scenario, "hands-off", 1))
         if run is None:
             continue
+        # around the incident: the flush (the minute model's lowest hit ratio) or the worst minute
+        key = run.fields[low][0] if low else -run.fields["error_rate"][1]
+        at = int(np.argmin(key))
+        span = np.arange(max(0, at - 15), min(len(key), at + 45))
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
         for ax, field in zip(axes, fields, strict=True):
             minute, request = run.fields[field]
-            ax.plot(minute, lw=1, label="minute model")
-            ax.plot(request, lw=1, label="request engine")
+            ax.plot(span, minute[span], lw=1, marker=".", ms=3, label="minute model")
+            ax.plot(span, request[span], lw=1, marker=".", ms=3, label="request engine")
             ax.set(xlabel="minute", title=f"{scenario}, hands-off, seed 1: {field}")
             ax.legend(fontsize=7)
         _savefig(fig, images / f"{scenario}.png")
