@@ -567,3 +567,30 @@ def test_the_debrief_page_offers_the_postmortem_and_the_offline_report(client: T
     assert 'id="debrief-chart"' in offline.text and "Plotly" in offline.text and "<script src=" not in offline.text
     unfinished = new_run(client, paused=True)
     assert client.get(f"/runs/{unfinished}/report.md").status_code == 409
+
+
+def test_leaderboard_per_scenario_and_seed_and_the_daily_seed(client: TestClient) -> None:
+    from datetime import date
+
+    from oncallsim.web.pages import daily_seed
+
+    assert daily_seed(date(2026, 11, 30)) == daily_seed(date(2026, 11, 30)) != daily_seed(date(2026, 12, 1))
+    home = client.get("/").text
+    assert f"Today&#39;s seed, the same for everyone: {daily_seed()}." in home
+    assert f"/leaderboard?scenario=bad-deploy&amp;seed={daily_seed()}" in home
+    ids = {}
+    for player, rollback_at in (("ada", 20), (None, None)):
+        run_id = new_run(client, minutes=40, paused=True, seed=5, **({"player": player} if player else {}))
+        for minute in range(40):
+            if minute == rollback_at:
+                client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
+            client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+        ids[player] = run_id
+        client.get(f"/runs/{run_id}/debrief")  # waits for the debrief
+    new_run(client, minutes=40, seed=6, player="bob")  # another seed: not on this board
+    page = client.get("/leaderboard?scenario=bad-deploy&seed=5").text
+    board = page[page.index('id="leaderboard"') :]
+    assert board.index("ada") < board.index("anonymous") and "bob" not in board
+    assert client.get("/leaderboard?scenario=bad-deploy&seed=x").status_code == 422
+    bad = client.post("/api/runs", json={"scenario": "surge", "player": "<script>"})
+    assert bad.status_code == 422 and bad.json()["field"] == "player"

@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS runs (
     debrief_figure TEXT,
     difficulty TEXT NOT NULL DEFAULT 'normal',
     engine TEXT NOT NULL DEFAULT 'minute',
-    imported INTEGER NOT NULL DEFAULT 0
+    imported INTEGER NOT NULL DEFAULT 0,
+    player TEXT
 );
 CREATE TABLE IF NOT EXISTS actions (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -65,6 +66,7 @@ ADDED_COLUMNS = {
     "difficulty": "TEXT NOT NULL DEFAULT 'normal'",
     "engine": "TEXT NOT NULL DEFAULT 'minute'",
     "imported": "INTEGER NOT NULL DEFAULT 0",
+    "player": "TEXT",
 }
 
 
@@ -89,6 +91,7 @@ class RunRow:
     model_version: str = MODEL_VERSION
     debrief_figure: str | None = None
     imported: bool = False  # uploaded as a run file, not played on this server
+    player: str | None = None  # the name the player gave for the leaderboard (optional)
 
     @property
     def difficulty(self) -> str:
@@ -130,13 +133,15 @@ class RunStore:
         with self._lock:
             self._db.close()
 
-    def create_run(self, run: RunFile, speed: int = 1, status: str = "live", imported: bool = False) -> str:
+    def create_run(
+        self, run: RunFile, speed: int = 1, status: str = "live", imported: bool = False, player: str | None = None
+    ) -> str:
         run_id = uuid.uuid4().hex[:12]
         with self._lock, self._db:
             self._db.execute(
                 "INSERT INTO runs (id, created_at, scenario, scenario_spec, model_version, seed, overrides, noise,"
-                " minutes, clock, played, status, speed, difficulty, engine, imported)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " minutes, clock, played, status, speed, difficulty, engine, imported, player)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     datetime.now(UTC).isoformat(timespec="seconds"),
@@ -154,6 +159,7 @@ class RunStore:
                     run.difficulty,
                     run.engine,
                     int(imported),
+                    player,
                 ),
             )
             self._insert_actions(run_id, 0, [Action(a["minute"], a["control"], a.get("value")) for a in run.actions])
@@ -225,6 +231,19 @@ class RunStore:
             ).fetchall()
         return self._row(row, actions)
 
+    def leaderboard(self, scenario: str, seed: int, limit: int = 50) -> list[RunRow]:
+        """The finished runs played here (not imported) of one scenario and seed, best score first (then the
+        earliest): everyone who played the same draws, side by side."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM runs WHERE scenario = ? AND seed = ? AND status = 'finished' AND imported = 0"
+                " AND summary IS NOT NULL ORDER BY created_at, rowid",
+                (scenario, seed),
+            ).fetchall()
+        found = [self._row(r, []) for r in rows]
+        found.sort(key=lambda r: -int((r.summary or {}).get("score", 0)))
+        return found[:limit]
+
     def recent(self, limit: int = 200) -> list[RunRow]:
         with self._lock:
             rows = self._db.execute(
@@ -269,4 +288,5 @@ class RunStore:
             model_version=row["model_version"],
             debrief_figure=row["debrief_figure"],
             imported=bool(row["imported"]),
+            player=row["player"],
         )

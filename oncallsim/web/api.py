@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -70,6 +71,9 @@ class NewRun(_Body):
         Annotated[str, Field(max_length=64)], Number | StrictBool | Annotated[str, Field(max_length=64)]
     ] = Field(default_factory=dict, max_length=64, description="parameters and opening controls, NAME: VALUE")
     paused: StrictBool = False
+    player: StrictStr | None = Field(
+        default=None, max_length=40, description="a name for the leaderboard (optional; letters, digits, spaces, . _ -)"
+    )
     engine: StrictStr | None = Field(
         default=None, max_length=40, description="an engine of GET /api/engines; the scenario's own by default"
     )
@@ -108,6 +112,18 @@ ClientMessage = TypeAdapter(Annotated[ActionMessage | PauseMessage | SpeedMessag
 ControlBody = Annotated[PauseMessage | SpeedMessage, Field(discriminator="type")]
 
 
+PLAYER = re.compile(r"^[\w .\-]{1,40}$")
+
+
+def check_player(name: str | None) -> str | None:
+    """A leaderboard name: optional; letters, digits, spaces, dots, dashes and underscores, at most 40."""
+    if name is None or not name.strip():
+        return None
+    if not PLAYER.match(name.strip()):
+        raise InvalidInput("player", "at most 40 letters, digits, spaces, dots, dashes or underscores")
+    return name.strip()
+
+
 def manager_of(request: Request | WebSocket) -> RunManager:
     return request.app.state.manager  # type: ignore[no-any-return]
 
@@ -125,7 +141,8 @@ async def start_run(manager: RunManager, new: NewRun) -> LiveRun:
     sim = Simulation(
         scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes, engine=engine
     )
-    return await manager.create(sim, new.speed, paused=new.paused, difficulty=new.difficulty)
+    player = check_player(new.player)
+    return await manager.create(sim, new.speed, paused=new.paused, difficulty=new.difficulty, player=player)
 
 
 async def get_live(request: Request | WebSocket, run_id: str) -> LiveRun:

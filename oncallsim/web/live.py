@@ -460,12 +460,17 @@ class RunManager:
         self.clock = Clock(store)
 
     async def create(
-        self, sim: Simulation, speed: int, paused: bool = False, difficulty: str = DEFAULT_DIFFICULTY
+        self,
+        sim: Simulation,
+        speed: int,
+        paused: bool = False,
+        difficulty: str = DEFAULT_DIFFICULTY,
+        player: str | None = None,
     ) -> LiveRun:
         speed = check_speed(speed)
         check_speed_for(check_difficulty(difficulty), speed)
         run_file = sim.run_file().model_copy(update={"difficulty": difficulty})
-        run_id = await self.store.write(self.store.create_run, run_file, speed)
+        run_id = await self.store.write(self.store.create_run, run_file, speed, "live", False, player)
         if paused:
             await self.store.write(self.store.set_held, run_id, True, 0)
         live = LiveRun(run_id, sim, self.store, speed, paused, clock=self.clock, difficulty=difficulty)

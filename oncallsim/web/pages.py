@@ -5,7 +5,9 @@ Every user-facing string goes through the translation layer (``_`` in templates,
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+from datetime import UTC, date, datetime
 from functools import cache
 from typing import Any
 
@@ -81,6 +83,7 @@ async def home(
         "home.html",
         scenarios=list(builtin_scenarios().values()),
         tutorial=tutorial_scenario(),
+        daily=daily_seed(),
         seed=random_seed() if seed is None else seed,
         chosen=scenario,
         speeds=SPEEDS,
@@ -121,6 +124,7 @@ async def start(
     clock: str = Form("", max_length=40),
     difficulty: str = Form(DEFAULT_DIFFICULTY, max_length=40),
     engine: str = Form("", max_length=40),
+    player: str = Form("", max_length=80),
 ) -> Response:
     """The card's Start: the run opens paused on its briefing and starts when the player says so."""
     form = await request.form()
@@ -153,6 +157,7 @@ async def start(
             paused=True,
             difficulty=difficulty_value,
             engine=engine or None,
+            player=player or None,
             seed=seed_value,
             speed=speed_value,
             clock=clock or None,
@@ -167,6 +172,31 @@ async def start(
 
 
 RUN_FILTERS = ("all", "live", "finished", "imported", "abandoned")
+
+
+def daily_seed(day: date | None = None) -> int:
+    """Today's seed (UTC): the same for everyone on every server, a new one each day."""
+    day = day or datetime.now(UTC).date()
+    return int.from_bytes(hashlib.sha256(f"oncallsim-daily-{day.isoformat()}".encode()).digest()[:4], "big")
+
+
+@router.get("/leaderboard", response_class=HTMLResponse)
+async def leaderboard(
+    request: Request, scenario: str = Query(default="", max_length=200), seed: str = Query(default="", max_length=40)
+) -> HTMLResponse:
+    """The finished runs of one scenario and seed, best score first (local to this server)."""
+    known = builtin_scenarios()
+    if scenario not in known:
+        return error_page(
+            request, InvalidInput("scenario", f"unknown scenario {scenario[:80]!r}; known: {', '.join(known)}")
+        )
+    if not seed.strip().isdigit() or not 0 <= int(seed) <= MAX_SEED:
+        return error_page(
+            request, InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed[:40]!r}")
+        )
+    store = manager_of(request).store
+    rows = await store.read(store.leaderboard, scenario, int(seed))
+    return render(request, "leaderboard.html", rows=rows, scenario=known[scenario], seed=int(seed), daily=daily_seed())
 
 
 @router.post("/tutorial")
