@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ __all__ = [
     "fail",
     "guarded",
     "load_run_file",
+    "notice_after",
     "parse_sets",
     "prepare_engine",
     "scenario_arg",
@@ -55,6 +57,9 @@ def clear_errors() -> Iterator[None]:
         yield
     except InvalidInput as exc:
         raise fail(str(exc)) from None
+    except BrokenPipeError:  # `oncallsim run … | head`: the reader has what it wanted; leave quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's final flush goes nowhere
+        raise typer.Exit(0) from None
     except ValidationError as exc:
         raise fail(str(invalid_input(exc, "input"))) from None
     except OSError as exc:
@@ -112,16 +117,21 @@ def write_whole(path: Path, text: str) -> None:
         raise InvalidInput(str(path), f"cannot write: {exc.strerror}") from None
 
 
-def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
-    """Prepare ``engine`` (compiled on its first use on this machine, then loaded from numba's cache); when
-    that takes more than a second, say so on stderr rather than look frozen."""
+@contextmanager
+def notice_after(seconds: float, message: str, stream: TextIO | None = None) -> Iterator[None]:
+    """Say ``message`` on stderr if the body is still running after ``seconds`` (rather than look frozen)."""
     out = stream if stream is not None else sys.stderr
-    timer = threading.Timer(
-        1.0, lambda: print(f"preparing the {engine.name} engine (compiled once on this machine)…", file=out)
-    )
+    timer = threading.Timer(seconds, lambda: print(message, file=out))
     timer.daemon = True
     timer.start()
     try:
-        prepare(engine)
+        yield
     finally:
         timer.cancel()
+
+
+def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
+    """Prepare ``engine`` (compiled on its first use on this machine, then loaded from numba's cache); when
+    that takes more than a second, say so on stderr rather than look frozen."""
+    with notice_after(1.0, f"preparing the {engine.name} engine (compiled once on this machine)…", stream):
+        prepare(engine)

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from oncallsim.cli_common import err, load_run_file, write_whole
+from oncallsim.cli_common import err, load_run_file, notice_after, write_whole
+from oncallsim.model import InvalidInput
 from oncallsim.store.runfiles import vet_run_file
 
 __all__ = ["zoom"]
@@ -24,7 +25,13 @@ def zoom(
     from oncallsim.zoom import zoom_run
     from oncallsim.zoom.html import render_zoom_html
 
-    sim = vet_run_file(load_run_file(run_file), str(run_file))
+    run = load_run_file(run_file)
+    played = vet_run_file(run, str(run_file), until=0)  # checked before anything is replayed
+    length = played.length if run.played is None else run.played
+    if not 0 <= minute < length:
+        raise InvalidInput("--minute", f"must be a minute of the run, 0 to {length - 1}; got {minute}")
+    with notice_after(1.0, f"replaying {minute + 1} minutes on the {played.engine.name} engine…"):
+        sim = vet_run_file(run, str(run_file), until=minute + 1)  # the minute's record, no further
     z = zoom_run(sim, minute)
     m = z.measured
     err.print(

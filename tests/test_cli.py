@@ -139,3 +139,17 @@ def test_console_script_is_installed() -> None:
     done = subprocess.run([str(exe), "run", "free-play", "--set", "floor=99"], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "floor: 99 is out of range" in done.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_run_quietly() -> None:
+    # `oncallsim run … | head -2`: no "Broken pipe" error, no traceback, a zero exit
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oncallsim", "run", "free-play", "--format", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"minute,clock")
+    proc.stdout.close()  # the reader goes away with 1,439 minutes still to write
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""

@@ -37,6 +37,13 @@ def test_a_stable_minute_zooms_to_its_own_numbers(run: Simulation) -> None:
     assert len(z.instances["served"]) == r.serving and len(z.seconds["arrivals"]) == 60
 
 
+def test_the_opening_minute_zooms_too(run: Simulation) -> None:
+    z = zoom_run(run, 0)  # its warm-up minute comes before the run's first: the zoom keeps its own clock
+    r = run.timeline[0]
+    assert z.warmed_up and z.timeouts == 0 and z.measured["error_rate"] == pytest.approx(r.error_rate, abs=0.01)
+    assert z.measured["cache_hit"] == pytest.approx(r.cache_hit, abs=0.01) and max(z.seconds["queue"]) < 50
+
+
 def test_zoom_is_reproducible(run: Simulation) -> None:
     assert zoom_run(run, 12).to_dict() == zoom_run(run, 12).to_dict()
 
@@ -75,5 +82,5 @@ def test_cli_bad_minute_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     page = tmp_path / "zoom.html"
     done = runner.invoke(app, ["zoom", str(saved), "--minute", "5", "--html", str(page)])
     assert done.exit_code == 2
-    assert done.output.strip().splitlines() == ["error: minute: must be a minute of the run, 0 to 4; got 5"]
+    assert done.output.strip().splitlines() == ["error: --minute: must be a minute of the run, 0 to 4; got 5"]
     assert not page.exists()

@@ -11,11 +11,12 @@ from oncallsim.simulation import RunFile, Simulation
 __all__ = ["vet_run_file"]
 
 
-def vet_run_file(run: RunFile, source: str = "run file") -> Simulation:
-    """Replay a parsed run file whose scenario is a registered id or sent as content (``scenario_spec``)."""
+def vet_run_file(run: RunFile, source: str = "run file", until: int | None = None) -> Simulation:
+    """Replay a parsed run file whose scenario is a registered id or sent as content (``scenario_spec``),
+    to where it was played (or to minute ``until``)."""
     if run.scenario_spec is None:
         registered_scenario(run.scenario, f"{source}: scenario")
     try:
-        return Simulation.replay(run)
+        return Simulation.replay(run, until=until)
     except InvalidInput as exc:
         raise InvalidInput(f"{source}: {exc.field}", exc.reason) from None

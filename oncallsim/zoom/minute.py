@@ -84,12 +84,12 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
     rec = np.zeros(len(NUMERIC_FIELDS))
     ext = np.zeros(len(EXTRA_FIELDS))
     stable = record.servers > 0 and record.erlangs < record.servers
-    t = record.minute
-    fill_cache(world, record.cache_hit, record.ttl_s, 60.0 * (t - 1 if stable else t))
+    # the zoom's own clock: the warm-up is its minute 0, the zoomed minute its minute 1 (times stay ≥ 0)
+    fill_cache(world, record.cache_hit, record.ttl_s, 0.0 if stable else 60.0)
     if stable:
-        request_minute(p, world, t - 1, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, 0)
+        request_minute(p, world, 0, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, 0)
     every = max(1, count // SAMPLED)
-    request_minute(p, world, t, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, every)
+    request_minute(p, world, 1, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, every)
     return _describe(record, params, world, rec, ext, stable, source_engine)
 
 

@@ -222,7 +222,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         ints=ints,
         reals=np.zeros(N_REALS),
         expiry=np.full(int(params.hot_objects), -np.inf),
-        db_free=np.zeros(partitions),
+        db_free=np.full(partitions, -np.inf),  # free since ever
         w_busy=np.zeros(workers, dtype=np.bool_),
         w_arrival=np.zeros(workers),
         w_start=np.zeros(workers),
