@@ -151,3 +151,23 @@ def test_the_tutorial_tours_the_panels_and_a_player_reacting_to_the_page_passes(
             page.locator("#debrief-chart .main-svg").first.wait_for()
             page.screenshot(path=str(SCREENSHOTS / "debrief-tutorial.png"), full_page=True)
         watch.check()
+
+
+def test_a_finished_run_can_be_watched_again_with_the_controls_disabled(server: str) -> None:
+    with chromium_page() as page:
+        watch = Watch(page)
+        run_id = start_paused(page, server, "bad-deploy", seed=7, minutes=20)
+        post(server, f"/api/runs/{run_id}/control", {"type": "speed", "value": 16})
+        post(server, f"/api/runs/{run_id}/control", {"type": "resume"})
+        replay = page.get_by_role("button", name="Watch again")
+        replay.wait_for(timeout=60_000)
+        assert page.get_by_role("button", name="Roll back").is_disabled()
+        page.locator("#speed").select_option("16")
+        replay.click()
+        page.wait_for_function("() => document.querySelector('main.console').dataset.replaying === 'true'")
+        page.wait_for_function("() => Number(document.querySelector('main.console').dataset.records) < 20")
+        page.wait_for_function("() => document.querySelector('main.console').dataset.replaying === 'false'")
+        assert page.locator("main.console").get_attribute("data-records") == "20"
+        assert page.locator("#events li", has_text="deploy started").count() == 1  # the log rebuilt, not doubled
+        assert page.get_by_role("button", name="Roll back").is_disabled()
+        watch.check()

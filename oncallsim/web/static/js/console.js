@@ -253,6 +253,7 @@
     const over = s.done;
     for (const el of document.querySelectorAll("#controls input, #controls button, #pause, .run-end button")) el.disabled = over;
     if (over && s.ended !== "abandoned") $("debrief-link").hidden = false;
+    $("replay").hidden = !over || !records.length;
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
     root.dataset.speed = String(s.speed);
@@ -449,7 +450,43 @@
     osc.onended = () => ctx.close();
   }
 
+  // Replay playback: a finished run watched again minute by minute, at the chosen speed, from the records the
+  // page already holds (nothing is recomputed, the controls stay disabled). Pressed again, it stops at the end.
+  let replaying = null;
+  let replayAll = [];
+  function stopReplay(all) {
+    clearInterval(replaying);
+    replaying = null;
+    for (const r of all.slice(records.length)) { records.push(r); unrendered.push(r); }
+    scheduleRender();
+    $("replay").textContent = t("replay.start");
+    root.dataset.replaying = "false";
+  }
+  $("replay").addEventListener("click", () => {
+    if (replaying !== null) { stopReplay(replayAll); return; }
+    const all = records.slice();
+    records = [];
+    unrendered = [];
+    chartPending = [];
+    $("events").replaceChildren();
+    drawCharts();
+    root.dataset.replaying = "true";
+    $("replay").textContent = t("replay.stop");
+    const perMinute = 1000 / Number($("speed").value);
+    const timer = setInterval(() => {
+      if (records.length >= all.length) { stopReplay(all); return; }
+      const r = all[records.length];
+      records.push(r);
+      unrendered.push(r);
+      root.dataset.records = String(records.length);
+      scheduleRender();
+    }, perMinute);
+    replaying = timer;
+    replayAll = all;
+  });
+
   function pageFired(r) {
+    if (replaying !== null) return; // a replay shows the page, it does not ring it again
     root.dataset.alerted = String(Number(root.dataset.alerted || 0) + 1);
     if (sound.checked) tone();
     if (notify.checked && window.Notification && Notification.permission === "granted") {
