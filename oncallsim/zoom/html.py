@@ -26,37 +26,88 @@ _INSTANCE_LABELS = {"served": "requests served", "errors": "errors", "busy_s": "
 
 
 def zoom_figure(z: ZoomedMinute) -> go.Figure:
-    """Latency histogram (p50, p99, timeout marked), per-second lines, the instances side by side."""
-    fig = make_subplots(
-        rows=3,
-        cols=1,
-        subplot_titles=(
-            f"Response times, {z.clock} (answered requests; {z.timeouts:,} timed out)",
-            "Second by second",
-            "Instances side by side",
-        ),
-        vertical_spacing=0.1,
+    """Latency histogram (p50, p99, p99.9 and the timeout marked), per-second rates and levels, the instances
+    side by side; each chart with its own legend and axis titles."""
+    top_ms = z.histogram_edges_ms[-1]
+    shows_timeout = z.timeouts > 0 or top_ms >= 0.8 * z.timeout_ms
+    titles = (
+        "Response times, answered requests",
+        "Per second: in, out, errors",
+        "Per second: waiting, served",
+        "Instances",
     )
+    fig = make_subplots(rows=4, cols=1, subplot_titles=titles, vertical_spacing=0.08)
     edges = z.histogram_edges_ms
+    width = edges[1] - edges[0]
     centers = [(a + b) / 2 for a, b in itertools.pairwise(edges)]
     fig.add_trace(
-        go.Bar(x=centers, y=z.histogram_counts, width=edges[1] - edges[0], name="requests", showlegend=False),
+        go.Bar(x=centers, y=z.histogram_counts, width=width, name=f"requests per {width:g} ms", legend="legend"),
         row=1,
         col=1,
     )
-    marks = (("p50", z.measured["p50_ms"]), ("p99", z.measured["p99_ms"]), ("timeout", z.timeout_ms))
-    for label, value in marks:
-        if value <= edges[-1] * 1.02:
-            fig.add_vline(x=value, line_dash="dash", annotation_text=f"{label} {value:,.0f} ms", row=1, col=1)
-    fig.update_xaxes(title_text="ms", row=1, col=1)
+    marks = [("p50", z.measured["p50_ms"]), ("p99", z.measured["p99_ms"]), ("p99.9", z.measured["p999_ms"])]
+    if shows_timeout:
+        marks.append(("timeout", z.timeout_ms))
+    for k, (label, value) in enumerate(marks):  # values are in the table above; labels stack down the chart
+        if value > top_ms * 1.02:
+            continue
+        fig.add_vline(
+            x=value,
+            line_dash="dot" if label == "timeout" else "dash",
+            line_color="#b00" if label == "timeout" else "#444",
+            annotation_text=label,
+            annotation_yshift=-15 * k,
+            row=1,
+            col=1,
+        )
+    fig.update_xaxes(title_text="response time, ms", row=1, col=1)
+    fig.update_yaxes(title_text="requests", row=1, col=1)
     seconds = list(range(60))
-    for line, values in z.seconds.items():
-        fig.add_trace(go.Scatter(x=seconds, y=values, mode="lines", name=_LINE_LABELS[line]), row=2, col=1)
-    fig.update_xaxes(title_text="second of the minute", row=2, col=1)
-    names = [f"#{i + 1}{' (bad build)' if bad else ''}" for i, bad in enumerate(z.instances["bad_build"])]
-    fig.add_trace(go.Bar(x=names, y=z.instances["served"], name=_INSTANCE_LABELS["served"]), row=3, col=1)
-    fig.add_trace(go.Bar(x=names, y=z.instances["errors"], name=_INSTANCE_LABELS["errors"]), row=3, col=1)
-    fig.update_layout(height=1000, barmode="group", margin={"t": 60, "l": 50, "r": 20, "b": 40})
+    for line, color in (("arrivals", "#1f77b4"), ("completed", "#2ca02c"), ("errors", "#d62728")):
+        fig.add_trace(
+            go.Scatter(x=seconds, y=z.seconds[line], mode="lines", name=_LINE_LABELS[line], line_color=color,
+                       legend="legend2"),
+            row=2,
+            col=1,
+        )  # fmt: skip
+    for line, color in (("queue", "#ff7f0e"), ("in_flight", "#9467bd")):
+        fig.add_trace(
+            go.Scatter(x=seconds, y=z.seconds[line], mode="lines", name=_LINE_LABELS[line], line_color=color,
+                       legend="legend3"),
+            row=3,
+            col=1,
+        )  # fmt: skip
+    for row in (2, 3):
+        fig.update_xaxes(title_text="second of the minute", row=row, col=1)
+    fig.update_yaxes(title_text="requests / s", row=2, col=1)
+    fig.update_yaxes(title_text="requests", row=3, col=1)
+    names = [f"#{i + 1}{' bad build' if bad else ''}" for i, bad in enumerate(z.instances["bad_build"])]
+    answered_ok = [s - e for s, e in zip(z.instances["served"], z.instances["errors"], strict=True)]
+    busy = [f"busy {b / (60.0 * z.workers_per_instance):.0%}" for b in z.instances["busy_s"]]
+    fig.add_trace(
+        go.Bar(x=names, y=answered_ok, name="answered well", marker_color="#2ca02c", legend="legend4",
+               hovertext=busy),
+        row=4,
+        col=1,
+    )  # fmt: skip
+    fig.add_trace(
+        go.Bar(x=names, y=z.instances["errors"], name="errors", marker_color="#d62728", legend="legend4",
+               hovertext=busy),
+        row=4,
+        col=1,
+    )  # fmt: skip
+    fig.update_yaxes(title_text="requests", row=4, col=1)
+    layout: dict[str, Any] = {
+        "height": 1300,
+        "barmode": "stack",
+        "margin": {"t": 60, "l": 60, "r": 20, "b": 40},
+    }
+    for n, row in ((1, 1), (2, 2), (3, 3), (4, 4)):  # each chart's legend at its own top right
+        domain = fig.get_subplot(row, 1).yaxis.domain
+        layout["legend" if n == 1 else f"legend{n}"] = {
+            "x": 1.0, "xanchor": "right", "y": domain[1], "yanchor": "top", "bgcolor": "rgba(255,255,255,0.7)",
+        }  # fmt: skip
+    fig.update_layout(**layout)
     return fig
 
 
@@ -66,7 +117,9 @@ _PAGE = """<!doctype html>
 <style>
 body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 1100px; padding: 0 1rem; }
 table { border-collapse: collapse; font-size: 0.9rem; } td, th { padding: 0.2rem 0.5rem; text-align: right; }
-th { border-bottom: 1px solid #999; } .scroll { overflow-x: auto; } .num { font-variant-numeric: tabular-nums; }
+th { border-bottom: 1px solid #999; } .num { font-variant-numeric: tabular-nums; }
+.scroll { overflow-x: auto; border-inline-end: 3px solid #ddd; } tr.bad td { background: #fde8e8; }
+summary { cursor: pointer; font-weight: 600; margin: 1rem 0 0.5rem; } .key { color: #555; font-size: 0.9rem; }
 </style>
 {% if plotly_src %}<script src="{{ plotly_src }}"></script>
 {% else %}<script>{{ plotly_js | safe }}</script>{% endif %}
@@ -78,24 +131,35 @@ th { border-bottom: 1px solid #999; } .scroll { overflow-x: auto; } .num { font-
 build, {{ "{:,.0f}".format(z.record.requests_per_s * 60) }} requests, the cache at its steady state for a
 {{ "%.1f" | format(z.record.cache_hit * 100) }} % hit ratio.
 {% if z.warmed_up %}A minute at the same rate went by first, so queues start in their steady state.
-{% else %}The minute is unstable (offered load ≥ workers): queues start empty and grow.{% endif %}</p>
+{% else %}The minute is unstable (offered load ≥ workers): queues start empty here and grow; a backlog the run
+carried in from the minutes before is not in this zoom.{% endif %}</p>
+<p>{{ "{:,}".format(z.timeouts) }} requests timed out (the client gives up after {{ "{:,.0f}".format(z.timeout_ms) }}
+ms{% if z.histogram_edges_ms[-1] < 0.8 * z.timeout_ms %}, off the histogram's right edge{% endif %}).</p>
 <table class="num"><tr><th></th><th>the run's record</th><th>zoomed</th></tr>
 {% for key, label in rows %}<tr><td style="text-align:left">{{ label }}</td>
-<td>{{ fmt(z.record[key]) }}</td><td>{{ fmt(z.measured[key]) }}</td></tr>{% endfor %}
-<tr><td style="text-align:left">p50 / p99.9 ms</td><td>–</td>
-<td>{{ fmt(z.measured.p50_ms) }} / {{ fmt(z.measured.p999_ms) }}</td></tr>
+<td>{{ fmt(z.record[key]) if key in z.record else "–" }}</td><td>{{ fmt(z.measured[key]) }}</td></tr>{% endfor %}
 </table>
 {{ chart_div | safe }}
-<h2>Sampled requests ({{ z.samples | length }})</h2>
+<details{% if samples | length <= 40 %} open{% endif %}>
+<summary>Sampled requests: {{ samples | length }}, every {{ z.sample_every }}th arrival, errors first, then the
+slowest</summary>
+<p class="key">ok: answered in time · bad_build: answered with the bad build's error · timeout: the client gave up
+after {{ "{:,.0f}".format(z.timeout_ms) }} ms · overload / dropped: failed at once · shed: turned away as low priority
+· pending: still waiting or being served when the minute ended. A wait of ≥ {{ "{:,.0f}".format(z.timeout_ms) }} ms:
+still queued when its client gave up.</p>
 <div class="scroll"><table class="num"><tr>{% for h in headers %}<th>{{ h }}</th>{% endfor %}</tr>
-{% for s in z.samples %}<tr><td>{{ "%.3f" | format(s.arrival_s) }}</td>
+{% for s in samples %}<tr{% if s.outcome not in ("ok", "pending", "shed") %} class="bad"{% endif %}>
+<td>{{ "%.3f" | format(s.arrival_s) }}</td>
 <td>{{ "low" if s.low_priority else "high" }}</td>
-<td>{{ {1.0: "hit", 0.0: "miss"}.get(s.hit, "–") }}</td><td>{{ "%.1f" | format(s.wait_ms) }}</td>
+<td>{{ {1.0: "hit", 0.0: "miss"}.get(s.hit, "–") }}</td>
+{% if s.instance < 0 and s.outcome == "timeout" %}<td>≥ {{ "{:,.0f}".format(s.wait_ms) }}</td>
+{% else %}<td>{{ "%.1f" | format(s.wait_ms) }}</td>{% endif %}
 <td>{{ "%.1f" | format(s.service_ms) }}</td><td>{{ s.queries | int }}</td>
 <td>{{ "#%d" | format(s.instance + 1) if s.instance >= 0 else "–" }}</td>
-<td>{{ "%.1f" | format(s.response_ms) if s.outcome not in ("shed", "pending") else "–" }}</td>
+<td>{{ "%.1f" | format(s.response_ms) if s.outcome not in ("shed", "pending", "overload", "dropped") else "–" }}</td>
 <td style="text-align:left">{{ s.outcome }}</td></tr>{% endfor %}
 </table></div>
+</details>
 {{ chart_script | safe }}
 </body></html>
 """
@@ -107,15 +171,24 @@ _ROWS = (
     ("wait_probability", "share that waited"),
     ("query_time_ms", "query time ms"),
     ("error_rate", "error rate"),
+    ("p50_ms", "p50 ms"),
     ("p99_ms", "p99 ms"),
+    ("p999_ms", "p99.9 ms"),
+    ("queue_at_end", "waiting at the minute's end"),
 )
 _HEADERS = ("arrival s", "priority", "cache", "wait ms", "service ms", "reads", "instance", "response ms", "outcome")
+_ORDER = {"timeout": 0, "overload": 1, "dropped": 1, "bad_build": 2}
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    return f"{value:,.4f}" if abs(value) < 1 else f"{value:,.1f}"
+    return f"{value:,.3f}" if abs(value) < 1 else f"{value:,.1f}"
+
+
+def _reading_order(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Errors first, then the slowest answers: what a person scanning the table is looking for."""
+    return sorted(samples, key=lambda s: (_ORDER.get(s["outcome"], 3), -s["response_ms"], s["arrival_s"]))
 
 
 def render_zoom_html(z: ZoomedMinute, plotly_src: str | None = None) -> str:
@@ -127,6 +200,7 @@ def render_zoom_html(z: ZoomedMinute, plotly_src: str | None = None) -> str:
     env = Environment(autoescape=select_autoescape(default_for_string=True, default=True))
     return env.from_string(_PAGE).render(
         z=z,
+        samples=_reading_order(z.samples),
         rows=_ROWS,
         headers=_HEADERS,
         fmt=_fmt,

@@ -60,6 +60,8 @@ class ZoomedMinute:
     instances: dict[str, list[float]]
     samples: list[dict[str, Any]]
     warmed_up: bool  # a minute at the same rate went by first (stable minutes)
+    workers_per_instance: int
+    sample_every: int  # the samples are every n-th arrival
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -90,11 +92,18 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
         request_minute(p, world, 0, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, 0)
     every = max(1, count // SAMPLED)
     request_minute(p, world, 1, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, every)
-    return _describe(record, params, world, rec, ext, stable, source_engine)
+    return _describe(record, params, world, rec, ext, stable, source_engine, every)
 
 
 def _describe(
-    record: MinuteRecord, params: Params, world: Any, rec: Any, ext: Any, stable: bool, source_engine: str
+    record: MinuteRecord,
+    params: Params,
+    world: Any,
+    rec: Any,
+    ext: Any,
+    stable: bool,
+    source_engine: str,
+    every: int,
 ) -> ZoomedMinute:
     timeout_ms = params.timeout_s * 1000.0
     extras = dict(zip((name for name, _, _ in EXTRA_FIELDS), ext.tolist(), strict=True))
@@ -118,7 +127,7 @@ def _describe(
         minute=record.minute,
         clock=record.clock,
         source_engine=source_engine,
-        record={k: v for k, v in record.to_dict().items() if k != "extras"},
+        record={k: v for k, v in record.to_dict().items() if k != "extras"} | (record.extras or {}),
         measured=measured,
         timeout_ms=timeout_ms,
         histogram_edges_ms=[k * width_ms for k in range(HISTOGRAM_BINS + 1)],
@@ -128,6 +137,8 @@ def _describe(
         instances={line: world.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)},
         samples=samples,
         warmed_up=stable,
+        workers_per_instance=params.workers_per_instance,
+        sample_every=every,
     )
 
 

@@ -512,7 +512,10 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
             gave_up = w.s_arrival[slot] + timeout
             if gave_up > t1:
                 break
-            decide(w, O_TIMEOUT, timeout, True, second_of(t0, gave_up), w.s_tag[slot])
+            tag = w.s_tag[slot]
+            if tag >= 0:  # still waiting when its client gave up: it waited at least the timeout
+                w.samples[tag, X_WAIT] = timeout * 1000.0
+            decide(w, O_TIMEOUT, timeout, True, second_of(t0, gave_up), tag)
             slot = w.s_next[slot]
         qs[Q_CURSOR, qid] = slot
     enabled = w.ints[I_ENABLED]
