@@ -230,3 +230,30 @@ def test_the_postmortem_exports_as_markdown() -> None:
     assert text.startswith("# Postmortem — Bad deploy (seed 7)\n")
     assert "| 09:30 | you: Roll back |" in text and "| 09:28 | detected: the page fired |" in text
     assert "| objective | result | measured |" in text and "| score |" in text
+
+
+def test_one_click_what_ifs_replay_the_run_s_own_draws() -> None:
+    from oncallsim.debrief.whatif import what_if
+    from oncallsim.model import InvalidInput
+
+    sim = Simulation("bad-deploy", seed=7)
+    sim.run(until=40)
+    sim.step([("floor", 12), ("rollback", None)])
+    sim.run()
+    mine = full_report(sim)
+    at_page = what_if(sim, "rollback_at_page")  # the page fired at 09:28: rolling back at once spends less
+    assert at_page.budget_spent < mine.budget_spent and at_page.objectives_passed == at_page.objectives_total
+    assert at_page.budget_spent == pytest.approx(mine.counterfactuals["textbook"].budget_spent)
+    without = what_if(sim, "without", index=1)  # without the rollback: the bad build stays, hands-off's budget
+    assert without.action == "Roll back" and without.time_to_recovery_min is None
+    assert without.budget_spent == pytest.approx(mine.counterfactuals["hands-off"].budget_spent)
+    earlier = what_if(sim, "earlier", index=1, minutes=5)
+    assert at_page.budget_spent < earlier.budget_spent < mine.budget_spent
+    for kind, index, minutes, field in (
+        ("sooner", 0, 5, "kind"),
+        ("without", 9, 5, "index"),
+        ("earlier", 1, 0, "minutes"),
+    ):
+        with pytest.raises(InvalidInput) as info:
+            what_if(sim, kind, index, minutes)
+        assert info.value.field == field

@@ -594,3 +594,19 @@ def test_leaderboard_per_scenario_and_seed_and_the_daily_seed(client: TestClient
     assert client.get("/leaderboard?scenario=bad-deploy&seed=x").status_code == 422
     bad = client.post("/api/runs", json={"scenario": "surge", "player": "<script>"})
     assert bad.status_code == 422 and bad.json()["field"] == "player"
+
+
+def test_what_ifs_are_one_click_from_the_debrief(client: TestClient) -> None:
+    run_id = new_run(client, minutes=45, paused=True)
+    for minute in range(45):
+        if minute == 35:
+            client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    page = client.get(f"/runs/{run_id}/debrief").text
+    assert f"/runs/{run_id}/whatif?kind=rollback_at_page" in page
+    assert f"/runs/{run_id}/whatif?kind=earlier&amp;index=0&amp;minutes=5" in page
+    answer = client.get(f"/runs/{run_id}/whatif?kind=rollback_at_page")
+    assert answer.status_code == 200 and 'id="what-if-table"' in answer.text
+    assert "You had rolled back the minute after the page fired" in answer.text
+    assert client.get(f"/runs/{run_id}/whatif?kind=without&index=7").status_code == 422
+    assert client.get(f"/runs/{run_id}/whatif?kind=nope").status_code == 422

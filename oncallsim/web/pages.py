@@ -18,6 +18,7 @@ from latex2mathml.converter import convert as latex_to_mathml
 
 from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, render_html
 from oncallsim.debrief.markdown import render_markdown
+from oncallsim.debrief.whatif import what_if
 from oncallsim.i18n import negotiate, page_catalog, translations
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES
@@ -273,6 +274,27 @@ async def finished_or_error(request: Request, run_id: str) -> LiveRun | HTMLResp
     if not await live.debrief_ready() or live.report is None:
         return render(request, "not_over.html", live=live, status=409)
     return live
+
+
+@router.get("/runs/{run_id}/whatif", response_class=HTMLResponse)
+async def whatif_page(
+    request: Request,
+    run_id: str,
+    kind: str = Query(default="", max_length=40),
+    index: str = Query(default="0", max_length=10),
+    minutes: str = Query(default="5", max_length=10),
+) -> HTMLResponse:
+    """A one-click what-if on the run's own draws, beside what the player did."""
+    live = await finished_or_error(request, run_id)
+    if isinstance(live, HTMLResponse):
+        return live
+    if not index.isdigit() or not minutes.isdigit():
+        return error_page(request, InvalidInput("index", "index and minutes must be whole numbers"))
+    try:
+        result = await asyncio.to_thread(what_if, live.sim, kind, int(index), int(minutes))
+    except InvalidInput as exc:
+        return error_page(request, exc)
+    return render(request, "whatif.html", live=live, r=live.report, w=result)
 
 
 @router.get("/runs/{run_id}/report.md")
