@@ -6,10 +6,6 @@
 1125
 """
 
-import hashlib
-import os
-from pathlib import Path
-
 
 def _compiled_code_cache() -> None:
     """Give numba's on-disk cache a folder per version of the compiled sources.
@@ -19,6 +15,10 @@ def _compiled_code_cache() -> None:
     silently compute the old numbers. A folder named by a hash of every model source makes each version
     compile once and never see another's code. ``NUMBA_CACHE_DIR``, when set, is the user's choice.
     """
+    import hashlib
+    import os
+    from pathlib import Path
+
     from numba.core import config
 
     if os.environ.get("NUMBA_CACHE_DIR"):
