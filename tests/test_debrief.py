@@ -257,3 +257,24 @@ def test_one_click_what_ifs_replay_the_run_s_own_draws() -> None:
         with pytest.raises(InvalidInput) as info:
             what_if(sim, kind, index, minutes)
         assert info.value.field == field
+
+
+def test_the_debrief_charts_read() -> None:
+    """One legend per panel, the time axis under each, readable marker labels, counterfactuals in their own styles."""
+    from oncallsim.debrief.charts import PANELS, debrief_figure
+    from oncallsim.policies import counterfactuals
+
+    sim = Simulation("bad-deploy", seed=7)
+    sim.run(until=40)
+    sim.step([("shed_share", 0.3), ("rollback", None)])
+    sim.run()
+    others = {name: o.timeline for name, o in counterfactuals(sim).items()}
+    fig = debrief_figure(sim.timeline, sim.params, sim.actions, 1000.0, others)
+    rows = {trace.yaxis: trace.legend for trace in fig.data}
+    assert len(set(rows.values())) == len(PANELS)  # each panel's traces in that panel's own legend
+    assert all((legend or "legend").removeprefix("legend") == axis.removeprefix("y") for axis, legend in rows.items())
+    assert all(fig.layout[f"xaxis{i if i > 1 else ''}"].showticklabels for i in range(1, len(PANELS) + 1))
+    labels = [a.text for a in fig.layout.annotations if a.text.startswith("▼")]
+    assert "▼ Load shedding = 30 %, Roll back" in labels and "▼ page fired" in labels and "▼ deploy started" in labels
+    styles = {t.name: t.line.dash for t in fig.data if "(" in t.name}
+    assert styles["p99 (hands-off)"] != styles["p99 (textbook)"] and "solid" not in styles.values()

@@ -1,5 +1,6 @@
-"""The debrief's charts as one plotly figure: six panels on a shared time axis, decisions marked,
-counterfactual lines overlaid (dashed). Pure: returns a figure, writes nothing."""
+"""The debrief's charts as one plotly figure: six panels on a shared time axis, each with its own legend and its
+time axis under it; the scenario's events, the page and the decisions marked with readable labels; the
+counterfactual lines overlaid in styles of their own. Pure: returns a figure, writes nothing."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from oncallsim.debrief.summary import describe
 from oncallsim.model import MinuteRecord, Params
 from oncallsim.model.placeholders import fill
 from oncallsim.model.plan import time_label
@@ -23,7 +25,10 @@ PANELS = (
     "Cache hit and DB utilization (%)",
     "Fleet (instances) and cost ($/h)",
 )
-COUNTERFACTUAL_STYLE = {"hands-off": "#9a3412", "textbook": "#166534"}
+# (colour, dash): neither is the run's solid line nor the other's pattern
+COUNTERFACTUAL_STYLE = {"hands-off": ("#9a3412", "dash"), "textbook": ("#166534", "dashdot")}
+# The run's own events marked on every panel, with their colours (decisions are marked in slate).
+MARKED_EVENTS = {"deploy_started": "#64748b", "cache_flushed": "#64748b", "page_fired": "#b91c1c"}
 
 
 def axis_labels(timeline: Sequence[MinuteRecord]) -> list[str]:
@@ -44,7 +49,7 @@ def debrief_figure(
     counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
 ) -> go.Figure:
     titles = [fill(title, params) for title in PANELS]
-    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.035)
+    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.05)
     x = axis_labels(timeline)
 
     def line(row: int, y: list[float], name: str, color: str, dash: str = "solid", group: str = "run") -> None:
@@ -56,7 +61,7 @@ def debrief_figure(
                 mode="lines",
                 line={"color": color, "dash": dash, "width": 2},
                 legendgroup=group,
-                legendgrouptitle_text=group if row == 1 else None,
+                legend="legend" if row == 1 else f"legend{row}",
             ),
             row=row,
             col=1,
@@ -84,37 +89,48 @@ def debrief_figure(
     line(6, [r.cost_per_hour for r in timeline], "cost $/h", "#15803d", "dash")
 
     for name, other in (counterfactuals or {}).items():
-        color = COUNTERFACTUAL_STYLE.get(name, "#6b7280")
-        line(2, [r.p99_ms for r in other], f"p99 ({name})", color, "dash", name)
-        line(3, [r.burn_1h for r in other], f"burn 1 h ({name})", color, "dash", name)
-        line(4, [100 * r.budget_left for r in other], f"budget left ({name})", color, "dash", name)
-        line(6, [float(r.serving) for r in other], f"serving ({name})", color, "dash", name)
+        color, dash = COUNTERFACTUAL_STYLE.get(name, ("#6b7280", "longdash"))
+        line(2, [r.p99_ms for r in other], f"p99 ({name})", color, dash, name)
+        line(3, [r.burn_1h for r in other], f"burn 1 h ({name})", color, dash, name)
+        line(4, [100 * r.budget_left for r in other], f"budget left ({name})", color, dash, name)
+        line(6, [float(r.serving) for r in other], f"serving ({name})", color, dash, name)
 
-    marked: set[int] = set()
-    for a in actions:
-        if a.minute < len(timeline) and a.minute not in marked:
-            marked.add(a.minute)
-            label = ", ".join(
-                f"{b.control}" + ("" if b.value is None else f"={b.value}") for b in actions if b.minute == a.minute
-            )
-            fig.add_vline(x=x[a.minute], line={"color": "#334155", "width": 1, "dash": "dot"})
-            fig.add_annotation(
-                x=x[a.minute],
-                y=1.0,
-                yref="paper",
-                text="▼ " + label,
-                showarrow=False,
-                font={"size": 10},
-                textangle=-90,
-                xanchor="right",
-                yanchor="top",
-            )
-    fig.update_xaxes(nticks=16)
+    marks: list[tuple[int, str, str]] = []  # (minute, label, colour)
+    for r in timeline:
+        for e in r.events:
+            code = getattr(e, "code", "")
+            if code in MARKED_EVENTS:
+                marks.append((r.minute, str(e), MARKED_EVENTS[code]))
+    for minute in sorted({a.minute for a in actions if a.minute < len(timeline)}):
+        marks.append((minute, ", ".join(describe(b) for b in actions if b.minute == minute), "#334155"))
+    for minute, label, color in marks:
+        fig.add_vline(x=x[minute], line={"color": color, "width": 1, "dash": "dot"})
+        fig.add_annotation(
+            x=x[minute],
+            y=1.0,
+            yref="paper",
+            text="▼ " + label,
+            showarrow=False,
+            font={"size": 10, "color": color},
+            textangle=-90,
+            xanchor="right",
+            yanchor="top",
+        )
+    fig.update_xaxes(nticks=16, showticklabels=True)  # the time axis under each panel, not only the last
+    legends = {}
+    for row in range(1, len(PANELS) + 1):
+        top = fig.layout[f"yaxis{'' if row == 1 else row}"].domain[1]
+        legends["legend" if row == 1 else f"legend{row}"] = {
+            "x": 1.01,
+            "y": top,
+            "yanchor": "top",
+            "font": {"size": 10},
+        }
     fig.update_layout(
-        height=1500,
+        height=1600,
         margin={"l": 60, "r": 20, "t": 40, "b": 40},
         template="plotly_white",
-        legend={"groupclick": "toggleitem"},
         hovermode="x unified",
+        **legends,
     )
     return fig
