@@ -1,0 +1,241 @@
+"""Playing the console as a person does (issue 12), in process: pacing and difficulty, the run's lifecycle, the
+engine choice, the postmortem debrief and its exports, the leaderboard and the daily seed, one-click what-ifs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from oncallsim import Simulation
+from tests.test_web import console, new_run, receive_until
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "runs.sqlite3"
+
+
+@pytest.fixture
+def client(db: Path) -> Iterator[TestClient]:
+    with console(db) as c:
+        yield c
+
+
+def test_the_card_opens_a_run_paused_with_its_difficulty(client: TestClient) -> None:
+    response = client.post(
+        "/runs",
+        data={"scenario": "bad-deploy", "seed": "7", "speed": "2", "difficulty": "guided"},
+        follow_redirects=False,
+    )
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    state = client.get(f"/api/runs/{run_id}").json()["state"]
+    assert state["paused"] and state["minute"] == 0 and state["difficulty"] == "guided"
+    page = client.get(f"/runs/{run_id}").text
+    assert 'id="briefing"' in page and "Start the run" in page and "error budget left ≥ 15%" in page
+    assert client.get(f"/api/runs/{run_id}/runfile").json()["difficulty"] == "guided"
+    assert "guided" in client.get("/runs").text
+    # guided plays at 1× or 2×: faster is refused with the reason, not clamped
+    fast = client.post("/runs", data={"scenario": "bad-deploy", "seed": "7", "speed": "8", "difficulty": "guided"})
+    assert fast.status_code == 422 and "speed: the guided difficulty plays at most 2×" in fast.text
+    bad = client.post("/runs", data={"scenario": "bad-deploy", "seed": "7", "difficulty": "easy"})
+    assert bad.status_code == 422 and "difficulty: must be one of guided, normal, hard" in bad.text
+    refused = client.post("/api/runs", json={"scenario": "surge", "difficulty": "easy"})
+    assert refused.status_code == 422 and refused.json()["field"] == "difficulty"
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "snapshot")
+        ws.send_json({"type": "speed", "value": 4})
+        error = receive_until(ws, lambda m: m["type"] == "error")
+        assert error["field"] == "speed"
+
+
+def test_guided_stops_at_the_incident_and_at_the_page(client: TestClient) -> None:
+    run_id = new_run(client, difficulty="guided", speed=2, minutes=40, paused=True)
+    client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        stop = receive_until(ws, lambda m: m["type"] == "minute" and m["state"]["paused"])
+        assert stop["record"]["clock"] == "09:10" and stop["state"]["pause_reason"] == "incident"
+        assert stop["state"]["incident"] == "deploy"
+        ws.send_json({"type": "resume"})
+        stop = receive_until(ws, lambda m: m["type"] == "minute" and m["state"]["paused"])
+        assert any(e["code"] == "page_fired" for e in stop["record"]["events"])
+        assert stop["state"]["pause_reason"] == "page"
+        ws.send_json({"type": "resume"})
+        resumed = receive_until(ws, lambda m: m["type"] == "state")
+        assert resumed["pause_reason"] is None and not resumed["paused"]
+
+
+def test_normal_slows_to_1x_on_the_page_and_hard_does_not(client: TestClient) -> None:
+    for difficulty, speed_after in (("normal", 1), ("hard", 16)):
+        run_id = new_run(client, difficulty=difficulty, minutes=40)
+        with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+            paged = receive_until(
+                ws, lambda m: m["type"] == "minute" and any(e["code"] == "page_fired" for e in m["record"]["events"])
+            )
+            assert paged["state"]["speed"] == speed_after and not paged["state"]["paused"], difficulty
+            ws.send_json({"type": "pause"})
+
+
+def test_an_imported_run_keeps_its_difficulty_and_is_marked(client: TestClient) -> None:
+    run = Simulation("bad-deploy", seed=3, minutes=20)
+    run.run()
+    data = json.loads(run.run_file().model_dump_json())
+    data["difficulty"] = "hard"
+    response = client.post("/api/runs/import", files={"file": ("r.json", json.dumps(data), "application/json")})
+    assert response.status_code == 201, response.text
+    run_id = response.json()["id"]
+    assert client.get(f"/api/runs/{run_id}/runfile").json()["difficulty"] == "hard"
+    assert ">hard<" in client.get(f"/runs/{run_id}/debrief").text.replace('id="difficulty">', ">")
+    listed = client.get("/runs").text
+    assert "imported" in listed
+    data["difficulty"] = "easy"
+    bad = client.post("/api/runs/import", files={"file": ("r.json", json.dumps(data), "application/json")})
+    assert (
+        bad.status_code == 422
+        and "difficulty" in bad.json()["error"]
+        and "'guided', 'normal' or 'hard'" in bad.json()["error"]
+    )
+
+
+def test_end_a_run_early_and_read_its_debrief(client: TestClient) -> None:
+    run_id = new_run(client, paused=True)
+    for _ in range(12):
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    state = client.post(f"/api/runs/{run_id}/control", json={"type": "end"}).json()
+    assert state["done"] and state["ended"] == "ended" and state["minute"] == 12
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "snapshot")
+    report = client.get(f"/api/runs/{run_id}/debrief").json()
+    assert report["minutes"] == 12
+    assert client.post(f"/api/runs/{run_id}/control", json={"type": "resume"}).status_code == 422
+    assert client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"}).status_code == 422
+
+
+def test_abandon_filter_and_delete_runs(db: Path) -> None:
+    with console(db) as client:
+        kept = new_run(client, paused=True)
+        gone = new_run(client, paused=True)
+        client.post(f"/api/runs/{gone}/control", json={"type": "step"})
+        state = client.post(f"/api/runs/{gone}/control", json={"type": "abandon"}).json()
+        assert state["done"] and state["ended"] == "abandoned"
+        refused = client.get(f"/api/runs/{gone}/debrief")
+        assert refused.status_code == 422 and "not over" in refused.json()["error"]
+        run = Simulation("bad-deploy", seed=3, minutes=20)
+        run.run()
+        file = ("r.json", run.run_file().model_dump_json(), "application/json")
+        imported = client.post("/api/runs/import", files={"file": file}).json()["id"]
+    with console(db) as client:  # after a restart: still abandoned, still listed as such
+        listed = {r["id"]: r for r in client.get("/api/runs").json()}
+        assert listed[gone]["status"] == "abandoned" and listed[imported]["imported"]
+        assert client.get(f"/api/runs/{gone}").json()["state"]["ended"] == "abandoned"
+        shown = {f: client.get(f"/runs?show={f}").text for f in ("live", "abandoned", "imported", "finished")}
+        assert f"/runs/{kept}" in shown["live"] and f"/runs/{gone}/delete" not in shown["live"]
+        assert f"/runs/{gone}/delete" in shown["abandoned"] and f"/runs/{kept}/delete" not in shown["abandoned"]
+        assert f"/runs/{imported}/debrief" in shown["imported"] and f"/runs/{imported}/" not in shown["finished"]
+        assert client.get("/runs?show=nonsense").status_code == 422
+        deleted = client.post(f"/runs/{gone}/delete", follow_redirects=False)
+        assert deleted.status_code == 303
+        assert gone not in {r["id"] for r in client.get("/api/runs").json()}
+        assert client.get(f"/api/runs/{gone}").status_code == 422
+        response = client.request("DELETE", f"/api/runs/{kept}", json={})
+        assert response.status_code == 200 and response.json() == {"deleted": kept}
+        assert client.request("DELETE", f"/api/runs/{kept}", json={}).status_code == 422
+
+
+def test_the_engine_is_chosen_on_the_card_and_validated(client: TestClient) -> None:
+    from oncallsim.model.engine import ENGINES
+
+    home = client.get("/").text
+    for name in ENGINES:  # the choice is filled from the registry of engines
+        assert f'<option value="{name}"' in home
+    response = client.post(
+        "/runs", data={"scenario": "surge", "seed": "2", "speed": "2", "engine": "request"}, follow_redirects=False
+    )
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    assert client.get(f"/api/runs/{run_id}/runfile").json()["engine"] == "request"
+    bad = client.post("/api/runs", json={"scenario": "surge", "engine": "quantum"})
+    allowed = ", ".join(ENGINES)
+    assert bad.status_code == 422 and bad.json() == {
+        "error": f"engine: must be one of {allowed}, got 'quantum'",
+        "field": "engine",
+    }
+    page = client.post("/runs", data={"scenario": "surge", "seed": "2", "engine": "quantum"})
+    assert page.status_code == 422 and "engine: must be one of" in page.text
+    assert client.get(f"/api/runs/{new_run(client, minutes=3)}/runfile").json()["engine"] == "minute"
+
+
+def test_a_scenario_file_may_name_its_engine(client: TestClient) -> None:
+    toml = 'id = "mine"\nversion = 1\ntitle = "t"\nsummary = "s"\nbriefing = "b"\nstart = "10:00"\nminutes = 5\n'
+    made = client.post("/api/runs", json={"scenario": "mine", "scenario_toml": toml + 'engine = "request"\n'})
+    assert made.status_code == 201, made.text
+    assert client.get(f"/api/runs/{made.json()['id']}/runfile").json()["engine"] == "request"
+    bad = client.post("/api/runs", json={"scenario": "mine", "scenario_toml": toml + 'engine = "quantum"\n'})
+    assert bad.status_code == 422 and "engine" in bad.json()["error"] and "minute" in bad.json()["error"]
+
+
+def test_the_debrief_page_offers_the_postmortem_and_the_offline_report(client: TestClient) -> None:
+    run_id = new_run(client, minutes=35, paused=True)
+    for _ in range(30):
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
+    client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        receive_until(ws, lambda m: m["type"] == "finished")
+    page = client.get(f"/runs/{run_id}/debrief").text
+    assert 'id="incident-timeline"' in page and "you: Roll back" in page and "objectives met" in page
+    assert "<td>Roll back</td>" in page  # a button's decision: its label alone, no dangling value
+    assert "Before: the mean over the 5 minutes before the decision." in page
+    markdown = client.get(f"/runs/{run_id}/report.md")
+    assert markdown.headers["content-type"].startswith("text/markdown")
+    assert "attachment" in markdown.headers["content-disposition"] and "# Postmortem — Bad deploy" in markdown.text
+    offline = client.get(f"/runs/{run_id}/report.html")
+    assert "attachment" in offline.headers["content-disposition"]
+    assert 'id="debrief-chart"' in offline.text and "Plotly" in offline.text and "<script src=" not in offline.text
+    unfinished = new_run(client, paused=True)
+    assert client.get(f"/runs/{unfinished}/report.md").status_code == 409
+
+
+def test_leaderboard_per_scenario_and_seed_and_the_daily_seed(client: TestClient) -> None:
+    from datetime import date
+
+    from oncallsim.web.pages import daily_seed
+
+    assert daily_seed(date(2026, 11, 30)) == daily_seed(date(2026, 11, 30)) != daily_seed(date(2026, 12, 1))
+    home = client.get("/").text
+    assert f"Today&#39;s seed, the same for everyone: {daily_seed()}." in home
+    assert f"/leaderboard?scenario=bad-deploy&amp;seed={daily_seed()}" in home
+    ids = {}
+    for player, rollback_at in (("ada", 20), (None, None)):
+        run_id = new_run(client, minutes=40, paused=True, seed=5, **({"player": player} if player else {}))
+        for minute in range(40):
+            if minute == rollback_at:
+                client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
+            client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+        ids[player] = run_id
+        client.get(f"/runs/{run_id}/debrief")  # waits for the debrief
+    new_run(client, minutes=40, seed=6, player="bob")  # another seed: not on this board
+    page = client.get("/leaderboard?scenario=bad-deploy&seed=5").text
+    board = page[page.index('id="leaderboard"') :]
+    assert board.index("ada") < board.index("anonymous") and "bob" not in board
+    assert client.get("/leaderboard?scenario=bad-deploy&seed=x").status_code == 422
+    bad = client.post("/api/runs", json={"scenario": "surge", "player": "<script>"})
+    assert bad.status_code == 422 and bad.json()["field"] == "player"
+
+
+def test_what_ifs_are_one_click_from_the_debrief(client: TestClient) -> None:
+    run_id = new_run(client, minutes=45, paused=True)
+    for minute in range(45):
+        if minute == 35:
+            client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    page = client.get(f"/runs/{run_id}/debrief").text
+    assert f"/runs/{run_id}/whatif?kind=rollback_at_page" in page
+    assert f"/runs/{run_id}/whatif?kind=earlier&amp;index=0&amp;minutes=5" in page
+    answer = client.get(f"/runs/{run_id}/whatif?kind=rollback_at_page")
+    assert answer.status_code == 200 and 'id="what-if-table"' in answer.text
+    assert "You had rolled back the minute after the page fired" in answer.text
+    assert client.get(f"/runs/{run_id}/whatif?kind=without&index=7").status_code == 422
+    assert client.get(f"/runs/{run_id}/whatif?kind=nope").status_code == 422
