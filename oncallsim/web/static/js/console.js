@@ -338,6 +338,8 @@
     }
   });
 
+  window.alerts.init(flash);
+
   function flash(message, kind) {
     const box = $("error");
     box.hidden = false;
@@ -362,47 +364,9 @@
   $("briefing-go").addEventListener("click", () => {
     briefing.close();
     if (!(state && state.paused && state.minute === 0 && !state.done)) return;
-    if (root.dataset.tutorial === "true") tour(0); else send({ type: "resume" });
+    if (root.dataset.tutorial === "true") window.tour.start(() => send({ type: "resume" }));
+    else send({ type: "resume" });
   });
-
-  // The tutorial's tour: a pointer at each panel in turn, then the clock starts; at the end, the debrief.
-  const TOUR = [
-    ["#status-title", t("tour.status")],
-    ["#diagram", t("tour.diagram")],
-    ["#chart-burn", t("tour.charts")],
-    ["#controls", t("tour.controls")],
-    ["#events", t("tour.events")],
-  ];
-  function pointAt(selector, text) {
-    for (const el of document.querySelectorAll(".toured")) el.classList.remove("toured");
-    const target = document.querySelector(selector);
-    const box = $("tour");
-    $("tour-text").textContent = text;
-    box.hidden = false;
-    if (!target) return;
-    target.classList.add("toured");
-    target.scrollIntoView({ block: "nearest" });
-    const r = target.getBoundingClientRect();
-    const left = Math.min(Math.max(8, r.left), window.innerWidth - box.offsetWidth - 8);
-    const below = r.bottom + box.offsetHeight + 12 < window.innerHeight;
-    box.style.left = left + "px";
-    box.style.top = (below ? r.bottom + 8 : Math.max(8, r.top - box.offsetHeight - 8)) + "px";
-  }
-  function endTour(resume) {
-    for (const el of document.querySelectorAll(".toured")) el.classList.remove("toured");
-    $("tour").hidden = true;
-    root.dataset.toured = "true";
-    if (resume) send({ type: "resume" });
-  }
-  let tourStep = -1;
-  function tour(step) {
-    tourStep = step;
-    if (step >= TOUR.length) { endTour(true); return; }
-    pointAt(TOUR[step][0], TOUR[step][1]);
-    $("tour-next").textContent = step === TOUR.length - 1 ? t("tour.start") : t("tour.next");
-  }
-  $("tour-next").addEventListener("click", () => (tourStep === TOUR.length ? endTour(false) : tour(tourStep + 1)));
-  $("tour-skip").addEventListener("click", () => endTour(tourStep < TOUR.length));
 
   const NOTES = { page: t("note.page"), incident: t("note.incident") };
   const HINTS = { deploy: t("hint.deploy"), flush: t("hint.flush"), surge: t("hint.surge") };
@@ -417,38 +381,6 @@
   }
   $("note-go").addEventListener("click", () => { note.close(); send({ type: "resume" }); });
   $("note-stay").addEventListener("click", () => note.close());
-
-  // The page reaches the player: the banner (showStatus), the tab's title, a tone if asked, a notification if
-  // allowed. Only a page firing now alerts, not one replayed from a snapshot.
-  const sound = $("sound");
-  const notify = $("notify");
-  sound.checked = localStorage.getItem("oncallsim.sound") === "on";
-  notify.checked = localStorage.getItem("oncallsim.notify") === "on" && window.Notification && Notification.permission === "granted";
-  sound.addEventListener("change", () => localStorage.setItem("oncallsim.sound", sound.checked ? "on" : "off"));
-  notify.addEventListener("change", () => {
-    if (!notify.checked) { localStorage.setItem("oncallsim.notify", "off"); return; }
-    if (!window.Notification) { notify.checked = false; flash(t("notify.unsupported"), "bad"); return; }
-    Notification.requestPermission().then((answer) => {
-      notify.checked = answer === "granted";
-      localStorage.setItem("oncallsim.notify", notify.checked ? "on" : "off");
-      if (!notify.checked) flash(t("notify.denied"), "bad");
-    });
-  });
-
-  function tone() {
-    const Audio = window.AudioContext || window.webkitAudioContext;
-    if (!Audio) return;
-    const ctx = new Audio();
-    const osc = ctx.createOscillator();
-    const gain = ctx.createGain();
-    osc.frequency.value = 880;
-    gain.gain.setValueAtTime(0.15, ctx.currentTime);
-    gain.gain.exponentialRampToValueAtTime(0.001, ctx.currentTime + 0.6);
-    osc.connect(gain).connect(ctx.destination);
-    osc.start();
-    osc.stop(ctx.currentTime + 0.6);
-    osc.onended = () => ctx.close();
-  }
 
   // Replay playback: a finished run watched again minute by minute, at the chosen speed, from the records the
   // page already holds (nothing is recomputed, the controls stay disabled). Pressed again, it stops at the end.
@@ -488,10 +420,7 @@
   function pageFired(r) {
     if (replaying !== null) return; // a replay shows the page, it does not ring it again
     root.dataset.alerted = String(Number(root.dataset.alerted || 0) + 1);
-    if (sound.checked) tone();
-    if (notify.checked && window.Notification && Notification.permission === "granted") {
-      new Notification(t("notify.title"), { body: t("alert.page", { burn: r.burn_1h.toFixed(1), clock: r.clock, budget: (100 * r.budget_left).toFixed(1) }) });
-    }
+    window.alerts.ring(t("alert.page", { burn: r.burn_1h.toFixed(1), clock: r.clock, budget: (100 * r.budget_left).toFixed(1) }));
   }
 
   function showTitle(r) {
@@ -588,11 +517,7 @@
         finished = true;
         showState(message.state);
         flash(message.state.ended === "abandoned" ? t("run.abandoned") : t("run.finished"), "info");
-        if (root.dataset.tutorial === "true" && message.state.ended !== "abandoned") {
-          tourStep = TOUR.length; // the last pointer: the debrief, then the tour is over
-          pointAt("#debrief-link", t("tour.debrief"));
-          $("tour-next").textContent = t("tour.done");
-        }
+        if (root.dataset.tutorial === "true" && message.state.ended !== "abandoned") window.tour.last();
         break;
     }
     root.dataset.records = String(records.length);
