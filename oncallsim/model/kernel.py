@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["JIT", "P", "compiled", "kernel_params", "lgamma_table", "pdtr", "unmanaged"]
+__all__ = ["JIT", "P", "compiled", "inline_step", "kernel_params", "lgamma_table", "pdtr", "unmanaged"]
 
 T = TypeVar("T", bound=Callable[..., Any])
 
@@ -47,6 +47,12 @@ if JIT:
         allocate; the arrays it works on are made by Python and outlive the call."""
         return njit(cache=True, nogil=True, _nrt=False)(fn)  # type: ignore[call-overload,no-any-return]
 
+    def inline_step(fn: T) -> T:
+        """``unmanaged``, and inlined into its callers by numba: a call passes the request engine's world, a
+        tuple of some forty arrays, flattened into hundreds of arguments; the steps every request takes are
+        inlined instead (a busy minute 59 → 21 ms, for ~20 s more of compiling once)."""
+        return njit(cache=True, nogil=True, _nrt=False, inline="always")(fn)  # type: ignore[call-overload,no-any-return]
+
     @compiled
     def pdtr(k: float, m: float) -> float:
         """Poisson cdf P(X ≤ k), X ~ Poisson(m): SciPy's ``pdtr``, called from compiled code."""
@@ -59,6 +65,7 @@ else:  # interpreted: the same functions, run by CPython
         return fn
 
     unmanaged = compiled
+    inline_step = compiled
 
     def pdtr(k: float, m: float) -> float:
         return float(_scipy_pdtr(k, m))

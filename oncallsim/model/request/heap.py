@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.world import I_HEAP
 
 __all__ = ["pop", "push", "replace_top"]
 
 
-@unmanaged
+@inline_step
 def push(w: Any, time: float, ident: int) -> None:
     ht, hi = w.heap_time, w.heap_id
     i = w.ints[I_HEAP]
@@ -27,7 +27,7 @@ def push(w: Any, time: float, ident: int) -> None:
     hi[i] = ident
 
 
-@unmanaged
+@inline_step
 def sift_down(w: Any, time: float, ident: int) -> None:
     """Put (time, ident) at the root, then down to its place among the heap's ``ints[I_HEAP]`` entries."""
     ht, hi = w.heap_time, w.heap_id
@@ -48,7 +48,7 @@ def sift_down(w: Any, time: float, ident: int) -> None:
     hi[i] = ident
 
 
-@unmanaged
+@inline_step
 def pop(w: Any) -> int:
     """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
     top = w.heap_id[0]
@@ -59,7 +59,7 @@ def pop(w: Any) -> int:
     return top
 
 
-@unmanaged
+@inline_step
 def replace_top(w: Any, time: float, ident: int) -> None:
     """Replace the earliest phase end by a later one of the same worker (one sift, not a pop and a push)."""
     sift_down(w, time, ident)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import inline_step, unmanaged
 from oncallsim.model.request.world import (
     HIST_BIN_S,
     M_BAD_ERROR,
@@ -35,7 +35,7 @@ def hist_add(hist: Any, value: float) -> None:
     hist[b if b <= last else last] += 1
 
 
-@unmanaged
+@inline_step
 def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
     """Count a request's outcome in this minute (overload, or dropped by a queue discipline or limit: failed at
     once, no response time; a drop counts as overload in the record, and on its own in the extras)."""

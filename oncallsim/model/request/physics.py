@@ -21,9 +21,9 @@ import math
 from typing import Any
 
 from oncallsim.model.fields import REC, ST
-from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.kernel import P, inline_step, unmanaged
 from oncallsim.model.request.balancers import POOLED, answered, choose, picked
-from oncallsim.model.request.disciplines import drop, full, take
+from oncallsim.model.request.disciplines import FIFO, drop, full, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import pop, push, replace_top
 from oncallsim.model.request.outcomes import decide, hist_add, quantile, second_of
@@ -33,12 +33,14 @@ from oncallsim.model.request.world import (
     I_BALANCER,
     I_BUSY,
     I_DEADLINES,
+    I_DISCIPLINE,
     I_ENABLED,
     I_FREE,
     I_HEAP,
     I_NBAD,
     I_NSAMPLES,
     I_QLEN,
+    I_QUEUE_LIMIT,
     I_SEQ,
     I_WCURSOR,
     I_WFREE,
@@ -136,7 +138,7 @@ _INF = math.inf
 # --- the stages of a request ------------------------------------------------------------------------
 
 
-@unmanaged
+@inline_step
 def _start(
     p: Any,
     w: Any,
@@ -197,7 +199,7 @@ def _start(
     return x + exponential(g, cpu_mean)
 
 
-@unmanaged
+@inline_step
 def _query(w: Any, x: float, part_s: float) -> float:
     """A database read arriving now at a random partition: returns when it completes (FIFO, Lindley)."""
     j = uniform_int(w.gen, len(w.db_free))
@@ -212,7 +214,7 @@ def _query(w: Any, x: float, part_s: float) -> float:
     return done
 
 
-@unmanaged
+@inline_step
 def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
     joins the free workers (returns ∞)."""
@@ -221,10 +223,10 @@ def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: fl
     timeout = p[P.timeout_s]
     while True:  # its instance's queue first, then the balancer's; the discipline may drop on the way
         qid = own if w.qs[Q_LEN, own] > 0 else pooled
-        slot = take(w, qid, x, t0)
+        slot = _take(w, qid, x, t0)
         if slot < 0 and qid == own and w.qs[Q_LEN, pooled] > 0:
             qid = pooled
-            slot = take(w, qid, x, t0)
+            slot = _take(w, qid, x, t0)
         if slot < 0:
             free_add(w, k)
             return _INF
@@ -233,6 +235,15 @@ def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: fl
             _abandoned(w, qid, client, arrival, tag, x, t0, timeout)
             continue
         return _start(p, w, k, x, arrival, obj, tag, client, mode, app_s, q_mean)
+
+
+@inline_step
+def _take(w: Any, qid: int, x: float, t0: float) -> int:
+    """FIFO right here (the default, on every completion); the other disciplines in their module. A call with
+    the world costs a copy of its arrays' descriptors: the hot path avoids the big one."""
+    if w.ints[I_DISCIPLINE] == FIFO:
+        return dequeue(w, qid) if w.qs[Q_LEN, qid] > 0 else -1
+    return take(w, qid, x, t0)
 
 
 @unmanaged
@@ -248,7 +259,7 @@ def _abandoned(
         answered(w, client, instance, x, timeout, False, 0.0)
 
 
-@unmanaged
+@inline_step
 def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> float:
     """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker.
     Returns when the worker's next phase ends (∞: it is free, or no longer serving)."""
@@ -293,7 +304,7 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     return _release(p, w, k, x, t0, mode, app_s, q_mean)
 
 
-@unmanaged
+@inline_step
 def _release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """Worker ``k`` is done with its request: it takes the next one (returns when that one's CPU phase ends)
     or joins the free workers (∞); an instance no longer serving takes nothing new."""
@@ -306,7 +317,7 @@ def _release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: floa
     return _INF
 
 
-@unmanaged
+@inline_step
 def _read_or_abandon(
     p: Any, w: Any, k: int, x: float, t0: float, part_s: float, mode: int, app_s: float, q_mean: float
 ) -> float:
@@ -411,7 +422,7 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
         push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
 
-@unmanaged
+@inline_step
 def _arrive(
     p: Any, w: Any, st: Any, x: float, t0: float, mode: int, app_s: float, q_mean: float, sample_every: int
 ) -> None:
@@ -452,7 +463,7 @@ def _arrive(
         k = w.free[uniform_int(g, w.ints[I_FREE])]
         free_remove(w, k)
         push(w, _start(p, w, k, x, x, obj, tag, -1, mode, app_s, q_mean), k)
-    elif full(w, w.qs.shape[1] - 1):
+    elif w.ints[I_QUEUE_LIMIT] > 0 and full(w, w.qs.shape[1] - 1):
         drop(w, w.qs.shape[1] - 1, -1, tag, x, t0)
     elif room(w) > 0:
         enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1)
@@ -476,7 +487,7 @@ def _dispatch(
             free_remove(w, k)
             push(w, _start(p, w, k, x, x, obj, tag, client, mode, app_s, q_mean), k)
             return
-    if full(w, i):
+    if w.ints[I_QUEUE_LIMIT] > 0 and full(w, i):
         drop(w, i, client, tag, x, t0)
     elif room(w) > 0:
         enqueue(w, i, x, obj, tag, client)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import inline_step, unmanaged
 from oncallsim.model.request.world import I_QLEN, I_SFREE, Q_CURSOR, Q_HEAD, Q_LEN, Q_TAIL
 
 __all__ = ["dequeue", "dequeue_tail", "enqueue", "room"]
@@ -25,7 +25,7 @@ def room(w: Any) -> int:
     return int(w.ints[I_SFREE])
 
 
-@unmanaged
+@inline_step
 def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int) -> None:
     """Append a request to queue ``qid`` (the caller checked ``room``)."""
     n = w.ints[I_SFREE] - 1
@@ -49,7 +49,7 @@ def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int) -
     w.ints[I_QLEN] += 1
 
 
-@unmanaged
+@inline_step
 def dequeue(w: Any, qid: int) -> int:
     """Take the head of queue ``qid`` (not empty); returns its slot, valid until the next ``enqueue``."""
     qs = w.qs
@@ -85,7 +85,7 @@ def dequeue_tail(w: Any, qid: int) -> int:
     return slot
 
 
-@unmanaged
+@inline_step
 def _release(w: Any, slot: int) -> None:
     w.s_free[w.ints[I_SFREE]] = slot
     w.ints[I_SFREE] += 1

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.world import I_FREE
 
 __all__ = ["free_add", "free_remove"]
 
 
-@unmanaged
+@inline_step
 def free_add(w: Any, k: int) -> None:
     n = w.ints[I_FREE]
     w.free[n] = k
@@ -18,7 +18,7 @@ def free_add(w: Any, k: int) -> None:
     w.ints[I_FREE] = n + 1
 
 
-@unmanaged
+@inline_step
 def free_remove(w: Any, k: int) -> None:
     pos = w.free_pos[k]
     last = w.ints[I_FREE] - 1
