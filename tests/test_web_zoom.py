@@ -59,6 +59,7 @@ def test_zoom_page_loads_plotly_from_the_console_itself(client: TestClient, run_
     assert response.status_code == 200
     page = response.text
     assert '<script src="/vendor/plotly.min.js"></script>' in page and "Sampled requests" in page
+    assert '<script src="/static/js/zoom_page.js"></script>' in page and "Plotly.newPlot" not in page
     assert "http://" not in page.split("<body>")[0].replace(BASE, "")  # nothing from outside
     bad = client.get(f"/runs/{run_id}/zoom", params={"minute": 31})
     assert bad.status_code == 422 and "minute" in bad.text

@@ -46,4 +46,4 @@ async def zoom_page(request: Request, run_id: str, minute: Minute) -> HTMLRespon
         z = await _zoom(request, run_id, minute)
     except InvalidInput as exc:
         return error_page(request, exc, 404 if exc.field == "run" else 422)
-    return HTMLResponse(await asyncio.to_thread(render_zoom_html, z, "/vendor/plotly.min.js"))
+    return HTMLResponse(await asyncio.to_thread(render_zoom_html, z, True))

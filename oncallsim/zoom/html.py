@@ -191,12 +191,22 @@ def _reading_order(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(samples, key=lambda s: (_ORDER.get(s["outcome"], 3), -s["response_ms"], s["arrival_s"]))
 
 
-def render_zoom_html(z: ZoomedMinute, plotly_src: str | None = None) -> str:
-    """The page; plotly.js inlined (a file that opens offline) unless ``plotly_src`` names where it is served."""
-    html = pio.to_html(
-        zoom_figure(z), include_plotlyjs=False, full_html=False, div_id="zoom-chart", config={"displaylogo": False}
-    )
-    split = html.index("<script")
+def render_zoom_html(z: ZoomedMinute, served: bool = False) -> str:
+    """The page: a file that opens offline (plotly.js and the chart's script inline), or, ``served`` by the
+    console, plotly.js and the page's script from the console and the figure as data (its Content Security
+    Policy runs no inline script)."""
+    fig = zoom_figure(z)
+    if served:
+        figure = fig.to_json().replace("</", "<\\/")  # the JSON cannot end its <script> element
+        chart_div = '<div id="zoom-chart"></div>'
+        chart_script = (
+            f'<script id="zoom-figure" type="application/json">{figure}</script>'
+            '<script src="/static/js/zoom_page.js"></script>'
+        )
+    else:
+        html = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id="zoom-chart", config=_CONFIG)
+        split = html.index("<script")
+        chart_div, chart_script = html[:split], html[split:]
     env = Environment(autoescape=select_autoescape(default_for_string=True, default=True))
     return env.from_string(_PAGE).render(
         z=z,
@@ -204,8 +214,11 @@ def render_zoom_html(z: ZoomedMinute, plotly_src: str | None = None) -> str:
         rows=_ROWS,
         headers=_HEADERS,
         fmt=_fmt,
-        chart_div=html[:split],
-        chart_script=html[split:],
-        plotly_js="" if plotly_src else get_plotlyjs(),
-        plotly_src=plotly_src,
+        chart_div=chart_div,
+        chart_script=chart_script,
+        plotly_js="" if served else get_plotlyjs(),
+        plotly_src="/vendor/plotly.min.js" if served else None,
     )
+
+
+_CONFIG = {"displaylogo": False, "responsive": True}

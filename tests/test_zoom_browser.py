@@ -1,0 +1,71 @@
+"""The console's zoom in real headless Chromium: the Zoom button and a click on a chart open the minute
+re-simulated request by request, in a new tab, for a request-engine run."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser import chromium_page
+from tests.server import running_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_server(tmp_path_factory.mktemp("zoom") / "runs.sqlite3") as base:
+        yield base
+
+
+def _new_run(base: str, minutes: int) -> str:
+    body = {"scenario": "bad-deploy", "seed": 4, "speed": 16, "minutes": minutes, "engine": "request"}
+    request = urllib.request.Request(
+        base + "/api/runs", json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.loads(response.read())["id"])
+
+
+def _played(page: Any, at_least: int) -> None:
+    # the first use on a machine compiles the request engine (up to a minute): wait for the charts, not a time
+    page.wait_for_function(
+        "(n) => { const c = document.getElementById('chart-p99'); return c && c.data && c.data[0].x.length >= n; }",
+        arg=at_least,
+        timeout=180_000,
+    )
+
+
+def test_zoom_button_and_chart_click_open_the_zoomed_minute(server: str) -> None:
+    with chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        run_id = _new_run(server, 6)
+        page.goto(f"{server}/runs/{run_id}")
+        _played(page, 6)
+        with page.context.expect_page() as opened:
+            page.get_by_role("button", name="Zoom", exact=True).click()
+        zoomed = opened.value
+        zoomed.wait_for_selector("#zoom-chart .main-svg")
+        assert zoomed.url.endswith(f"/runs/{run_id}/zoom?minute=5")
+        assert "request by request" in zoomed.locator("h1").inner_text()
+        zoomed.close()
+
+        # a click on the p99 chart at minute 2's point opens minute 2
+        box = page.evaluate(
+            """() => {
+                const el = document.getElementById('chart-p99'), L = el._fullLayout, x = el.data[0].x[2];
+                const r = el.getBoundingClientRect();
+                return {x: r.left + L._size.l + L.xaxis.d2p(x), y: r.top + L._size.t + L.yaxis.d2p(el.data[0].y[2])};
+            }"""
+        )
+        with page.context.expect_page() as opened:
+            page.mouse.click(box["x"], box["y"])
+        clicked = opened.value
+        clicked.wait_for_selector("#zoom-chart .main-svg")
+        assert clicked.url.endswith(f"/runs/{run_id}/zoom?minute=2")
+        assert errors == []
+        clicked.screenshot(path=str(Path(__file__).resolve().parent.parent / "docs" / "images" / "zoom.png"))
