@@ -77,3 +77,8 @@ def test_the_engines_are_prepared_in_the_background(client: TestClient) -> None:
             break
         time.sleep(0.05)  # polling a condition, not waiting a fixed time
     assert all(e["ready"] for e in listed)
+
+
+def test_the_model_page_says_what_the_minute_hides(client: TestClient) -> None:
+    page = client.get("/model").text
+    assert 'id="what-the-minute-hides"' in page and "oncallsim validate" in page and "Erlang C" in page
