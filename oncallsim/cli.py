@@ -230,10 +230,12 @@ def serve(
 
     from oncallsim.store import default_db_path
     from oncallsim.web.app import create_app
+    from oncallsim.web.ports import check_port_free
     from oncallsim.web.security import is_loopback
 
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
+    check_port_free(host, port)  # a busy port: one line naming --port, before any line that says it serves
     if token is not None and len(token) < 16:
         raise InvalidInput("--token", "must be at least 16 characters")
     path = db or default_db_path()

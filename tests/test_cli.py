@@ -153,3 +153,23 @@ def test_a_reader_that_stops_early_ends_the_run_quietly() -> None:
     proc.stdout.close()  # the reader goes away with 1,439 minutes still to write
     assert proc.wait(timeout=120) == 0
     assert proc.stderr.read() == b""
+
+
+def test_serve_on_a_busy_port_is_one_line_naming_port() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "oncallsim", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: --port: 127.0.0.1:{port} is already in use; choose another with --port N (make run PORT=N)"
+    ]
+    assert "console on" not in done.stderr
