@@ -130,7 +130,15 @@ def test_ctrl_c_keeps_the_rows_and_resume_finishes(tmp_path: Path) -> None:
     parts = out.with_name(out.name + ".parts")
     command = [sys.executable, "-m", "oncallsim", *sweep_args(out, 3000)]
     env = {**os.environ, "ONCALLSIM_ROWS_PER_TASK": "20"}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # the child answers Ctrl-C even when this test runs where SIGINT is ignored (a background job, some CI)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while not list(parts.glob("part-*.parquet")):  # the condition: the first chunk is on disk
         assert process.poll() is None, process.communicate()
