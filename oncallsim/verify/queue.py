@@ -15,11 +15,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
-from oncallsim.model.kernel import kernel_params
-from oncallsim.model.params import Params
+from oncallsim.model.fields import NUMERIC_FIELDS, REC
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
-from oncallsim.model.request.world import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED, new_world, with_room
+from oncallsim.model.request.queue_only import queue_only_world
+from oncallsim.model.request.world import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED, with_room
 from oncallsim.verify import oracles
 
 __all__ = ["BATCHES", "Estimate", "QueuePoint", "batch_ci", "queue_grid", "run_queue_point"]
@@ -74,19 +73,7 @@ def run_queue_point(
     rate = utilization * servers / service_s
     minutes = max(BATCHES, math.ceil(customers / (rate * 60.0) / BATCHES) * BATCHES)
     per = minutes // BATCHES
-    wpi = 16 if servers % 16 == 0 else 1
-    params = Params(
-        workers_per_instance=wpi,
-        max_fleet=servers // wpi,
-        app_time_ms=service_s * 1000.0,
-        feature_app_time_ms=0.0,
-        timeout_s=TIMEOUT_S,
-        hot_objects=1.0,
-    )
-    p = kernel_params(params)
-    world = new_world(params, seed)
-    st = np.zeros(len(STATE_SCHEMA))
-    st[ST.serving] = servers // wpi
+    p, world, st = queue_only_world(servers, service_s, seed, 16 if servers % 16 == 0 else 1, TIMEOUT_S)
     rec = np.zeros(len(NUMERIC_FIELDS))
     ext = np.zeros(len(EXTRA_FIELDS))
     drain = servers / service_s - rate

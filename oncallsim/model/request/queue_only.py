@@ -21,12 +21,13 @@ from oncallsim.model.request.world import (
     M_WAIT_COUNT,
     M_WAIT_SUM,
     M_WAITED,
+    World,
     new_world,
     set_balancer,
     with_room,
 )
 
-__all__ = ["QueueRun", "simulate_mmn"]
+__all__ = ["QueueRun", "queue_only_world", "simulate_mmn"]
 
 
 class QueueRun(NamedTuple):
@@ -58,6 +59,26 @@ class QueueRun(NamedTuple):
         return float(quantile(self.latency_hist, q, timeout_s))
 
 
+def queue_only_world(
+    servers: int, service_s: float, seed: int, workers_per_instance: int = 16, timeout_s: float = 10.0
+) -> tuple[npt.NDArray[np.float64], World, npt.NDArray[np.float64]]:
+    """(parameters, world, state) for queue-only minutes: ``servers`` workers of exponential service of mean
+    ``service_s``, no cache or database."""
+    if servers <= 0 or servers % workers_per_instance:
+        raise InvalidInput("servers", f"must be a positive multiple of {workers_per_instance}, got {servers}")
+    params = Params(
+        workers_per_instance=workers_per_instance,
+        max_fleet=servers // workers_per_instance,
+        app_time_ms=service_s * 1000.0,
+        feature_app_time_ms=0.0,
+        timeout_s=timeout_s,
+        hot_objects=1.0,
+    )
+    st = np.zeros(len(STATE_SCHEMA))
+    st[ST.serving] = servers // workers_per_instance
+    return kernel_params(params), new_world(params, seed), st
+
+
 def simulate_mmn(
     servers: int,
     arrivals_per_s: float,
@@ -72,21 +93,8 @@ def simulate_mmn(
 ) -> QueueRun:
     """Run M/M/N in queue-only mode: ``minutes`` measured after ``warmup_minutes`` dropped. With another
     ``balancer`` than pooled, each instance (``workers_per_instance`` servers) keeps its own queue."""
-    if servers <= 0 or servers % workers_per_instance:
-        raise InvalidInput("servers", f"must be a positive multiple of {workers_per_instance}, got {servers}")
-    params = Params(
-        workers_per_instance=workers_per_instance,
-        max_fleet=servers // workers_per_instance,
-        app_time_ms=service_s * 1000.0,
-        feature_app_time_ms=0.0,
-        timeout_s=timeout_s,
-        hot_objects=1.0,
-    )
-    p = kernel_params(params)
-    world = new_world(params, seed)
+    p, world, st = queue_only_world(servers, service_s, seed, workers_per_instance, timeout_s)
     set_balancer(world, balancer, clients)
-    st = np.zeros(len(STATE_SCHEMA))
-    st[ST.serving] = servers // workers_per_instance
     rec = np.zeros(len(NUMERIC_FIELDS))
     ext = np.zeros(len(EXTRA_FIELDS))
     wait_hist = np.zeros_like(world.wait_hist)
