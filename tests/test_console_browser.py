@@ -187,7 +187,10 @@ def test_a_switch_stays_where_the_operator_put_it_while_minutes_run(server: str)
         cdp = page.context.new_cdp_session(page)
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": 8})  # a slow laptop: minutes queue up behind the click
         switch = page.get_by_role("switch", name="Recommendations feature")
-        switch.uncheck()  # Playwright checks that the click changed the state and that it stays changed
+        # Playwright checks that the click changed the state and that it stays changed. Its wait for a still
+        # element is skipped (force): under an 8× slower CPU the growing event log keeps moving the page, and
+        # what the test is about is the state after the click, not whether the layout holds still.
+        switch.uncheck(force=True)
         page.locator("#events li", has_text="recommendations feature off").wait_for()
         assert not switch.is_checked()
         watch.check()
