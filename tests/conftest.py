@@ -11,3 +11,11 @@ from oncallsim import Simulation
 def quiet_morning() -> Simulation:
     """Free play at 08:00 with the expected traffic (no noise): the reference's opening state."""
     return Simulation("free-play", seed=0, noise=False, clock="08:00")
+
+
+# Hypothesis explores the same examples on every run (its own seed fixed): a test that fails, fails every
+# time, never one CI run in ten. The examples found so far are pinned beside their tests with @example.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("deterministic", derandomize=True, print_blob=True)
+_hypothesis_settings.load_profile("deterministic")

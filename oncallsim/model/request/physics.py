@@ -577,7 +577,8 @@ def _record(p: Any, w: Any, st: Any, rec: Any, ext: Any, mode: int, app_s: float
     rec[REC.servers] = servers
     rec[REC.capacity_per_s] = servers / service_s if service_s > 0 else 0.0
     rec[REC.erlangs] = admitted * service_s
-    rec[REC.utilization] = m[M_BUSY] / (servers * 60.0) if servers > 0 else 1.0
+    # busy time is a sum of many intervals: a fully busy minute can add up to N × 60 s plus round-off
+    rec[REC.utilization] = min(1.0, m[M_BUSY] / (servers * 60.0)) if servers > 0 else 1.0
     decided = m[M_DECIDED]
     served = decided - m[M_OVERLOAD]
     if served > 0:
