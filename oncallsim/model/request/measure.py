@@ -1,0 +1,136 @@
+"""The minute's measures: the record fields the request engine measures, and the extras only it knows,
+from the counts the loop kept (``world.measures``, the histograms, the world's state at the minute's end)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oncallsim.model.fields import REC, ST
+from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.request.outcomes import quantile
+from oncallsim.model.request.world import (
+    I_BUSY,
+    I_NBAD,
+    I_QLEN,
+    M_ABANDONED,
+    M_ADMITTED,
+    M_ARRIVED,
+    M_BAD_ERROR,
+    M_BUSY,
+    M_COMPLETED,
+    M_DB_BUSY,
+    M_DECIDED,
+    M_DROPPED,
+    M_HITS,
+    M_LOOKUPS,
+    M_MAX_QUEUE,
+    M_OVERLOAD,
+    M_PRESENT,
+    M_QUERIES,
+    M_QUERY_TIME,
+    M_SERVICE,
+    M_SHED,
+    M_STARTED,
+    M_STARTED_BAD,
+    M_TIMEOUT,
+    M_WAIT_COUNT,
+    M_WAIT_SUM,
+    M_WAITED,
+    M_WASTED,
+)
+
+__all__ = ["EXTRA_FIELDS", "record_minute"]
+
+# The request-level extras (``MinuteRecord.extras``), in the order of the extras vector.
+EXTRA_FIELDS = (
+    ("p50_ms", "ms", "median response time of the minute's answered requests"),
+    ("p999_ms", "ms", "99.9th percentile response time (timeouts count as the timeout)"),
+    ("mean_wait_ms", "ms", "mean wait in the balancer's queue of requests that started service"),
+    ("max_queue", "requests", "longest the balancer's queue got"),
+    ("queue_at_end", "requests", "waiting at the minute's end (carried into the next minute)"),
+    ("in_flight_at_end", "requests", "being served at the minute's end"),
+    ("wasted_work_share", "fraction", "share of service time spent on requests whose client had given up"),
+    ("completed_per_s", "req/s", "responses sent, whatever their outcome"),
+    ("cache_present_share", "fraction", "hot objects in the cache at the minute's start"),
+    ("dropped_per_s", "req/s", "answered at once with an error by a queue discipline or a full queue"),
+    ("abandoned_per_s", "req/s", "work dropped because its deadline had passed (deadline propagation)"),
+)
+(
+    E_P50,
+    E_P999,
+    E_MEAN_WAIT,
+    E_MAX_QUEUE,
+    E_QUEUE_END,
+    E_IN_FLIGHT_END,
+    E_WASTED,
+    E_COMPLETED,
+    E_PRESENT,
+    E_DROPPED,
+    E_ABANDONED,
+) = range(len(EXTRA_FIELDS))
+
+
+@unmanaged
+def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, app_s: float) -> None:
+    """The measured record fields and the extras, from the minute's counts."""
+    m = w.measures
+    serving = int(st[ST.serving])
+    servers = serving * int(p[P.workers_per_instance])
+    timeout = p[P.timeout_s]
+    admitted = m[M_ADMITTED] / 60.0
+    rec[REC.requests_per_s] = m[M_ARRIVED] / 60.0
+    rec[REC.admitted_per_s] = admitted
+    rec[REC.shed_per_s] = m[M_SHED] / 60.0
+    if pipeline:
+        objects = len(w.expiry)
+        rt = admitted / objects * st[ST.ttl_s]
+        steady = rt / (1.0 + rt)
+        present = m[M_PRESENT] / objects
+        rec[REC.cache_warm] = present / steady if steady > 0 else 1.0
+        rec[REC.cache_hit] = m[M_HITS] / m[M_LOOKUPS] if m[M_LOOKUPS] > 0 else 0.0
+        partitions = len(w.db_free)
+        rec[REC.db_demand_qps] = m[M_QUERIES] / 60.0
+        rec[REC.db_utilization] = m[M_DB_BUSY] / (partitions * 60.0)
+        rec[REC.query_time_ms] = m[M_QUERY_TIME] / m[M_QUERIES] * 1000.0 if m[M_QUERIES] > 0 else p[P.db_base_query_ms]
+        ext[E_PRESENT] = present
+    service_s = m[M_SERVICE] / m[M_COMPLETED] if m[M_COMPLETED] > 0 else app_s
+    rec[REC.service_time_ms] = service_s * 1000.0
+    rec[REC.servers] = servers
+    rec[REC.capacity_per_s] = servers / service_s if service_s > 0 else 0.0
+    rec[REC.erlangs] = admitted * service_s
+    # busy time is a sum of many intervals: a fully busy minute can add up to N × 60 s plus round-off
+    rec[REC.utilization] = min(1.0, m[M_BUSY] / (servers * 60.0)) if servers > 0 else 1.0
+    decided = m[M_DECIDED]
+    served = decided - m[M_OVERLOAD]
+    if served > 0:
+        rec[REC.wait_probability] = m[M_WAITED] / served
+        rec[REC.timeout_share] = m[M_TIMEOUT] / served
+    else:
+        rec[REC.wait_probability] = 1.0 if m[M_OVERLOAD] > 0 else 0.0
+        rec[REC.timeout_share] = 0.0
+    if decided > 0:
+        e_overload = m[M_OVERLOAD] / decided
+        e_timeout = m[M_TIMEOUT] / decided
+        e_bad = m[M_BAD_ERROR] / decided
+    else:
+        e_overload = e_timeout = e_bad = 0.0
+    rec[REC.overload_share] = e_overload
+    rec[REC.error_overload] = e_overload
+    rec[REC.error_timeout] = e_timeout
+    rec[REC.error_bad_build] = e_bad
+    rec[REC.error_rate] = e_overload + e_timeout + e_bad
+    if m[M_STARTED] > 0:
+        rec[REC.bad_build_share] = m[M_STARTED_BAD] / m[M_STARTED]
+    else:
+        rec[REC.bad_build_share] = w.ints[I_NBAD] / serving if serving > 0 else 0.0
+    rec[REC.p99_ms] = (quantile(w.latency_hist, 0.99, timeout) if served > 0 else timeout) * 1000.0
+    ext[E_P50] = quantile(w.latency_hist, 0.5, timeout) * 1000.0
+    ext[E_P999] = quantile(w.latency_hist, 0.999, timeout) * 1000.0
+    ext[E_MEAN_WAIT] = m[M_WAIT_SUM] / m[M_WAIT_COUNT] * 1000.0 if m[M_WAIT_COUNT] > 0 else 0.0
+    ext[E_MAX_QUEUE] = m[M_MAX_QUEUE]
+    ext[E_QUEUE_END] = w.ints[I_QLEN]
+    ext[E_IN_FLIGHT_END] = w.ints[I_BUSY]
+    ext[E_WASTED] = m[M_WASTED] / m[M_SERVICE] if m[M_SERVICE] > 0 else 0.0
+    ext[E_COMPLETED] = m[M_COMPLETED] / 60.0
+    ext[E_DROPPED] = m[M_DROPPED] / 60.0
+    ext[E_ABANDONED] = m[M_ABANDONED] / 60.0
