@@ -28,6 +28,7 @@ from oncallsim.model import (
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
+from oncallsim.model.state import kernel_inputs
 from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
 from oncallsim.validation import MAX_FILE_BYTES, decode_text, invalid_input, read_bounded
 
@@ -216,6 +217,42 @@ class Simulation:
         control, value = action
         return Action(minute, control, coerce_control_value(control, value))
 
+    def inject(self, event: Mapping[str, Any]) -> Any:
+        """Add a scenario event (a game day's fault) to this running simulation, at a future minute only.
+
+        The event is validated by the scenario schema (the same model as a scenario file), appended to the
+        run's scenario, and the plan rebuilt from the scenario with the run's seed, so the run file (which then
+        carries the scenario with the event) replays bit for bit. Refused: an event at a past minute, and an
+        event that would draw random values (every range fixed), since a draw would shift the run's noise."""
+        if not isinstance(event, Mapping):
+            raise InvalidInput("event", "must be an object with a kind and its fields")
+        data = self.scenario.model_dump(mode="json")
+        data["events"] = [*data["events"], dict(event)]
+        scenario = scenario_from_dict(data, "event")
+        added = scenario.events[-1]
+        at = _first_minute(added.model_dump(mode="json"), self.plan.clock_start_min)
+        if at is None:
+            raise InvalidInput("event", "names no time of day (HH:MM)")
+        if at < max(self.minute, 1):
+            raise InvalidInput(
+                "event",
+                f"is at {self.plan.clock(at)}, a minute already played; the next is {self.plan.clock(self.minute)}",
+            )
+        if at >= self.plan.minutes:
+            raise InvalidInput("event", f"is at {self.plan.clock(at)}, past the run's end")
+        before, after = Mulberry32(self.seed), Mulberry32(self.seed)
+        self.scenario.build_plan(before, clock=self.clock_override, minutes=self.minutes_override)
+        plan = scenario.build_plan(after, clock=self.clock_override, minutes=self.minutes_override)
+        if before.state != after.state:
+            raise InvalidInput(
+                "event",
+                "must have fixed values (low = high, one onset time): a drawn value would shift the run's noise",
+            )
+        self.scenario = scenario
+        self.plan = plan
+        self.state = self.state._replace(plan=plan, kernel=kernel_inputs(plan, self.params))
+        return added
+
     def observe(self) -> Observation:
         """The console as it stands before the next minute."""
         return Observation(
@@ -328,6 +365,24 @@ class Simulation:
             )
         sim.run(actions, until=played if until is None else until)
         return sim
+
+
+def _first_minute(event: Mapping[str, Any], start: int) -> int | None:
+    """The earliest minute (from the run's start) among an event's times of day, wherever its fields hold them."""
+    clocks: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and len(value) == 5 and value[2] == ":":
+            clocks.append(value)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v)
+
+    walk(event)
+    return min(((parse_clock(c) - start) % 1440 for c in clocks), default=None)
 
 
 MAX_RUN_FILE_ACTIONS = 20_000  # a day of a busy operator is a few hundred; this keeps a replay under a second
