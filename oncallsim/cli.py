@@ -16,11 +16,16 @@ from rich.console import Console
 from rich.table import Table
 
 from oncallsim.cli_common import (
+    OneLineErrors,
+    check_choices,
+    did_you_mean,
     err,
     guarded,
     load_run_file,
     parse_sets,
     prepare_engine,
+    print_trimmed,
+    read_actions,
     scenario_arg,
     stdout_console,
     write_whole,
@@ -30,12 +35,14 @@ from oncallsim.debrief.html import render_html
 from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, DEFAULT_PARAMS, InvalidInput, MinuteRecord, param_info
 from oncallsim.policies import load_policy
 from oncallsim.scenarios import builtin_scenarios
-from oncallsim.simulation import Simulation, load_actions
+from oncallsim.simulation import Simulation
 from oncallsim.store.runfiles import vet_run_file
 
 app = typer.Typer(
+    cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: no padded boxes, flags without a <bool>
     help="oncallsim: an on-call simulator whose physics are textbook queueing models.",
 )
 
@@ -54,7 +61,9 @@ def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one
     out = stdout_console()
     if show is not None:
         if show not in known:
-            raise InvalidInput("--show", f"unknown scenario {show!r}; known: {', '.join(known)}")
+            raise InvalidInput(
+                "--show", f"unknown scenario {show!r}{did_you_mean(show, known)}; known: {', '.join(known)}"
+            )
         sc = known[show]
         out.print(f"[bold]{sc.title}[/] ({sc.id}, version {sc.version})")
         out.print(f"start {sc.start}, {sc.minutes} minutes, error budget at start {sc.budget_start:.0%}")
@@ -76,7 +85,7 @@ def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one
         table.add_column(col)
     for sc in known.values():
         table.add_row(sc.id, sc.title, sc.start, _length(sc.minutes), sc.summary)
-    out.print(table)
+    print_trimmed(out, table)
 
 
 def _length(minutes: int) -> str:
@@ -93,7 +102,7 @@ def params() -> None:
         table.add_column(col, no_wrap=col != "meaning")
     for p in param_info():
         table.add_row(p.name, f"{p.default:g}", p.unit, f"{p.min:g}–{p.max:g}", p.source, p.doc)
-    out.print(table)
+    print_trimmed(out, table)
     controls = Table(title="Controls (opening values with --set, changes with --actions)")
     for col in ("name", "default", "allowed", "effect"):
         controls.add_column(col, no_wrap=col == "name")
@@ -101,7 +110,7 @@ def params() -> None:
         controls.add_row(
             s.name, "" if s.default is None else str(s.default), s.describe_range(), s.help_text(DEFAULT_PARAMS)
         )
-    out.print(controls)
+    print_trimmed(out, controls)
 
 
 # The table's columns: (header, how to show a record's value).
@@ -138,7 +147,7 @@ def write_records(records: list[MinuteRecord], fmt: Format, stream: TextIO) -> N
         for r in records:
             table.add_row(*(fn(r) for _, fn in TABLE_COLUMNS), style="red" if r.page_firing else None)
         tty = hasattr(stream, "isatty") and stream.isatty()
-        Console(file=stream, highlight=False, width=None if tty else 160).print(table)
+        print_trimmed(Console(file=stream, highlight=False, width=None if tty else 160), table)
 
 
 @app.command()
@@ -147,20 +156,33 @@ def run(
     scenario: Annotated[str, typer.Argument(help="A scenario id (see `oncallsim scenarios`) or a .toml file.")],
     seed: Annotated[int, typer.Option(help="The run's seed, 0 to 4294967295.")] = 0,
     minutes: Annotated[int | None, typer.Option(help="Run this many minutes instead of the scenario's length.")] = None,
-    clock: Annotated[str | None, typer.Option(help="Start at this time of day, HH:MM.")] = None,
+    clock: Annotated[str | None, typer.Option(metavar="HH:MM", help="Start at this time of day.")] = None,
     no_noise: Annotated[bool, typer.Option("--no-noise", help="Expected traffic, no random noise.")] = False,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE: a parameter or opening control.")] = None,
-    actions: Annotated[Path | None, typer.Option(help="A JSON list of {minute, control, value}.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", metavar="NAME=VALUE", help="A parameter or opening control.")
+    ] = None,
+    actions: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="A JSON list of {minute, control, value}; a minute counts from the start (0) or is a time "
+            'of day ("09:20").',
+        ),
+    ] = None,
     format: Annotated[Format, typer.Option(help="Output format.")] = Format.table,
-    out_file: Annotated[Path | None, typer.Option("--out", help="Write the records here instead of stdout.")] = None,
-    save_run: Annotated[Path | None, typer.Option(help="Save a run file that replays this run exactly.")] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the records here instead of stdout.")
+    ] = None,
+    save_run: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Save a run file that replays this run exactly.")
+    ] = None,
     policy: Annotated[str | None, typer.Option(help="Let a policy play: hands-off, textbook, or module:attr.")] = None,
     debrief: Annotated[bool, typer.Option("--debrief", help="Print the debrief at the end.")] = False,
     engine: Annotated[str, typer.Option(help="minute (the formulas) or request (every request simulated).")] = "minute",
 ) -> None:
-    """Run a scenario headless and print its minute records."""
+    """Run a scenario headless and print its minute records, then a one-line summary."""
     overrides = parse_sets(set_ or [])
-    action_list = load_actions(actions) if actions is not None else []
+    check_choices(policy, engine)
     player = load_policy(policy) if policy is not None else None
     sim = Simulation(
         scenario_arg(scenario),
@@ -171,6 +193,7 @@ def run(
         clock=clock,
         engine=engine,
     )
+    action_list = read_actions(actions, sim.plan) if actions is not None else []
     prepare_engine(sim.engine)
     records = sim.run(action_list, policy=player)
     if out_file is not None:
@@ -181,8 +204,25 @@ def run(
         write_records(records, format, sys.stdout)
     if save_run is not None:
         write_whole(save_run, sim.run_file().model_dump_json(indent=2) + "\n")
+    # the human-readable lines go to stdout unless machine-readable records are there
+    human = err if out_file is None and format is not Format.table else None
     if debrief:
-        print_debrief(make_debrief(sim), err if out_file is None and format is not Format.table else None)
+        print_debrief(make_debrief(sim), human)
+    (human or Console(highlight=False, soft_wrap=True)).print(run_summary(sim), soft_wrap=True, markup=False)
+
+
+def run_summary(sim: Simulation) -> str:
+    """One line at the end of a run: what it cost and whether it met its objectives."""
+    from oncallsim.debrief import make_report
+
+    report = make_report(sim)
+    page = "no page" if report.page_minute is None else f"paged at {sim.plan.clock(report.page_minute)}"
+    met = sum(o.passed for o in report.objectives)
+    objectives = f"objectives met {met}/{len(report.objectives)}" if report.objectives else "no objectives"
+    return (
+        f"{sim.scenario.id}, seed {sim.seed}, {len(sim.timeline)} min: budget spent {report.budget_spent:.1%}, "
+        f"cost ${report.cost:.2f}, {page}, {objectives}, score {report.score}/100"
+    )
 
 
 @app.command("debrief")
@@ -276,6 +316,10 @@ from oncallsim.cli_zoom import zoom  # noqa: E402
 
 app.command()(guarded(validate))
 app.command()(guarded(zoom))
+
+from oncallsim.cli_gameday import gameday  # noqa: E402
+
+app.add_typer(gameday, name="gameday")
 
 
 def main() -> None:

@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
+import json
 import os
+import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.markup import escape
+from typer._click import exceptions as click_errors  # typer's own click (0.29 vendors it)
+from typer.core import TyperGroup
 
-from oncallsim.model import InvalidInput
+from oncallsim.model import CONTROL_SPECS, SETTINGS, InvalidInput, Params, RunPlan
 from oncallsim.model.engine import Engine, prepare
-from oncallsim.simulation import RunFile
-from oncallsim.validation import invalid_input
+from oncallsim.scenarios import parse_clock
+from oncallsim.simulation import Action, RunFile
+from oncallsim.simulation import parse_action as _parse_action
+from oncallsim.validation import decode_text, invalid_input, read_bounded
 
 __all__ = [
+    "OneLineErrors",
+    "check_choices",
+    "check_override_names",
     "clear_errors",
+    "did_you_mean",
     "err",
     "fail",
     "guarded",
@@ -29,6 +41,8 @@ __all__ = [
     "notice_after",
     "parse_sets",
     "prepare_engine",
+    "print_trimmed",
+    "read_actions",
     "scenario_arg",
     "stdout_console",
     "write_whole",
@@ -79,6 +93,12 @@ def guarded(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """A near miss of a known name (a typo): " (did you mean ttl_s?)", else ""."""
+    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def parse_sets(pairs: list[str]) -> dict[str, str]:
     result: dict[str, str] = {}
     for pair in pairs:
@@ -86,19 +106,106 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
         if not sep or not name.strip() or not value.strip():
             raise InvalidInput("--set", f"expects NAME=VALUE, got {pair!r}")
         result[name.strip()] = value.strip()
+    check_override_names(result)
     return result
+
+
+def check_override_names(names: Iterable[str]) -> None:
+    """A parameter or opening control the model does not know: refused with the nearest known name."""
+    known = [*Params.__dataclass_fields__, *SETTINGS]
+    for name in names:
+        if name not in known:
+            raise InvalidInput(
+                name, f"unknown parameter or control{did_you_mean(name, known)}; `oncallsim params` lists them all"
+            )
 
 
 def scenario_arg(text: str) -> str | Path:
     """The CLI's scenario argument: a registered id, or a file the user named (an explicit path: it contains a
-    path separator or ends in .toml). Nothing else is opened."""
+    path separator or ends in .toml). Nothing else is opened; an unknown id is refused with the nearest one."""
     from oncallsim.scenarios import builtin_scenarios
 
-    if text in builtin_scenarios():
+    known = builtin_scenarios()
+    if text in known:
         return text
     if text.endswith(".toml") or "/" in text or (sys.platform == "win32" and "\\" in text):
         return Path(text)
-    return text  # an unknown id: the core refuses it naming the known ones
+    raise InvalidInput(
+        "scenario", f"unknown scenario {text[:80]!r}{did_you_mean(text, known)}; known: {', '.join(known)}"
+    )
+
+
+def check_choices(policy: str | None, engine: str) -> None:
+    """A built-in policy or engine name with a typo: refused with the nearest name (module:attr is a policy too)."""
+    from oncallsim.model.engine import ENGINES
+    from oncallsim.policies import BUILTIN_POLICIES
+
+    if policy is not None and ":" not in policy and policy not in BUILTIN_POLICIES:
+        raise InvalidInput(
+            "--policy",
+            f"unknown policy {policy[:80]!r}{did_you_mean(policy, BUILTIN_POLICIES)}; built-in: "
+            f"{', '.join(BUILTIN_POLICIES)}, or module:attr",
+        )
+    if engine not in ENGINES:
+        raise InvalidInput(
+            "--engine", f"unknown engine {engine[:80]!r}{did_you_mean(engine, ENGINES)}; one of {', '.join(ENGINES)}"
+        )
+
+
+ACTION_FIELDS = ("minute", "control", "value")
+
+
+def read_actions(path: Path, plan: RunPlan) -> list[Action]:
+    """An actions file for ``oncallsim run``: a JSON list of ``{minute, control, value}``.
+
+    A minute counts from the run's start (0 = its first minute); a clock time ``"09:20"`` is accepted too and
+    means that time of day in this run. Unknown fields and controls are refused with the nearest known name."""
+    name = str(path)
+    text = decode_text(read_bounded(path, "actions file"), name)
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(name, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # 4,300-digit integers, nesting thousands deep
+        raise InvalidInput(name, f"not valid JSON: {str(exc).splitlines()[0][:200]}") from None
+    if not isinstance(items, list):
+        raise InvalidInput(name, "must be a JSON list of {minute, control, value} objects")
+    actions = []
+    for i, item in enumerate(items):
+        where = f"{name}[{i}]"
+        if isinstance(item, dict):
+            item = dict(item)
+            for key in item:
+                if key not in ACTION_FIELDS:
+                    raise InvalidInput(
+                        f"{where}.{str(key)[:80]}",
+                        f"unknown field{did_you_mean(key, ACTION_FIELDS)}; the fields: {', '.join(ACTION_FIELDS)}",
+                    )
+            control = item.get("control")
+            if isinstance(control, str) and control not in CONTROL_SPECS:
+                raise InvalidInput(
+                    f"{where}.control",
+                    f"unknown control {control[:80]!r}{did_you_mean(control, CONTROL_SPECS)}; "
+                    f"controls: {', '.join(CONTROL_SPECS)}",
+                )
+            if isinstance(item.get("minute"), str):
+                item["minute"] = _clock_minute(item["minute"], plan, f"{where}.minute")
+        actions.append(_parse_action(item, where))
+    return sorted(actions, key=lambda a: a.minute)  # stable: same-minute actions keep their order
+
+
+def _clock_minute(text: str, plan: RunPlan, field: str) -> int:
+    """A clock time in an actions file → the run's minute at that time of day."""
+    start, end = plan.clock(0), plan.clock(plan.minutes - 1)
+    hint = f"a minute counted from the start (0 = {start}) or a time of day HH:MM from {start} to {end}"
+    try:
+        at = parse_clock(text, field)
+    except InvalidInput:
+        raise InvalidInput(field, f"must be {hint}; got {text[:40]!r}") from None
+    minute = (at - plan.clock_start_min) % 1440
+    if minute >= plan.minutes:
+        raise InvalidInput(field, f"{text} is not within this run: {hint}")
+    return minute
 
 
 def load_run_file(path: Path) -> RunFile:
@@ -135,3 +242,79 @@ def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
     that takes more than a second, say so on stderr rather than look frozen."""
     with notice_after(1.0, f"preparing the {engine.name} engine (compiled once on this machine)…", stream):
         prepare(engine)
+
+
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def print_trimmed(console: Console, renderable: RenderableType) -> None:
+    """Print a Rich table without the spaces Rich pads each line with (copied text, diffs and `grep $` stay
+    clean); colours are kept when the console has them."""
+    with console.capture() as captured:
+        console.print(renderable)
+    console.file.write(_TRAILING.sub(r"\1", captured.get()))
+    console.file.flush()
+
+
+class OneLineErrors(TyperGroup):
+    """The command group: a usage error (an unknown command or option, a bad --format, a missing argument) is
+    one line on stderr and exit 2, like every other bad input; never a usage box."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except click_errors.ClickException as exc:
+            err.print(f"[bold red]error:[/] {escape(usage_message(exc))}", soft_wrap=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err.print("aborted")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_message(exc: Exception) -> str:
+    """A usage error in the CLI's own form: "FIELD: what is wrong; what is allowed" and where help is."""
+    command = "oncallsim"
+    if isinstance(exc, click_errors.UsageError) and exc.ctx is not None:
+        command = exc.ctx.command_path
+    if isinstance(exc, click_errors.MissingParameter) and exc.param is not None:
+        text = f"{_param_name(exc.param)}: missing"
+    elif isinstance(exc, click_errors.BadParameter) and exc.param is not None:
+        message = exc.message.strip().removeprefix("Value error, ").rstrip(".")
+        choices = getattr(exc.param, "type_descriptor", None)
+        allowed = list(getattr(choices, "choices", None) or ())
+        if allowed:
+            names = ", ".join(str(getattr(c, "value", c)) for c in allowed)
+            got = message.split("'")[1] if message.count("'") >= 2 else ""
+            message = f"must be one of {names}" + (f"; got {got!r}" if got else "")
+        elif "valid integer" in message:
+            message = "must be a whole number"
+        elif "valid number" in message:
+            message = "must be a number"
+        else:
+            message = message[:1].lower() + message[1:]
+        text = f"{_param_name(exc.param)}: {message}"
+    elif isinstance(exc, click_errors.NoSuchOption):
+        text = f"{exc.option_name}: no such option"
+        if exc.possibilities:
+            text += f" (did you mean {sorted(exc.possibilities)[0]}?)"
+    else:
+        message = getattr(exc, "message", str(exc)).strip().rstrip(".")
+        text = message[:1].lower() + message[1:]
+        text = re.sub(r"\. did you mean (.*)\?$", r" (did you mean \1?)", text, flags=re.IGNORECASE)
+    return f"{text} (`{command} --help` shows the usage)"
+
+
+def _param_name(param: Any) -> str:
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return opts[0] if opts and getattr(param, "param_type_name", "") == "option" else str(param.name)

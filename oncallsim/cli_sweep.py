@@ -10,7 +10,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from oncallsim.cli_common import err, parse_sets, prepare_engine, stdout_console, write_whole
+from oncallsim.cli_common import (
+    check_choices,
+    check_override_names,
+    err,
+    parse_sets,
+    prepare_engine,
+    print_trimmed,
+    scenario_arg,
+    stdout_console,
+    write_whole,
+)
 from oncallsim.model.engine import get_engine
 
 __all__ = ["sweep"]
@@ -21,8 +31,10 @@ def sweep(
     seeds: Annotated[int, typer.Option(help="Seeds per grid point.")] = 100,
     seed_start: Annotated[int, typer.Option(help="First seed.")] = 0,
     policy: Annotated[str | None, typer.Option(help="hands-off (default), textbook, or module:attr.")] = None,
-    grid: Annotated[list[str] | None, typer.Option(help="NAME=v1,v2,…: a parameter or control to vary.")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE for every run.")] = None,
+    grid: Annotated[
+        list[str] | None, typer.Option(metavar="NAME=V1,V2,…", help="A parameter or control to vary.")
+    ] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="NAME=VALUE", help="For every run.")] = None,
     no_noise: Annotated[bool, typer.Option("--no-noise", help="Expected traffic, no random noise.")] = False,
     minutes: Annotated[int | None, typer.Option(help="Run this many minutes instead of the scenario's length.")] = None,
     workers: Annotated[
@@ -47,6 +59,9 @@ def sweep(
     stops = sweeping.stop_on_signals()  # SIGTERM stops the sweep as Ctrl-C does
     stopped_by = stops.__enter__()
     try:
+        scenario_arg(scenario)  # an unknown id: refused with the nearest one
+        check_choices(policy, engine)
+        check_override_names(item.partition("=")[0].strip() for item in grid or [] if "=" in item)
         spec = sweeping.SweepSpec(
             scenario,
             seeds,
@@ -100,7 +115,7 @@ def sweep(
                 " / ".join(f"{s[f'worst_p99_ms_p{q}']:.0f}" for q in (10, 50, 90)),
                 f"{s['passed_share']:.0%}",
             )
-        console.print(table)
+        print_trimmed(console, table)
         if html is not None:
             write_whole(html, sweeping.distribution_html(out_path, list(spec.grid), f"oncallsim sweep: {scenario}"))
     except KeyboardInterrupt:

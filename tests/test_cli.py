@@ -46,13 +46,13 @@ def test_jsonl_has_every_contract_field() -> None:
     assert code == 0
     rows = [json.loads(line) for line in out.splitlines()]
     assert len(rows) == 3 and list(rows[0]) == list(RECORD_FIELDS)
-    assert set(rows[0]["errors_by_cause"]) == {"overload", "timeout", "bad_build"}
+    assert set(rows[0]["errors_by_cause"]) >= {"overload", "timeout", "bad_build"}
 
 
 def test_csv_has_the_scalar_fields(tmp_path: Path) -> None:
     out_file = tmp_path / "run.csv"
     code, out, _ = invoke("run", "surge", "--minutes", "5", "--format", "csv", "--out", str(out_file))
-    assert code == 0 and out == ""
+    assert code == 0 and out.startswith("surge, seed 0, 5 min: budget spent ") and out.count("\n") == 1
     rows = list(csv.DictReader(io.StringIO(out_file.read_text())))
     assert len(rows) == 5 and list(rows[0]) == list(CSV_FIELDS)
 
@@ -99,7 +99,7 @@ def test_clock_and_no_noise() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (("run", "nope"), "unknown scenario 'nope'; known: free-play"),
+        (("run", "nope"), "unknown scenario 'nope'; known: "),
         (("run", "free-play", "--set", "flor=3"), "flor: unknown parameter or control"),
         (("run", "free-play", "--set", "floor=0"), "floor: 0 is out of range; allowed a whole number from 1 to 40"),
         (("run", "free-play", "--set", "ttl_s=abc"), "ttl_s: must be a number from 0 to 600"),
@@ -152,7 +152,8 @@ def test_a_reader_that_stops_early_ends_the_run_quietly() -> None:
     assert proc.stdout.readline().startswith(b"minute,clock")
     proc.stdout.close()  # the reader goes away with 1,439 minutes still to write
     assert proc.wait(timeout=120) == 0
-    assert proc.stderr.read() == b""
+    # nothing on stderr but, on a machine that compiles the engine afresh, the notice that it does
+    assert all(line.startswith(b"preparing the ") for line in proc.stderr.read().splitlines())
 
 
 def test_serve_on_a_busy_port_is_one_line_naming_port() -> None:
@@ -173,3 +174,99 @@ def test_serve_on_a_busy_port_is_one_line_naming_port() -> None:
         f"error: --port: 127.0.0.1:{port} is already in use; choose another with --port N (make run PORT=N)"
     ]
     assert "console on" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("run", "free-play", "--set", "tll_s=3"), "tll_s: unknown parameter or control (did you mean ttl_s?)"),
+        (("run", "surg"), "unknown scenario 'surg' (did you mean surge?); known: "),
+        (("scenarios", "--show", "baddeploy"), "(did you mean bad-deploy?)"),
+        (("sweep", "surge", "--grid", "flor=1,2"), "flor: unknown parameter or control (did you mean floor?)"),
+        (("sweep", "srge"), "(did you mean surge?)"),
+        (("run", "surge", "--policy", "textbok"), "--policy: unknown policy 'textbok' (did you mean textbook?)"),
+        (("run", "surge", "--engine", "requests"), "--engine: unknown engine 'requests' (did you mean request?)"),
+    ],
+)
+def test_unknown_names_get_the_nearest_known_one(args: tuple[str, ...], needle: str) -> None:
+    code, out, err = invoke(*args)
+    assert code == 2 and needle in err.replace("\n", "") and out == ""
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        ({"minute": 3, "control": "rolback"}, "[0].control: unknown control 'rolback' (did you mean rollback?)"),
+        ({"minuet": 3, "control": "rollback"}, "[0].minuet: unknown field (did you mean minute?)"),
+        ({"minute": "08:30", "control": "rollback"}, "[0].minute: 08:30 is not within this run: a minute counted "),
+        ({"minute": "soon", "control": "rollback"}, "or a time of day HH:MM from 09:00 to 10:59; got 'soon'"),
+    ],
+)
+def test_actions_file_names_the_item_and_suggests(tmp_path: Path, item: dict[str, object], needle: str) -> None:
+    bad = tmp_path / "a.json"
+    bad.write_text(json.dumps([item]))
+    code, _, err = invoke("run", "bad-deploy", "--actions", str(bad))
+    assert code == 2 and needle in err.replace("\n", "")
+
+
+def test_an_action_at_a_clock_time_is_that_minute_of_the_run(tmp_path: Path) -> None:
+    """Minutes count from the start; "09:30" in an actions file means 09:30 of this run (minute 30 of bad-deploy,
+    minute 10 with --clock 09:20)."""
+    by_clock, by_minute = tmp_path / "clock.json", tmp_path / "minute.json"
+    by_clock.write_text(json.dumps([{"minute": "09:30", "control": "rollback"}]))
+    by_minute.write_text(json.dumps([{"minute": 30, "control": "rollback"}]))
+    runs = [
+        invoke("run", "bad-deploy", "--seed", "3", "--format", "jsonl", "--actions", str(p))
+        for p in (by_clock, by_minute)
+    ]
+    assert runs[0][0] == 0 and runs[0][1] == runs[1][1]
+    rows = [json.loads(line) for line in runs[0][1].splitlines()]
+    assert rows[30]["rollback_active"] and not rows[29]["rollback_active"]
+    code, out, _ = invoke("run", "bad-deploy", "--clock", "09:20", "--format", "jsonl", "--actions", str(by_clock))
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and rows[10]["rollback_active"] and not rows[9]["rollback_active"]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("run", "free-play", "--format", "xml"), "error: --format: must be one of table, csv, jsonl; got 'xml'"),
+        (("run", "free-play", "--seed", "abc"), "error: --seed: must be a whole number"),
+        (("run",), "error: scenario: missing"),
+        (("run", "free-play", "--sed", "1"), "error: --sed: no such option (did you mean --seed?)"),
+        (("rn",), "error: no such command 'rn' (did you mean 'run'?)"),
+    ],
+)
+def test_usage_errors_are_one_line_like_the_others(args: tuple[str, ...], line: str) -> None:
+    code, out, err = invoke(*args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(line) and "shows the usage" in err
+    assert "╭" not in err and "Usage:" not in err
+
+
+def test_run_ends_with_a_one_line_summary_beside_the_records() -> None:
+    code, out, err = invoke("run", "bad-deploy", "--seed", "1")
+    last = out.rstrip("\n").splitlines()[-1]
+    assert code == 0 and last.startswith("bad-deploy, seed 1, 120 min: budget spent 12.6%, cost $")
+    assert last.endswith(", paged at 09:28, objectives met 1/3, score 58/100")
+    # machine-readable records keep stdout to themselves: the summary goes to stderr
+    code, out, err = invoke("run", "bad-deploy", "--seed", "1", "--format", "jsonl", "--minutes", "5")
+    assert code == 0 and all(json.loads(line) for line in out.splitlines())
+    assert err.strip().endswith("no page, objectives met 2/3, score 100/100")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        *((c, "--help") for c in ("scenarios", "params", "run", "debrief", "serve", "sweep", "validate", "zoom")),
+        ("scenarios",),
+        ("params",),
+        ("run", "bad-deploy", "--minutes", "40"),
+    ],
+)
+def test_help_and_tables_have_no_trailing_padding_nor_bool_flags(args: tuple[str, ...]) -> None:
+    code, out, _ = invoke(*args)
+    assert code == 0 and out.strip()
+    assert [line for line in out.splitlines() if line != line.rstrip()] == []
+    assert "<bool>" not in out
