@@ -12,11 +12,11 @@ from oncallsim.scenarios import parse_clock
 SEEDS = [0, 1, 2, 3, 7, 42, 1234, 99991]
 
 
-def test_the_four_scenarios_are_registered() -> None:
-    assert list(builtin_scenarios()) == ["free-play", "bad-deploy", "surge", "cache-flush"]
+def test_the_five_scenarios_are_registered() -> None:
+    assert list(builtin_scenarios()) == ["tutorial", "free-play", "bad-deploy", "surge", "cache-flush"]
 
 
-@pytest.mark.parametrize("scenario", ["free-play", "bad-deploy", "surge", "cache-flush"])
+@pytest.mark.parametrize("scenario", ["tutorial", "free-play", "bad-deploy", "surge", "cache-flush"])
 def test_smoke_every_scenario_runs_to_its_end(scenario: str) -> None:
     sim = Simulation(scenario, seed=5)
     timeline = sim.run()
@@ -172,7 +172,7 @@ def test_every_builtin_scenario_but_free_play_has_objectives() -> None:
 
 
 def test_unknown_scenario_lists_the_known_ones() -> None:
-    with pytest.raises(InvalidInput, match="known: free-play, bad-deploy, surge, cache-flush"):
+    with pytest.raises(InvalidInput, match="known: tutorial, free-play, bad-deploy, surge, cache-flush"):
         load_scenario("nope")
 
 
@@ -189,3 +189,42 @@ def test_objective_labels_show_the_target_s_own_digits() -> None:
     assert "p99 ≤ 1000 ms in ≥ 97.5% of minutes" in labels
     assert "error budget spent ≤ 4%" in labels
     assert builtin_scenarios()["bad-deploy"].objectives[0].label() == "error budget left ≥ 15%"
+
+
+def test_the_tutorial_is_a_short_bad_deploy_the_console_tours() -> None:
+    """A built-in scenario (the CLI, sweeps and the console list it); the console keeps its tour and the id
+    that the translations of scenario texts are keyed by."""
+    from oncallsim.web.tutorial import TUTORIAL_ID, is_tutorial, tutorial_scenario
+
+    spec = tutorial_scenario()
+    assert TUTORIAL_ID == spec.id == "tutorial" and spec.title and spec.summary and spec.briefing
+    assert spec.key_controls == ["rollback"] and [e.kind for e in spec.events] == ["deploy"]
+    assert is_tutorial(spec) and not is_tutorial(builtin_scenarios()["bad-deploy"])
+    assert not is_tutorial(spec.model_copy(update={"minutes": 40}))  # a user's file with the same id
+
+
+def test_the_tutorial_is_judged_like_the_others() -> None:
+    """Over many seeds (oncallsim.batch): hands-off fails, the playbook passes, shedding everyone fails on the
+    users-turned-away objective (the numbers are in the scenario file's comments)."""
+    from oncallsim.batch.runs import run_seeds
+
+    seeds = list(range(2000, 2040))  # not the seeds the thresholds were measured on (0–199)
+    hands_off = run_seeds("tutorial", seeds, policy="hands-off")
+    textbook = run_seeds("tutorial", seeds, policy="textbook")
+    shed = run_seeds("tutorial", seeds[:10], policy="tests.test_balance:ShedEverything")
+    assert not any(r["passed"] for r in hands_off)
+    assert all(r["passed"] for r in textbook)
+    assert not any(r["passed"] for r in shed) and not any(r["objective_3_passed"] for r in shed)
+
+
+@pytest.mark.parametrize(("minute", "passes"), [(23, True), (30, True), (31, False)])
+def test_a_tutorial_player_who_rolls_back_soon_after_the_page_passes(minute: int, passes: bool) -> None:
+    """The page fires at 09:23 on the console's seed; rolling back by 09:30 meets every objective."""
+    from oncallsim.debrief import make_report
+    from oncallsim.web.tutorial import TUTORIAL_SEED
+
+    probe = Simulation("tutorial", seed=TUTORIAL_SEED)
+    assert next(r.clock for r in probe.run() if "page fired" in r.events) == "09:23"
+    sim = Simulation("tutorial", seed=TUTORIAL_SEED)
+    sim.run([Action(minute, "rollback")])
+    assert make_report(sim).passed is passes

@@ -30,7 +30,7 @@ from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_
 from oncallsim.web.labels import control_label, control_value_text
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
-from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_TOML, tutorial_scenario
+from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
 
 __all__ = ["router"]
 
@@ -82,7 +82,7 @@ async def home(
     return render(
         request,
         "home.html",
-        scenarios=list(builtin_scenarios().values()),
+        scenarios=[s for s in builtin_scenarios().values() if s.id != TUTORIAL_ID],  # the tutorial has its card
         tutorial=tutorial_scenario(),
         daily=daily_seed(),
         seed=random_seed() if seed is None else seed,
@@ -202,8 +202,8 @@ async def leaderboard(
 
 @router.post("/tutorial")
 async def start_tutorial(request: Request) -> Response:
-    """The tutorial's card: a guided run of the console's own short scenario, opening on its tour."""
-    new = NewRun(scenario=TUTORIAL_ID, scenario_toml=TUTORIAL_TOML, seed=1, speed=2, paused=True, difficulty="guided")
+    """The tutorial's card: a guided run of the built-in tutorial scenario, opening on its tour."""
+    new = NewRun(scenario=TUTORIAL_ID, seed=TUTORIAL_SEED, speed=2, paused=True, difficulty="guided")
     live = await start_run(manager_of(request), new)
     return RedirectResponse(f"/runs/{live.id}", status_code=303)
 
@@ -244,7 +244,7 @@ async def console(request: Request, run_id: str) -> HTMLResponse:
     live = await live_or_404(request, run_id)
     if isinstance(live, HTMLResponse):
         return live
-    tutorial = live.sim.scenario.id == TUTORIAL_ID and live.sim.scenario.id not in builtin_scenarios()
+    tutorial = is_tutorial(live.sim.scenario)
     return render(
         request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS, tutorial=tutorial
     )
