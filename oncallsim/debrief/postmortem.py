@@ -1,6 +1,8 @@
 """The debrief as a postmortem reads: one incident timeline (each action on its own row, even within a minute)
-and a narrative comparison with the playbook ("the playbook acted at 09:29, you at 09:56; each minute of delay
-cost about 0.1 % of the budget"). Texts are translatable templates with their arguments."""
+and a narrative comparison with the playbook that names what each side did ("the playbook rolled back at 09:29,
+you at 09:56; each minute of delay cost about 0.1 % of the budget", "the playbook switched the recommendations
+feature off and shed all the low-priority traffic at 12:01, you at 12:04"). Texts are translatable templates with
+their arguments."""
 
 from __future__ import annotations
 
@@ -9,10 +11,19 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel
 
 from oncallsim.debrief.summary import Outcome, describe
-from oncallsim.model import MinuteRecord, RunPlan
+from oncallsim.model import CONTROL_SPECS, MinuteRecord, RunPlan
 from oncallsim.simulation import Action
 
-__all__ = ["NARRATIVES", "TIMELINE_TEXTS", "TimelineEntry", "incident_timeline", "narrative_parts"]
+__all__ = [
+    "MOVES",
+    "NARRATIVES",
+    "TIMELINE_TEXTS",
+    "TimelineEntry",
+    "incident_timeline",
+    "move",
+    "moves",
+    "narrative_parts",
+]
 
 # The rows' texts (gettext msgids); an action's row is its description (labels and units, see summary.describe).
 TIMELINE_TEXTS = {
@@ -25,11 +36,41 @@ TIMELINE_TEXTS = {
 SCENARIO_EVENTS = ("deploy_started", "deploy_finished", "cache_flushed", "rollback_ready", "page_cleared")
 
 NARRATIVES = {
+    # without the action logs: when each side first acted
     "delay": "The playbook first acted at %(theirs)s, you at %(mine)s; each minute of delay cost about %(per_minute)s "
     "of the error budget.",
     "earlier": "You first acted at %(mine)s, %(minutes)s min before the playbook (%(theirs)s).",
     "same": "You and the playbook first acted at the same minute, %(mine)s.",
     "never": "The playbook first acted at %(theirs)s; you never acted after the incident began.",
+    # you made the playbook's first move(s): one verb for both ("rolled back")
+    "delay_alike": "The playbook %(moves)s at %(theirs)s, you at %(mine)s; each minute of delay cost about "
+    "%(per_minute)s of the error budget.",
+    "earlier_alike": "You %(moves)s at %(mine)s, %(minutes)s min before the playbook (%(theirs)s).",
+    "same_alike": "You and the playbook both %(moves)s at %(mine)s.",
+    # your first move was another one: each side's, named
+    "delay_moves": "The playbook first acted at %(theirs)s, you at %(mine)s; each minute of delay cost about "
+    "%(per_minute)s of the error budget. The playbook %(their_moves)s; you %(my_moves)s.",
+    "earlier_moves": "You first acted at %(mine)s, %(minutes)s min before the playbook (%(theirs)s): you %(my_moves)s; "
+    "the playbook %(their_moves)s.",
+    "same_moves": "You and the playbook first acted at the same minute, %(mine)s: you %(my_moves)s; the playbook "
+    "%(their_moves)s.",
+    "never_moves": "The playbook %(their_moves)s at %(theirs)s; you never acted after the incident began.",
+}
+
+# What an action did, in the past tense, per control (``%(value)s`` with its unit); an unlisted control reads
+# "set <label> to <value>" (a setting) or "used <label>" (a button).
+MOVES = {
+    "floor": "set the fleet floor to %(value)s",
+    "autoscaler.on": "switched the autoscaler on",
+    "autoscaler.off": "switched the autoscaler off",
+    "target_utilization": "set the target utilization to %(value)s",
+    "ttl_s": "set the cache TTL to %(value)s",
+    "shed_share": "shed %(value)s of the low-priority traffic",
+    "shed_share.none": "stopped shedding load",
+    "recommendations.on": "switched the recommendations feature back on",
+    "recommendations.off": "switched the recommendations feature off",
+    "warmup": "started warming up the cache",
+    "rollback": "rolled back",
 }
 
 
@@ -82,22 +123,76 @@ def _row(minute: int, clock: Callable[[int], str], kind: str) -> TimelineEntry:
     return TimelineEntry(minute=minute, clock=clock(minute), kind=kind, template=TIMELINE_TEXTS[kind])
 
 
+def move(action: Action) -> str:
+    """One action as the narrative says it, in the past tense: "rolled back", "shed 30 % of the low-priority
+    traffic", "set the fleet floor to 12 instances"."""
+    spec = CONTROL_SPECS.get(action.control)
+    value = action.value
+    if isinstance(value, bool):
+        key = f"{action.control}.{'on' if value else 'off'}"
+        if key in MOVES:
+            return MOVES[key]
+    elif action.control == "shed_share" and not value:
+        return MOVES["shed_share.none"]
+    elif action.control == "shed_share" and value == 1:
+        return "shed all the low-priority traffic"
+    if action.control in MOVES:
+        return MOVES[action.control] % {"value": _value_text(action)}
+    label = spec.label if spec is not None else action.control
+    if value is None:
+        return f"used {label[:1].lower()}{label[1:]}"
+    return f"set {label[:1].lower()}{label[1:]} to {_value_text(action)}"
+
+
+def _value_text(action: Action) -> str:
+    """The value with its unit, as summary.describe shows it ("300 s", "30 %", "12 instances")."""
+    described = describe(action)
+    for sep in (" = ", ": "):
+        if sep in described:
+            return described.split(sep, 1)[1]
+    return str(action.value)
+
+
+def moves(actions: Sequence[Action]) -> str:
+    """Several actions of one minute as one phrase: "a, b and c"."""
+    said = list(dict.fromkeys(move(a) for a in actions))
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+
+
 def narrative_parts(
-    mine: Outcome, playbook: Outcome | None, clock: Callable[[int], str]
+    mine: Outcome,
+    playbook: Outcome | None,
+    clock: Callable[[int], str],
+    my_actions: Sequence[Action] | None = None,
+    playbook_actions: Sequence[Action] | None = None,
 ) -> list[tuple[str, dict[str, str]]]:
-    """When the player acted against when the playbook did, and what the delay cost per minute."""
+    """When the player acted against when the playbook did, what each did, and what the delay cost per minute.
+
+    With both action logs the sentence names the moves: one verb for both when the player's first minute did
+    what the playbook's did ("the playbook rolled back at 09:29, you at 09:56"), each side's moves otherwise."""
     if playbook is None or mine.incident_minute is None or playbook.time_to_first_mitigation_min is None:
         return []
     start = mine.incident_minute
     theirs = start + playbook.time_to_first_mitigation_min
     show = clock  # RunPlan.clock: minute → "HH:MM"
+    named = my_actions is not None and playbook_actions is not None
+    their_moves = moves([a for a in playbook_actions or () if a.minute == theirs]) if named else ""
     if mine.time_to_first_mitigation_min is None:
+        if named and their_moves:
+            return [(NARRATIVES["never_moves"], {"theirs": show(theirs), "their_moves": their_moves})]
         return [(NARRATIVES["never"], {"theirs": show(theirs)})]
     ours = start + mine.time_to_first_mitigation_min
     args = {"mine": show(ours), "theirs": show(theirs)}
+    my_moves = moves([a for a in my_actions or () if a.minute == ours]) if named else ""
     if ours == theirs:
-        return [(NARRATIVES["same"], {"mine": args["mine"]})]
-    if ours < theirs:
-        return [(NARRATIVES["earlier"], {**args, "minutes": str(theirs - ours)})]
-    per_minute = max(0.0, mine.budget_spent - playbook.budget_spent) / (ours - theirs)
-    return [(NARRATIVES["delay"], {**args, "per_minute": f"{per_minute:.2%}"})]
+        kind, extra = "same", {"mine": args["mine"]}
+    elif ours < theirs:
+        kind, extra = "earlier", {**args, "minutes": str(theirs - ours)}
+    else:
+        per_minute = max(0.0, mine.budget_spent - playbook.budget_spent) / (ours - theirs)
+        kind, extra = "delay", {**args, "per_minute": f"{per_minute:.2%}"}
+    if not (named and my_moves and their_moves):
+        return [(NARRATIVES[kind], extra)]
+    if my_moves == their_moves:
+        return [(NARRATIVES[f"{kind}_alike"], {**extra, "moves": my_moves})]
+    return [(NARRATIVES[f"{kind}_moves"], {**extra, "my_moves": my_moves, "their_moves": their_moves})]

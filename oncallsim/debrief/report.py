@@ -68,7 +68,10 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             objectives_total=len(their_scores),
             score=run_score(theirs, opening_fleet_cost(other)).score,
         )
-    parts = headline_parts(mine, others) + narrative_parts(mine, others.get("textbook"), sim.plan.clock)
+    playbook = (counterfactuals or {}).get("textbook")
+    parts = headline_parts(mine, others) + narrative_parts(
+        mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
+    )
     mine_score = run_score(mine, opening_fleet_cost(sim))
     return Report(
         **mine.model_dump(),
