@@ -25,7 +25,7 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
-from oncallsim.model.controls import coerce_control_value
+from oncallsim.model.controls import CONTROL_SPECS, check_engine, coerce_control_value
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.model.state import kernel_inputs
@@ -174,7 +174,11 @@ class Simulation:
         self.clock_override = clock
         param_overrides, control_overrides = split_overrides(self.overrides)
         self.params: Params = Params().with_overrides({**self.scenario.params, **param_overrides})
-        opening = Controls.from_mapping({**self.scenario.controls, **control_overrides})
+        opening_values = {**self.scenario.controls, **control_overrides}
+        for name, value in opening_values.items():
+            if value != CONTROL_SPECS[name].default or name not in SETTINGS:
+                check_engine(name, self.engine.name)
+        opening = Controls.from_mapping(opening_values)
         self.rng = Mulberry32(seed)
         self.plan: RunPlan = self.scenario.build_plan(self.rng, clock=clock, minutes=minutes)
         self.state: State = self.engine.initial(self.plan, opening, self.params, seed)
@@ -207,6 +211,12 @@ class Simulation:
         return record
 
     def _stamp(self, action: Action | tuple[str, Any] | Mapping[str, Any]) -> Action:
+        stamped = self._stamp_unchecked(action)
+        check_engine(stamped.control, self.engine.name)
+        self.engine.check_action(self.state, stamped.control, stamped.value)
+        return stamped
+
+    def _stamp_unchecked(self, action: Action | tuple[str, Any] | Mapping[str, Any]) -> Action:
         minute = self.state.minute
         if isinstance(action, Action):
             if action.minute != minute:
@@ -234,9 +244,9 @@ class Simulation:
         if at is None:
             raise InvalidInput("event", "names no time of day (HH:MM)")
         if at < max(self.minute, 1):
+            earliest = self.plan.clock(max(self.minute, 1))
             raise InvalidInput(
-                "event",
-                f"is at {self.plan.clock(at)}, a minute already played; the next is {self.plan.clock(self.minute)}",
+                "event", f"is at {self.plan.clock(at)}, too early: the earliest minute to come is {earliest}"
             )
         if at >= self.plan.minutes:
             raise InvalidInput("event", f"is at {self.plan.clock(at)}, past the run's end")

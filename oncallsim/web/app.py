@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.store import RunStore, default_db_path
-from oncallsim.web import api, engines, pages, zoom
+from oncallsim.web import api, engines, gameday, pages, zoom
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
 
@@ -117,4 +117,5 @@ def create_app(
     app.include_router(pages.router)
     app.include_router(zoom.router)
     app.include_router(engines.router)
+    app.include_router(gameday.router)
     return app

@@ -1,0 +1,119 @@
+"""The room's WebSocket messages from a browser, typed: strict types, bounded lengths, finite numbers. Anything
+else is refused naming the field (the socket stays open and nothing changes)."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
+
+from oncallsim.model import InvalidInput
+from oncallsim.validation import invalid_input
+
+__all__ = ["MAX_FRAME", "MAX_TEXT", "ClientMessage", "check_text", "parse_frame"]
+
+MAX_TEXT = 280  # a chat line or a status update: a tweet, not an essay
+MAX_FRAME = 4096
+Number = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)] | StrictFloat
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class Join(_Message):
+    """The first message: the room's token, and for a player the display name and role."""
+
+    type: Literal["join"]
+    token: StrictStr = Field(max_length=200)
+    name: StrictStr | None = Field(default=None, max_length=80)
+    role: StrictStr | None = Field(default=None, max_length=40)
+
+
+class Act(_Message):
+    type: Literal["action"]
+    control: StrictStr = Field(max_length=64)
+    value: StrictBool | Number | None = None
+
+
+class Say(_Message):
+    """A line in the incident channel, a status-page update (communications) or a note (the facilitator)."""
+
+    type: Literal["message", "status", "note"]
+    text: StrictStr = Field(max_length=2 * MAX_TEXT)  # checked precisely by check_text
+
+
+class Clock(_Message):
+    type: Literal["pause", "resume", "step", "close"]
+
+
+class Speed(_Message):
+    type: Literal["speed"]
+    value: StrictInt
+
+
+class Inject(_Message):
+    """A fault: its kind, when (HH:MM; empty = the next minute), a number per field, hidden from the players or not."""
+
+    type: Literal["inject"]
+    kind: StrictStr = Field(max_length=40)
+    at: StrictStr = Field(default="", max_length=5)
+    values: dict[Annotated[str, Field(max_length=40)], Number | Annotated[StrictStr, Field(max_length=40)]] = Field(
+        default_factory=dict, max_length=20
+    )
+    hidden: StrictBool = True
+
+
+class Reveal(_Message):
+    """Show a hidden fault to the players (by its log line)."""
+
+    type: Literal["reveal"]
+    seq: StrictInt = Field(ge=0, le=2**31)
+
+
+Message = Annotated[Join | Act | Say | Clock | Speed | Inject | Reveal, Field(discriminator="type")]
+ClientMessage: TypeAdapter[Any] = TypeAdapter(Message)
+
+
+def check_text(text: str, field: str = "text") -> str:
+    """A message as people typed it: trimmed, at most ``MAX_TEXT`` characters, no control characters."""
+    cleaned = text.strip()
+    if not cleaned:
+        raise InvalidInput(field, "is empty")
+    if len(cleaned) > MAX_TEXT:
+        raise InvalidInput(field, f"at most {MAX_TEXT} characters, got {len(cleaned)}")
+    if any(unicodedata.category(c) == "Cc" for c in cleaned):
+        raise InvalidInput(field, "must not contain control characters (line breaks, tabs)")
+    return cleaned
+
+
+def parse_frame(raw: Mapping[str, Any]) -> Any:
+    """A WebSocket frame → a typed message."""
+    if raw.get("bytes") is not None:
+        raise InvalidInput("message", "binary frames are not accepted; send JSON text")
+    text = raw.get("text")
+    if not isinstance(text, str):
+        raise InvalidInput("message", "an empty frame")
+    if len(text) > MAX_FRAME:
+        raise InvalidInput("message", f"at most {MAX_FRAME} characters, got {len(text)}")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidInput("message", "not valid JSON") from None
+    try:
+        return ClientMessage.validate_python(data)
+    except ValidationError as exc:
+        raise invalid_input(exc, "message") from None

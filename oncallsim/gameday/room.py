@@ -1,0 +1,453 @@
+"""A game-day room: one live run shared by a facilitator and a team, its players, and its log.
+
+The run is an ordinary live run (``web.live.LiveRun``: the server's clock, actions logged before they apply)
+whose messages go through the room: each person gets what their role may see (a hidden fault's own events
+are masked from the players; its symptoms are not). Every change is written to the store first, then applied
+and sent to everyone in the order it was applied. A refusal goes to the one who sent it, and nothing changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from oncallsim.debrief import Report
+from oncallsim.debrief.summary import describe
+from oncallsim.gameday import faults, roles, tokens
+from oncallsim.gameday.postmortem import RoomFile, intervals, postmortem_markdown, team_timeline
+from oncallsim.gameday.protocol import check_text
+from oncallsim.model import InvalidInput
+from oncallsim.model.controls import coerce_control_value
+from oncallsim.scenarios.spec import Scenario
+from oncallsim.simulation import Action, Simulation, load_actions
+from oncallsim.store.rooms import LogEntry, RoomRow, RoomStore
+from oncallsim.store.sqlite import RunStore
+from oncallsim.web.clock import Clock, spawn
+from oncallsim.web.live import LiveRun, check_speed, wire_record
+
+__all__ = ["Room", "RoomManager", "Seat"]
+
+DIFFICULTY = "hard"  # no automatic pauses: the facilitator paces the exercise
+PLAYER_KINDS = {"action", "message", "status", "join", "control", "reveal", "close"}
+
+
+@dataclass(frozen=True)
+class Seat:
+    """Who is at the other end of a socket."""
+
+    name: str
+    role: str  # a player role or "facilitator"
+
+    @property
+    def facilitator(self) -> bool:
+        return self.role == roles.FACILITATOR
+
+
+class RoomRun(LiveRun):
+    """A live run whose messages go to the room (which filters them per seat) instead of straight out."""
+
+    room: Room | None = None
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        if self.room is not None:
+            self.room.relay(message)
+
+    def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
+        """A minute, its position written every minute (a room is a handful of people for an hour or two: a
+        restart resumes at the minute everyone saw, not a few minutes before)."""
+        super().advance(progress)
+        if self.sim.minute % 15 != 0:
+            self.background_write(self.store.set_progress, self.id, self.sim.minute)
+
+
+class Room:
+    def __init__(
+        self, room_id: str, title: str, live: RoomRun, store: RoomStore, facilitator_hash: str, player_token: str
+    ) -> None:
+        self.id = room_id
+        self.title = title
+        self.live = live
+        self.store = store
+        self.facilitator_hash = facilitator_hash
+        self.player_token = player_token
+        self.players: dict[str, str] = {}  # name → role
+        self.log: list[LogEntry] = []
+        self.seats: dict[asyncio.Queue[str | None], Seat] = {}
+        self.masks: dict[int, set[tuple[int, str]]] = {}  # hidden fault's seq → its masked (minute, code)
+        self.waiting: dict[int, tuple[int, set[str]]] = {}  # hidden fault's seq → (minute, codes not yet seen)
+        self.debrief: dict[str, Any] | None = None
+        self._debriefing: asyncio.Task[None] | None = None
+        live.room = self
+
+    # --- who may enter ------------------------------------------------------------------------------------
+
+    def authenticate(self, token: object) -> str:
+        """ "facilitator" or "player" for a right token (constant time); else refused."""
+        if tokens.matches(tokens.digest(token) if isinstance(token, str) else None, self.facilitator_hash):
+            return "facilitator"
+        if tokens.matches(token, self.player_token):
+            return "player"
+        raise InvalidInput("token", "wrong or missing token: use the link the facilitator shared")
+
+    async def join(self, token: object, name: object, role: object) -> Seat:
+        if self.authenticate(token) == "facilitator":
+            return Seat(roles.FACILITATOR, roles.FACILITATOR)
+        checked_name, checked_role = roles.check_name(name), roles.check_role(role)
+        taken = self.players.get(checked_name)
+        if taken is not None and taken != checked_role:
+            raise InvalidInput(
+                "name", f"{checked_name!r} is taken by the {roles.ROLE_LABELS[taken]}; choose another name or role"
+            )
+        if taken is None:
+            await self.store.write(self.store.add_player, self.id, checked_name, checked_role)
+            self.players[checked_name] = checked_role
+            await self._log("join", checked_name, checked_role, {})
+            self.relay({"type": "players", "players": self.player_list()})
+        return Seat(checked_name, checked_role)
+
+    def player_list(self) -> list[dict[str, str]]:
+        online = {s.name for s in self.seats.values()}
+        return [{"name": n, "role": r, "online": "yes" if n in online else "no"} for n, r in self.players.items()]
+
+    # --- what each seat sees ------------------------------------------------------------------------------
+
+    def visible(self, entry: LogEntry, seat: Seat) -> bool:
+        if seat.facilitator or self.live.done:
+            return True
+        if entry.kind == "inject":
+            return not entry.data.get("hidden") or entry.seq not in self.masks
+        return entry.kind in PLAYER_KINDS
+
+    def mask_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A minute as the players see it: a hidden fault's own events left out."""
+        hide = {code for masked in self.masks.values() for (m, code) in masked if m == record["minute"]}
+        if not hide:
+            return record
+        return {**record, "events": [e for e in record["events"] if e.get("code") not in hide]}
+
+    def _note_minute(self, record: dict[str, Any]) -> None:
+        """The first of each of a hidden fault's events at or after its minute is masked from then on."""
+        for seq, (minute, codes) in list(self.waiting.items()):
+            if record["minute"] < minute:
+                continue
+            for e in record["events"]:
+                if e.get("code") in codes:
+                    codes.discard(e["code"])
+                    self.masks.setdefault(seq, set()).add((record["minute"], e["code"]))
+            if not codes:
+                del self.waiting[seq]
+
+    def relay(self, message: dict[str, Any]) -> None:
+        """A message of the run or the room to every seat, as each may see it (serialized once per audience)."""
+        kind = message.get("type")
+        if kind == "ack":  # the room sends the action's log line (with who) instead
+            return
+        if kind == "minute":
+            self._note_minute(message["record"])
+        if kind == "finished":
+            message = {**message, "debrief_url": None}
+            self.debrief_soon()
+        texts: dict[str, str] = {}
+        for queue, seat in list(self.seats.items()):
+            audience = "facilitator" if seat.facilitator or self.live.done else "player"
+            if kind == "log" and not self.visible(_entry(message["entry"]), seat):
+                continue
+            if audience not in texts:
+                shown = message
+                if kind == "minute" and audience == "player":
+                    shown = {**message, "record": self.mask_record(message["record"])}
+                texts[audience] = orjson.dumps(shown).decode()
+            queue.put_nowait(texts[audience])
+
+    def snapshot(self, seat: Seat) -> dict[str, Any]:
+        live = self.live
+        full = seat.facilitator or live.done
+        records = [wire_record(r, live.sim.plan) for r in live.sim.timeline]
+        if not full:
+            records = [self.mask_record(r) for r in records]
+        out: dict[str, Any] = {
+            "type": "snapshot",
+            "room": {
+                "id": self.id,
+                "title": self.title,
+                "scenario": live.sim.scenario.title,
+                "engine": live.sim.engine.name,
+                "start": live.sim.plan.clock(0),
+            },
+            "you": {"name": seat.name, "role": seat.role},
+            "records": records,
+            "log": [e.to_dict() for e in self.log if self.visible(e, seat)],
+            "players": self.player_list(),
+            "state": live.state(),
+            "debrief": self.debrief,
+        }
+        if seat.facilitator:
+            out["faults"] = faults.fault_menu(live.sim.engine.name)
+            out["player_token"] = self.player_token
+        return out
+
+    def subscribe(self, seat: Seat) -> asyncio.Queue[str | None]:
+        queue = self.live.subscribe()
+        self.seats[queue] = seat
+        self.relay({"type": "players", "players": self.player_list()})
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None:
+        self.seats.pop(queue, None)
+        self.live.unsubscribe(queue)
+        self.relay({"type": "players", "players": self.player_list()})
+
+    # --- what people do -----------------------------------------------------------------------------------
+
+    async def _log(self, kind: str, name: str, role: str, data: dict[str, Any], minute: int | None = None) -> LogEntry:
+        at = self.live.sim.minute if minute is None else minute
+        seq = await self.store.write(self.store.append_log, self.id, at, kind, name, role, data)
+        entry = LogEntry(seq, at, kind, name, role, data)
+        self.log.append(entry)
+        self.relay({"type": "log", "entry": entry.to_dict()})
+        return entry
+
+    def _open(self) -> None:
+        if self.live.done:
+            raise InvalidInput("room", "the run is over: the room is closed")
+
+    async def act(self, seat: Seat, control: str, value: Any) -> Action:
+        """A player's action: checked, written with who took it (on disk), then queued for the next minute."""
+        roles.require(seat.role, "act")
+        self._open()
+        live = self.live
+        checked = coerce_control_value(control, value)
+        live._check_rate()
+        async with live._writing:
+            self._open()
+            action = Action(live.sim.minute, control, checked)
+            data: dict[str, Any] = {"control": control, "text": describe(action)}
+            if checked is not None:
+                data["value"] = checked
+            await self._log("action", seat.name, seat.role, data, action.minute)
+            live.pending.append(action)
+        return action
+
+    async def say(self, seat: Seat, kind: str, text: str) -> None:
+        """A line in the channel (players and the facilitator), a status update (communications), a note
+        (the facilitator: shown to the team in the debrief)."""
+        roles.require(seat.role, {"message": "message", "status": "status", "note": "facilitate"}[kind])
+        self._open()
+        await self._log(
+            kind,
+            seat.name,
+            seat.role,
+            {"text": check_text(text), "clock": self.live.sim.plan.clock(self.live.sim.minute)},
+        )
+
+    async def inject(self, seat: Seat, kind: str, at: str, values: dict[str, Any], hidden: bool) -> LogEntry:
+        """A fault from the menu: validated by the scenario schema, added to the run's scenario (so the run file
+        replays it), written to the log, and (hidden or not) announced to whom may see it."""
+        roles.require(seat.role, "facilitate")
+        self._open()
+        live = self.live
+        async with live._writing:
+            self._open()
+            when = at.strip() or live.sim.plan.clock(live.sim.minute)
+            event = faults.build_event(kind, when, values, live.sim.engine.name)
+            before = live.sim.scenario
+            live.sim.inject(event)  # refuses past minutes, draws, a second surge: nothing changed then
+            minute = _event_minute(live.sim, before)
+            data = {"kind": kind, "at": live.sim.plan.clock(minute), "at_minute": minute, "values": values,
+                    "hidden": hidden, "event": event}  # fmt: skip
+            seq = await self.store.write(self.store.inject, self.id, live.run_file(), live.sim.minute, data)
+            entry = LogEntry(seq, live.sim.minute, "inject", seat.name, seat.role, data)
+            self.log.append(entry)
+            if hidden:
+                self.waiting[seq] = (minute, set(faults.hidden_codes(kind, event)))
+                self.masks.setdefault(seq, set())
+            self.relay({"type": "log", "entry": entry.to_dict()})
+        return entry
+
+    async def reveal(self, seat: Seat, seq: int) -> None:
+        roles.require(seat.role, "facilitate")
+        if seq not in self.masks:
+            raise InvalidInput("seq", f"no hidden fault with log line {seq}")
+        await self._log("reveal", seat.name, seat.role, {"seq": seq})
+        self.masks.pop(seq, None)
+        self.waiting.pop(seq, None)
+        fault = next(e for e in self.log if e.seq == seq)
+        self.relay({"type": "log", "entry": fault.to_dict()})
+        for queue, s in list(self.seats.items()):  # the minutes shown again with the fault's events
+            queue.put_nowait(orjson.dumps(self.snapshot(s)).decode())
+
+    async def control(self, seat: Seat, kind: str, value: Any = None) -> None:
+        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's."""
+        roles.require(seat.role, "facilitate")
+        live = self.live
+        if kind == "speed":
+            await live.set_speed(check_speed(value))
+        elif kind == "pause":
+            await live.pause()
+        elif kind == "resume":
+            await live.resume()
+        elif kind == "step":
+            await live.step_once()
+            return
+        elif kind == "close":
+            self._open()
+            await self._log("close", seat.name, seat.role, {})
+            await live.end("ended")
+            return
+        await self._log(
+            "control", seat.name, seat.role, {"what": kind, **({"value": value} if value is not None else {})}
+        )
+
+    # --- the end ----------------------------------------------------------------------------------------
+
+    def debrief_soon(self) -> None:
+        if self._debriefing is None and self.debrief is None:
+            self._debriefing = spawn(self._make_debrief(), name=f"debrief-room-{self.id}")
+
+    async def _make_debrief(self) -> None:
+        ready = await self.live.debrief_ready()
+        if not ready or self.live.report is None:
+            return
+        self.debrief = await asyncio.to_thread(self.team_debrief, self.live.report)
+        self.relay({"type": "debrief", "debrief": self.debrief})
+        for queue, s in list(self.seats.items()):  # the hidden faults and notes, revealed
+            queue.put_nowait(orjson.dumps(self.snapshot(s)).decode())
+
+    def team_debrief(self, report: Report) -> dict[str, Any]:
+        sim = self.live.sim
+        return {
+            "score": report.score,
+            "passed": report.passed,
+            "budget_spent": report.budget_spent,
+            "budget_left": report.budget_left,
+            "turned_away_share": report.turned_away_share,
+            "objectives": [{"name": o.name, "passed": o.passed} for o in report.objectives],
+            "causes": report.budget_spent_by_cause,
+            "timeline": [r.model_dump() for r in team_timeline(report, self.log, sim.plan.clock)],
+            "intervals": intervals(sim, report, self.log).model_dump(),
+            "markdown": self.markdown(report),
+        }
+
+    def markdown(self, report: Report) -> str:
+        return postmortem_markdown(self.title, self.live.sim, report, self.log, list(self.players.items()))
+
+    def room_file(self, created_at: str) -> RoomFile:
+        return RoomFile.model_validate(
+            {
+                "id": self.id,
+                "title": self.title,
+                "created_at": created_at,
+                "players": [{"name": n, "role": r} for n, r in self.players.items()],
+                "log": [e.to_dict() for e in self.log],
+                "run": self.live.run_file(),
+            }
+        )
+
+
+def _event_minute(sim: Simulation, before: Scenario) -> int:
+    """The minute the just-injected event takes effect (its earliest clock)."""
+    added = sim.scenario.events[len(before.events)].model_dump(mode="json")
+    clocks = [v for v in _walk(added) if isinstance(v, str) and len(v) == 5 and v[2] == ":"]
+    start = sim.plan.clock_start_min
+    return min((int(c[:2]) * 60 + int(c[3:]) - start) % 1440 for c in clocks)
+
+
+def _walk(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _walk(v)]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _walk(v)]
+    return [value]
+
+
+def _entry(data: dict[str, Any]) -> LogEntry:
+    return LogEntry(data["seq"], data["minute"], data["kind"], data["name"], data["role"], data["data"])
+
+
+class RoomManager:
+    """The rooms in memory, backed by the store; a room not in memory is rebuilt from its log (off the loop)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = RoomStore(store)
+        self.rooms: dict[str, Room] = {}
+        self.created: dict[str, str] = {}
+        self.clock = Clock(self.store)
+        self._lock = asyncio.Lock()
+
+    async def create(self, sim: Simulation, title: str, speed: int) -> tuple[Room, str]:
+        """A new room, paused at its first minute (the facilitator starts it); returns it and the facilitator's
+        token (kept only as its hash)."""
+        speed = check_speed(speed)
+        facilitator, player = tokens.new_token(), tokens.new_token()
+        run = sim.run_file().model_copy(update={"difficulty": DIFFICULTY})
+        room_id = await self.store.write(self.store.create_room, title, run, speed, tokens.digest(facilitator), player)
+        live = RoomRun(room_id, sim, self.store, speed, True, clock=self.clock, difficulty=DIFFICULTY)
+        room = Room(room_id, title, live, self.store, tokens.digest(facilitator), player)
+        self.rooms[room_id] = room
+        live.start()
+        return room, facilitator
+
+    async def get(self, room_id: str) -> Room | None:
+        room = self.rooms.get(room_id)
+        if room is not None:
+            return room
+        if not (len(room_id) == 12 and all(c in "0123456789abcdef" for c in room_id)):
+            return None
+        async with self._lock:
+            room = self.rooms.get(room_id)
+            if room is None:
+                row = await self.store.read(self.store.get_room, room_id)
+                if row is None:
+                    return None
+                room = await asyncio.to_thread(self._rebuild, row)
+                self.rooms[room_id] = room
+                if not room.live.done:
+                    room.live.start()
+                elif room.live.report is not None:
+                    room.debrief_soon()
+        return room
+
+    def _rebuild(self, row: RoomRow) -> Room:
+        """The room as it was: the run replayed from its run file (the injected faults in its scenario) and
+        the log's actions, the players, the log, the hidden faults' masks."""
+        run = row.run_file
+        sim = Simulation.from_run_file(run)
+        logged = load_actions(run.actions)
+        sim.run(logged, until=run.played)
+        live = RoomRun(row.id, sim, self.store, row.speed, row.held, clock=self.clock, difficulty=DIFFICULTY)
+        live.pending = [a for a in logged if a.minute >= sim.minute]
+        if row.status in ("finished", "closed") and not sim.done:
+            live.ended = "ended"
+        if row.summary is not None:
+            live.report = Report.model_validate(row.summary)
+            live.figure_json = row.debrief_figure
+        room = Room(row.id, row.title, live, self.store, row.facilitator_hash, row.player_token)
+        room.players = dict(row.players)
+        room.log = list(row.log)
+        revealed = {e.data.get("seq") for e in row.log if e.kind == "reveal"}
+        for e in row.log:
+            if e.kind == "inject" and e.data.get("hidden") and e.seq not in revealed:
+                codes = faults.hidden_codes(str(e.data["kind"]), e.data.get("event"))
+                room.waiting[e.seq] = (int(e.data["at_minute"]), set(codes))
+                room.masks[e.seq] = set()
+        for r in sim.timeline:
+            room._note_minute(wire_record(r, sim.plan))
+        self.created[row.id] = row.created_at
+        return room
+
+    async def created_at(self, room_id: str) -> str:
+        if room_id not in self.created:
+            row = await self.store.read(self.store.get_room, room_id)
+            self.created[room_id] = row.created_at if row is not None else ""
+        return self.created[room_id]
+
+    async def shutdown(self) -> None:
+        for room in list(self.rooms.values()):
+            live = room.live
+            if not live.done:
+                await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
+            await live.stop()
+        await self.clock.stop()

@@ -1,0 +1,244 @@
+"""Game-day rooms on the web: the page that creates a room, the room's page (one for everyone: the token in the
+link's fragment says who you are, and never reaches a server log), its WebSocket, and its exports.
+
+The room's id is not enough: the socket's first message carries the player or the facilitator token, and the
+exports ask for one too (the facilitator's during the run; either once the run is over)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import Any, Literal
+
+import orjson
+from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from oncallsim.gameday import Room, RoomManager, Seat
+from oncallsim.gameday.protocol import MAX_TEXT, Act, Clock, Inject, Join, Reveal, Say, Speed, parse_frame
+from oncallsim.gameday.roles import PLAYER_ROLES, ROLE_LABELS
+from oncallsim.model import CONTROL_SPECS, InvalidInput
+from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
+from oncallsim.model.plan import MAX_RUN_MINUTES
+from oncallsim.scenarios import builtin_scenarios
+from oncallsim.simulation import MAX_SEED, Simulation
+from oncallsim.web.api import MESSAGES_PER_SECOND, NewRun, random_seed
+from oncallsim.web.live import SPEEDS
+from oncallsim.web.pages import render
+
+__all__ = ["router"]
+
+router = APIRouter()
+log = logging.getLogger("oncallsim.web")
+JOIN_TIMEOUT_S = 60.0  # a socket that never says who it is
+
+
+def rooms_of(request: Request | WebSocket) -> RoomManager:
+    """The app's rooms, made on first use (they share the run store: one SQLite file, one writer)."""
+    state = request.app.state
+    manager = getattr(state, "rooms", None)
+    if manager is None:
+        manager = state.rooms = RoomManager(state.store)
+    return manager  # type: ignore[no-any-return]
+
+
+class NewRoom(BaseModel):
+    """A room for a built-in scenario (by id) or one sent as TOML text, on either engine."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    title: StrictStr = Field(default="", max_length=120, description="the exercise's name (the scenario's title)")
+    scenario: StrictStr = Field(max_length=200)
+    scenario_toml: StrictStr | None = Field(default=None, max_length=64 * 1024)
+    seed: StrictInt | None = Field(default=None, ge=0, le=MAX_SEED)
+    engine: StrictStr | None = Field(default=None, max_length=40)
+    speed: StrictInt = Field(default=1)
+    clock: StrictStr | None = Field(default=None, max_length=5)
+    minutes: StrictInt | None = Field(default=None, ge=1, le=MAX_RUN_MINUTES)
+
+
+class ExportBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    token: StrictStr = Field(max_length=200)
+    what: Literal["room", "run", "markdown"]
+
+
+async def get_room(request: Request | WebSocket, room_id: str) -> Room:
+    room = await rooms_of(request).get(room_id[:40])
+    if room is None:
+        raise InvalidInput("room", f"no room {room_id[:40]!r}")
+    return room
+
+
+@router.get("/gameday", response_class=HTMLResponse, include_in_schema=False)
+async def gameday_home(request: Request) -> HTMLResponse:
+    return render(
+        request,
+        "gameday.html",
+        scenarios=list(builtin_scenarios().values()),
+        engines_list=list(ENGINES),
+        default_engine=DEFAULT_ENGINE,
+        speeds=SPEEDS,
+        seed=random_seed(),
+    )
+
+
+@router.post("/api/gameday/rooms", status_code=201)
+async def create_room(request: Request, new: NewRoom) -> dict[str, Any]:
+    """A room paused at its first minute; the answer's links carry the tokens (shown once)."""
+    scenario = NewRun(scenario=new.scenario, scenario_toml=new.scenario_toml).resolve()
+    engine = get_engine(new.engine or scenario.engine or DEFAULT_ENGINE).name
+    seed = random_seed() if new.seed is None else new.seed
+
+    def build() -> Simulation:
+        return Simulation(scenario, seed=seed, clock=new.clock or None, minutes=new.minutes, engine=engine)
+
+    sim = await asyncio.to_thread(build)
+    title = new.title.strip() or scenario.title
+    room, facilitator = await rooms_of(request).create(sim, title, new.speed)
+    return {
+        "id": room.id,
+        "title": title,
+        "seed": seed,
+        "engine": engine,
+        "player_url": f"/gameday/{room.id}#key={room.player_token}",
+        "facilitator_url": f"/gameday/{room.id}#key={facilitator}",
+    }
+
+
+@router.get("/gameday/{room_id}", response_class=HTMLResponse, include_in_schema=False)
+async def room_page(request: Request, room_id: str) -> HTMLResponse:
+    try:
+        room = await get_room(request, room_id)
+    except InvalidInput as exc:
+        return render(request, "error.html", status=404, message=str(exc))
+    controls = [
+        {"name": name, "kind": s.kind, "label": s.label, "min": s.min, "max": s.max, "step": s.step, "unit": s.unit,
+         "danger": s.danger, "choices": list(s.choices)}
+        for name, s in CONTROL_SPECS.items()
+    ]  # fmt: skip
+    return render(
+        request,
+        "gameday_room.html",
+        room_id=room.id,
+        title=room.title,
+        roles=PLAYER_ROLES,
+        role_labels=ROLE_LABELS,
+        controls=controls,
+        speeds=SPEEDS,
+        max_text=MAX_TEXT,
+    )
+
+
+@router.post("/api/gameday/rooms/{room_id}/export")
+async def export(request: Request, room_id: str, body: ExportBody) -> Response:
+    """The room file, the run file or the postmortem draft: the facilitator's during the run, anyone's in the
+    room once it is over."""
+    room = await get_room(request, room_id)
+    who = room.authenticate(body.token)
+    if who != "facilitator" and not room.live.done:
+        raise InvalidInput("token", "the exports open to the players when the run is over")
+    name = f"gameday-{room.id}"
+    if body.what == "run":
+        content = json.loads(room.live.run_file().model_dump_json())
+        return JSONResponse(content, headers={"Content-Disposition": f'attachment; filename="{name}-run.json"'})
+    if body.what == "room":
+        created = await rooms_of(request).created_at(room.id)
+        content = json.loads(room.room_file(created).model_dump_json())
+        return JSONResponse(content, headers={"Content-Disposition": f'attachment; filename="{name}.json"'})
+    if not await room.live.debrief_ready() or room.live.report is None:
+        raise InvalidInput("room", "the postmortem comes when the run is over")
+    text = await asyncio.to_thread(room.markdown, room.live.report)
+    return Response(
+        text,
+        media_type="text/markdown; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}-postmortem.md"'},
+    )
+
+
+async def dispatch(room: Room, seat: Seat, message: Any) -> None:
+    if isinstance(message, Act):
+        await room.act(seat, message.control, message.value)
+    elif isinstance(message, Say):
+        await room.say(seat, message.type, message.text)
+    elif isinstance(message, Inject):
+        await room.inject(seat, message.kind, message.at, dict(message.values), message.hidden)
+    elif isinstance(message, Reveal):
+        await room.reveal(seat, message.seq)
+    elif isinstance(message, Speed):
+        await room.control(seat, "speed", message.value)
+    elif isinstance(message, Clock):
+        await room.control(seat, message.type)
+    elif isinstance(message, Join):
+        raise InvalidInput("message", "already joined")
+
+
+async def _join(websocket: WebSocket, room: Room) -> Seat | None:
+    """Wait for the join message; a refusal is said, and the socket closed (4401)."""
+    try:
+        raw = await asyncio.wait_for(websocket.receive(), JOIN_TIMEOUT_S)
+        if raw["type"] == "websocket.disconnect":
+            return None
+        message = parse_frame(raw)
+        if not isinstance(message, Join):
+            raise InvalidInput("message", "join first: {type: join, token, name, role}")
+        return await room.join(message.token, message.name, message.role)
+    except (InvalidInput, TimeoutError) as exc:
+        field, text = (exc.field, str(exc)) if isinstance(exc, InvalidInput) else ("join", "join: too slow")
+        await websocket.send_json({"type": "refused", "field": field, "message": text})
+        await websocket.close(code=4401)
+        return None
+
+
+@router.websocket("/gameday/{room_id}/ws")
+async def room_socket(websocket: WebSocket, room_id: str) -> None:
+    await websocket.accept()
+    room = await rooms_of(websocket).get(room_id[:40])
+    if room is None:
+        await websocket.send_json({"type": "refused", "field": "room", "message": f"room: no room {room_id[:40]!r}"})
+        await websocket.close(code=4404)
+        return
+    seat = await _join(websocket, room)
+    if seat is None:
+        return
+    queue = room.subscribe(seat)
+    snapshot = room.snapshot(seat)  # at the same minute as the subscription: nothing missed, nothing twice
+    await websocket.send_text(await asyncio.to_thread(lambda: orjson.dumps(snapshot).decode()))
+
+    async def sender() -> None:
+        while (text := await queue.get()) is not None:
+            await websocket.send_text(text)
+        await websocket.close(code=1013)
+
+    sending = asyncio.create_task(sender())
+    window_start, in_window = time.monotonic(), 0
+    try:
+        while True:
+            raw = await websocket.receive()
+            if raw["type"] == "websocket.disconnect":
+                break
+            try:
+                now = time.monotonic()
+                if now - window_start >= 1.0:
+                    window_start, in_window = now, 0
+                in_window += 1
+                if in_window > MESSAGES_PER_SECOND:
+                    if in_window == MESSAGES_PER_SECOND + 1:
+                        raise InvalidInput("message", f"at most {MESSAGES_PER_SECOND} messages per second")
+                    continue
+                await dispatch(room, seat, parse_frame(raw))
+            except InvalidInput as exc:  # to the sender only; the room goes on
+                queue.put_nowait(json.dumps({"type": "error", "field": exc.field, "message": str(exc)}))
+            except Exception:  # a bug: logged; the socket and the room stay up
+                log.exception("unexpected error in game-day room %s", room.id)
+                queue.put_nowait(json.dumps({"type": "error", "field": "server", "message": "internal error"}))
+    except WebSocketDisconnect:
+        pass
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await sending
+        room.unsubscribe(queue)

@@ -1,0 +1,546 @@
+// A game-day room: one page for everyone. The token in the link's fragment says who you are (the server decides);
+// every string comes from the page's catalog (#gameday-text, translated on the server); people's text is shown as
+// text, never as markup.
+(function () {
+  "use strict";
+  const S = JSON.parse(document.getElementById("gameday-text").textContent);
+  const CONTROLS = JSON.parse(document.getElementById("gameday-controls").textContent);
+  const { tEvent } = window.i18n;
+  const $ = (id) => document.getElementById(id);
+  const roomId = document.querySelector("main.gd").dataset.room;
+  const key = new URLSearchParams(window.location.hash.slice(1)).get("key");
+  const storeKey = "gameday:" + roomId;
+
+  const fill = (text, args) =>
+    String(text).replace(/%\((\w+)\)s/g, (_m, k) => (args && k in args ? String(args[k]) : ""));
+  const roleLabel = (role) => S.roles[role] || role;
+  const el = (tag, cls, text) => {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+
+  let ws = null;
+  let me = null; // {name, role}
+  let room = null;
+  let state = null;
+  let records = [];
+  let start = 0; // minutes since midnight of minute 0
+  let closing = false;
+  let retry = 0;
+  let debrief = null;
+
+  const clockOf = (minute) => {
+    const at = (start + minute) % 1440;
+    return String(Math.floor(at / 60)).padStart(2, "0") + ":" + String(at % 60).padStart(2, "0");
+  };
+
+  function showError(message) {
+    const box = $("gd-error");
+    box.textContent = fill(S.error, { message });
+    box.hidden = false;
+  }
+
+  // --- the connection ---------------------------------------------------------------------------------------
+
+  function connect() {
+    const saved = JSON.parse(sessionStorage.getItem(storeKey) || "null");
+    const proto = window.location.protocol === "https:" ? "wss:" : "ws:";
+    ws = new WebSocket(proto + "//" + window.location.host + "/gameday/" + roomId + "/ws");
+    ws.addEventListener("open", () => {
+      const join = { type: "join", token: key };
+      if (saved) Object.assign(join, saved);
+      ws.send(JSON.stringify(join));
+    });
+    ws.addEventListener("message", (event) => receive(JSON.parse(event.data), saved));
+    ws.addEventListener("close", () => {
+      if (closing) return;
+      $("run-state").textContent = S.reconnecting;
+      retry = Math.min(retry + 1, 5);
+      window.setTimeout(connect, 500 * retry); // a dropped connection rejoins where the run is
+    });
+  }
+
+  function send(message) {
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  }
+
+  function receive(message, saved) {
+    switch (message.type) {
+      case "refused":
+        closing = true;
+        if (message.field === "name" || message.field === "role") {
+          $("join").hidden = false;
+          $("room").hidden = true;
+          sessionStorage.removeItem(storeKey);
+          if (saved) {
+            $("join-error").textContent = fill(S.refused, { message: message.message });
+            $("join-error").hidden = false;
+          }
+        } else {
+          $("no-key").textContent = fill(S.refused, { message: message.message });
+          $("no-key").hidden = false;
+        }
+        $("run-state").replaceChildren();
+        break;
+      case "snapshot":
+        retry = 0;
+        onSnapshot(message);
+        break;
+      case "state":
+        onState(message);
+        break;
+      case "minute":
+        records.push(message.record);
+        showRecord(message.record);
+        onState(message.state);
+        break;
+      case "log":
+        addLog(message.entry);
+        break;
+      case "players":
+        showPlayers(message.players);
+        break;
+      case "finished":
+        onState(message.state);
+        break;
+      case "debrief":
+        showDebrief(message.debrief);
+        break;
+      case "error":
+        showError(message.message);
+        break;
+    }
+  }
+
+  // --- the room's state ---------------------------------------------------------------------------------------
+
+  function onSnapshot(snap) {
+    room = snap.room;
+    me = snap.you;
+    const [h, m] = room.start.split(":").map(Number);
+    start = h * 60 + m;
+    records = snap.records;
+    $("join").hidden = true;
+    $("room").hidden = false;
+    $("you").textContent = fill(S.you_are, { name: me.name, role: roleLabel(me.role) });
+    const facilitator = me.role === "facilitator";
+    $("facilitator").hidden = !facilitator;
+    $("status-form").hidden = me.role !== "communications";
+    $("say-form").hidden = me.role === "observer";
+    $("observer-note").hidden = me.role !== "observer";
+    if (facilitator) {
+      $("player-link").value = window.location.origin + "/gameday/" + roomId + "#key=" + snap.player_token;
+      buildFaultMenu(snap.faults);
+    }
+    $("events").replaceChildren();
+    $("channel").replaceChildren();
+    $("fault-list").replaceChildren();
+    for (const r of records) showEvents(r);
+    if (records.length) showRecord(records[records.length - 1], true);
+    else spark();
+    for (const entry of snap.log) addLog(entry);
+    showPlayers(snap.players);
+    buildControls();
+    onState(snap.state);
+    if (snap.debrief) showDebrief(snap.debrief);
+  }
+
+  function onState(s) {
+    if (state && s.seq !== undefined && state.seq !== undefined && s.seq < state.seq) return; // never older over newer
+    state = s;
+    $("clock").textContent = s.clock;
+    $("run-state").textContent = s.done ? S.over : s.paused ? S.paused : S.running;
+    $("f-pause").textContent = s.paused ? S.resume : S.pause;
+    $("f-pause").disabled = s.done;
+    $("f-step").disabled = s.done || !s.paused;
+    $("f-close").disabled = s.done;
+    $("f-speed").value = String(s.speed);
+    for (const input of document.querySelectorAll("#controls [data-control]")) {
+      input.disabled = s.done || !me || me.role === "observer" || me.role === "facilitator";
+    }
+    for (const [name, value] of Object.entries(s.controls || {})) {
+      const input = document.querySelector('#controls [data-value="' + name + '"]');
+      if (!input || document.activeElement === input) continue;
+      if (input.type === "checkbox") input.checked = Boolean(value);
+      else input.value = String(value);
+    }
+    for (const form of ["say-form", "status-form", "note-form", "fault-form"]) {
+      for (const field of $(form).querySelectorAll("input, button, select")) field.disabled = s.done;
+    }
+  }
+
+  // --- what the service shows (its symptoms) ------------------------------------------------------------------
+
+  const METRICS = ["requests_per_s", "error_rate", "p99_ms", "cache_hit", "db_utilization", "burn_1h",
+    "budget_left", "serving", "booting"];
+
+  function showRecord(r, quiet) {
+    for (const name of METRICS) {
+      const cell = $("m-" + name);
+      const [level, word] = window.fmt.flag(name, r);
+      cell.textContent = window.fmt.fmt[name](r) + (word ? " · " + word : "");
+      cell.className = "num " + (level ? "gd-" + level : "");
+    }
+    const banner = $("page-banner");
+    banner.hidden = !r.page_firing;
+    banner.textContent = S.page_firing;
+    if (!quiet) showEvents(r);
+    spark();
+  }
+
+  function showEvents(r) {
+    const list = $("events");
+    for (const event of r.events || []) {
+      const item = el("li", "gd-event gd-" + (event.kind || "system"));
+      item.append(el("span", "gd-time", r.label || r.clock), el("span", "", " " + tEvent(event)));
+      list.prepend(item);
+    }
+    while (list.children.length > 200) list.lastChild.remove();
+  }
+
+  function spark() {
+    const box = $("spark");
+    const recent = records.slice(-60);
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 60 20");
+    svg.setAttribute("preserveAspectRatio", "none");
+    const top = Math.max(0.01, ...recent.map((r) => r.error_rate));
+    recent.forEach((r, i) => {
+      const bar = document.createElementNS(ns, "rect");
+      const height = Math.max(0.2, (20 * r.error_rate) / top);
+      bar.setAttribute("x", String(i + 60 - recent.length));
+      bar.setAttribute("y", String(20 - height));
+      bar.setAttribute("width", "0.8");
+      bar.setAttribute("height", String(height));
+      bar.setAttribute("class", r.error_rate > 0.001 ? "gd-bar-bad" : "gd-bar");
+      svg.append(bar);
+    });
+    box.replaceChildren(svg);
+  }
+
+  // --- the team's controls -------------------------------------------------------------------------------------
+
+  function buildControls() {
+    const box = $("controls");
+    box.replaceChildren();
+    for (const c of CONTROLS) {
+      const row = el("div", "gd-control");
+      const label = S.controls[c.name] || c.name;
+      if (c.kind === "button") {
+        const button = el("button", c.danger ? "danger" : "", label);
+        button.type = "button";
+        button.dataset.control = c.name;
+        button.addEventListener("click", () => send({ type: "action", control: c.name }));
+        row.append(button);
+      } else if (c.kind === "bool") {
+        const wrap = el("label");
+        const box2 = el("input");
+        box2.type = "checkbox";
+        box2.setAttribute("role", "switch");
+        box2.dataset.control = c.name;
+        box2.dataset.value = c.name;
+        box2.addEventListener("change", () => send({ type: "action", control: c.name, value: box2.checked }));
+        wrap.append(box2, document.createTextNode(" " + label));
+        row.append(wrap);
+      } else {
+        const wrap = el("label", "", label + (c.unit ? " (" + c.unit + ")" : "") + " ");
+        const input = el("input");
+        input.type = "number";
+        if (c.min !== null) input.min = String(c.min);
+        if (c.max !== null) input.max = String(c.max);
+        if (c.step !== null) input.step = String(c.step);
+        input.dataset.value = c.name;
+        input.dataset.control = c.name;
+        const apply = el("button", "", S.apply);
+        apply.type = "button";
+        apply.dataset.control = c.name;
+        apply.addEventListener("click", () => {
+          const value = c.kind === "int" ? parseInt(input.value, 10) : Number(input.value);
+          send({ type: "action", control: c.name, value });
+        });
+        wrap.append(input);
+        row.append(wrap, apply);
+      }
+      box.append(row);
+    }
+  }
+
+  // --- the channel and the log --------------------------------------------------------------------------------
+
+  function actionText(data) {
+    const label = S.controls[data.control] || data.control;
+    if (data.value === undefined || data.value === null) return label;
+    if (typeof data.value === "boolean") return label + ": " + (data.value ? S.on : S.off);
+    return label + " = " + data.value;
+  }
+
+  function faultText(data) {
+    return fill(S.fault_at, { fault: S.faults[data.kind] || data.kind.replace(/_/g, " "), at: data.at });
+  }
+
+  const revealed = new Set();
+
+  function logText(e) {
+    const who = { who: e.name, role: roleLabel(e.role) };
+    switch (e.kind) {
+      case "action":
+        return fill(S.templates["%(who)s (%(role)s): %(action)s"], { ...who, action: actionText(e.data) });
+      case "message":
+        return fill(S.chat, { ...who, text: e.data.text });
+      case "status":
+        return fill(S.status_post, { ...who, text: e.data.text });
+      case "note":
+        return fill(S.note, { text: e.data.text });
+      case "join":
+        return fill(S.joined, who);
+      case "close":
+        return fill(S.closed_by, who);
+      case "control":
+        return fill(S.control_by, { who: e.name, what: fill(S["control." + e.data.what], e.data) });
+      case "reveal":
+        return null;
+      case "inject": {
+        const hidden = e.data.hidden && !revealed.has(e.seq);
+        const template = e.data.hidden
+          ? "fault injected by the facilitator, hidden from the players: %(fault)s"
+          : "fault injected by the facilitator: %(fault)s";
+        return (hidden ? "" : "") + fill(S.templates[template], { fault: faultText(e.data) });
+      }
+    }
+    return null;
+  }
+
+  const seen = new Set();
+
+  function addLog(e) {
+    if (e.kind === "reveal") {
+      revealed.add(e.data.seq);
+      showFaults();
+    }
+    if (seen.has(e.seq) && e.kind !== "inject") return;
+    const text = logText(e);
+    if (e.kind === "inject") {
+      faults.set(e.seq, e);
+      showFaults();
+    }
+    if (seen.has(e.seq)) return;
+    seen.add(e.seq);
+    if (text === null) return;
+    const item = el("li", "gd-entry gd-" + e.kind);
+    item.dataset.kind = e.kind;
+    item.append(el("span", "gd-time", clockOf(e.minute)), el("span", "gd-text", " " + text));
+    $("channel").append(item);
+    item.scrollIntoView({ block: "nearest" });
+    if (e.kind === "status") {
+      $("status-latest").textContent = clockOf(e.minute) + " · " + e.data.text;
+      $("status-latest").className = "";
+    }
+  }
+
+  const faults = new Map();
+
+  function showFaults() {
+    const list = $("fault-list");
+    list.replaceChildren();
+    for (const [seq, e] of faults) {
+      const hidden = e.data.hidden && !revealed.has(seq);
+      const item = el("li", "", faultText(e.data) + " · " + (hidden ? S.hidden : S.visible));
+      if (hidden && me && me.role === "facilitator" && !(state && state.done)) {
+        const button = el("button", "", S.reveal);
+        button.type = "button";
+        button.addEventListener("click", () => send({ type: "reveal", seq }));
+        item.append(document.createTextNode(" "), button);
+      }
+      list.append(item);
+    }
+  }
+
+  function showPlayers(players) {
+    const list = $("players");
+    list.replaceChildren();
+    if (!players.length) list.append(el("li", "muted", S.nobody));
+    for (const p of players) {
+      const item = el("li", p.online === "yes" ? "" : "muted", p.name + " · " + roleLabel(p.role));
+      item.append(el("span", "gd-presence", " (" + (p.online === "yes" ? S.online : S.offline) + ")"));
+      list.append(item);
+    }
+  }
+
+  // --- the facilitator's panel ----------------------------------------------------------------------------------
+
+  let menu = [];
+
+  function buildFaultMenu(items) {
+    menu = items || [];
+    const select = $("fault-kind");
+    select.replaceChildren();
+    for (const f of menu) {
+      const option = el("option", "", S.faults[f.kind] || f.label);
+      option.value = f.kind;
+      select.append(option);
+    }
+    buildFaultFields();
+  }
+
+  function buildFaultFields() {
+    const item = menu.find((f) => f.kind === $("fault-kind").value);
+    const box = $("fault-fields");
+    box.replaceChildren();
+    if (!item) return;
+    for (const field of item.fields) {
+      if (field.type === "clock" || field.type === "clocks") continue;
+      const label = el("label", "", (S.fields[field.name] || field.name.replace(/_/g, " ")) + " ");
+      if (field.type === "choice") {
+        const select = el("select");
+        for (const choice of field.choices) {
+          const option = el("option", "", S.choices[choice] || String(choice));
+          option.value = choice;
+          select.append(option);
+        }
+        select.dataset.field = field.name;
+        select.dataset.type = "choice";
+        label.append(select);
+        box.append(label);
+        continue;
+      }
+      const input = el("input");
+      input.type = "number";
+      input.step = field.type === "integer" ? "1" : "any";
+      if (field.minimum !== undefined) input.min = String(field.minimum);
+      if (field.maximum !== undefined) input.max = String(field.maximum);
+      if (field.default !== undefined && field.default !== null) input.value = String(field.default);
+      input.dataset.field = field.name;
+      input.dataset.type = field.type;
+      input.required = true;
+      label.append(input);
+      box.append(label);
+    }
+  }
+
+  $("fault-kind").addEventListener("change", buildFaultFields);
+  $("fault-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const values = {};
+    for (const input of $("fault-fields").querySelectorAll("[data-field]")) {
+      const type = input.dataset.type;
+      values[input.dataset.field] =
+        type === "choice" ? input.value : type === "integer" ? parseInt(input.value, 10) : Number(input.value);
+    }
+    send({
+      type: "inject",
+      kind: $("fault-kind").value,
+      at: $("fault-at").value.trim(),
+      values,
+      hidden: $("fault-hidden").checked,
+    });
+  });
+  $("f-pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
+  $("f-step").addEventListener("click", () => send({ type: "step" }));
+  $("f-speed").addEventListener("change", () => send({ type: "speed", value: Number($("f-speed").value) }));
+  $("f-close").addEventListener("click", () => {
+    if (window.confirm(S.confirm_close)) send({ type: "close" });
+  });
+  $("copy-link").addEventListener("click", () => {
+    $("player-link").select();
+    if (navigator.clipboard) navigator.clipboard.writeText($("player-link").value).catch(() => {});
+  });
+
+  function sayForm(form, input, type) {
+    $(form).addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = $(input).value.trim();
+      if (!text) return;
+      send({ type, text });
+      $(input).value = "";
+    });
+  }
+  sayForm("say-form", "say-text", "message");
+  sayForm("status-form", "status-text", "status");
+  sayForm("note-form", "note-text", "note");
+
+  // --- the debrief --------------------------------------------------------------------------------------------
+
+  const minutes = (n) => (n === null || n === undefined ? S.none : fill(S.minutes, { n }));
+
+  function showDebrief(d) {
+    debrief = d;
+    $("debrief").hidden = false;
+    $("d-score").textContent = fill(S.score, { score: d.score }) + " " + (d.passed ? S.all_met : S.missed);
+    $("d-fault").textContent = d.intervals.fault_clock || S.none;
+    $("d-detect").textContent = minutes(d.intervals.detect_min);
+    $("d-mitigate").textContent = minutes(d.intervals.mitigate_min);
+    $("d-recover").textContent = minutes(d.intervals.recover_min);
+    const objectives = $("d-objectives");
+    objectives.replaceChildren();
+    for (const o of d.objectives) {
+      const item = el("li", o.passed ? "pass" : "fail", (o.passed ? S.passed : S.failed) + ": " + o.name);
+      objectives.append(item);
+    }
+    const body = $("d-timeline");
+    body.replaceChildren();
+    for (const row of d.timeline) {
+      const tr = el("tr", "gd-row-" + row.kind);
+      tr.dataset.kind = row.kind;
+      const args = { ...row.args };
+      if (row.role && args.role !== undefined) args.role = roleLabel(row.role);
+      tr.append(
+        el("td", "gd-time", row.clock),
+        el("td", "", row.who || S.none),
+        el("td", "", fill(S.templates[row.template] || row.template, args)),
+      );
+      body.append(tr);
+    }
+  }
+
+  async function download(what, filename) {
+    if (what === "markdown" && debrief) {
+      save(new Blob([debrief.markdown], { type: "text/markdown" }), filename);
+      return;
+    }
+    const response = await fetch("/api/gameday/rooms/" + roomId + "/export", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ token: key, what }),
+    });
+    if (!response.ok) {
+      showError((await response.json()).error);
+      return;
+    }
+    save(await response.blob(), filename);
+  }
+
+  function save(blob, filename) {
+    const link = el("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = filename;
+    document.body.append(link);
+    link.click();
+    link.remove();
+  }
+
+  $("x-markdown").addEventListener("click", () => download("markdown", "gameday-" + roomId + "-postmortem.md"));
+  $("x-room").addEventListener("click", () => download("room", "gameday-" + roomId + ".json"));
+  $("x-run").addEventListener("click", () => download("run", "gameday-" + roomId + "-run.json"));
+
+  // --- joining ----------------------------------------------------------------------------------------------
+
+  $("join-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const who = { name: $("join-name").value.trim(), role: $("join-role").value };
+    sessionStorage.setItem(storeKey, JSON.stringify(who));
+    $("join-error").hidden = true;
+    closing = false;
+    if (ws) ws.close();
+    connect();
+  });
+
+  if (!key) {
+    $("no-key").hidden = false;
+    $("run-state").replaceChildren();
+  } else {
+    connect();
+  }
+})();

@@ -1,0 +1,303 @@
+"""Game-day rooms in process: join with the room's tokens, roles, attribution, injected faults (hidden from the
+players, their symptoms not), reconnect, restart with the store reopened, refusals, the exports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from starlette.testclient import WebSocketTestSession
+from typer.testing import CliRunner
+
+from oncallsim.cli import app as cli_app
+from oncallsim.gameday.faults import build_event, fault_menu
+from oncallsim.gameday.postmortem import RoomFile
+from oncallsim.model import InvalidInput
+from oncallsim.simulation import RunFile, Simulation
+from oncallsim.web.app import create_app
+
+BASE = "http://testserver"
+
+
+def console(db: Path) -> TestClient:
+    return TestClient(create_app(db, allow_hosts=["testserver"]), base_url=BASE, headers={"Origin": BASE})
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "runs.sqlite3"
+
+
+@pytest.fixture
+def client(db: Path) -> Iterator[TestClient]:
+    with console(db) as c:
+        yield c
+
+
+def new_room(client: TestClient, **body: Any) -> dict[str, Any]:
+    response = client.post("/api/gameday/rooms", json={"scenario": "free-play", "seed": 5, "minutes": 90, **body})
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def key(url: str) -> str:
+    return url.split("#key=", 1)[1]
+
+
+def until(ws: WebSocketTestSession, predicate: Any, limit: int = 2000) -> dict[str, Any]:
+    """Read messages until one satisfies ``predicate`` (a condition, never a sleep)."""
+    for _ in range(limit):
+        message = ws.receive_json()
+        if predicate(message):
+            return message
+    raise AssertionError("condition not reached")
+
+
+def join(ws: WebSocketTestSession, token: str, name: str | None = None, role: str | None = None) -> dict[str, Any]:
+    ws.send_json({"type": "join", "token": token, **({"name": name, "role": role} if name else {})})
+    return until(ws, lambda m: m["type"] in ("snapshot", "refused"))
+
+
+def minute_of(ws: WebSocketTestSession, minute: int) -> dict[str, Any]:
+    return until(ws, lambda m: m["type"] == "minute" and m["record"]["minute"] == minute)
+
+
+def log_of(ws: WebSocketTestSession, kind: str) -> dict[str, Any]:
+    return until(ws, lambda m: m["type"] == "log" and m["entry"]["kind"] == kind)["entry"]
+
+
+def test_fault_menu_comes_from_the_scenario_schema() -> None:
+    kinds = {f["kind"]: f for f in fault_menu("minute")}
+    assert {"deploy", "flush", "surge"} <= set(kinds)
+    surge = {f["name"]: f for f in kinds["surge"]["fields"]}
+    assert surge["onset_between"]["type"] == "clocks" and surge["peak"]["ranged"]
+    event = build_event("surge", "10:20", {"peak": 3, "rise_min": 5, "decay_min": 10}, "minute")
+    assert event["onset_between"] == ["10:20", "10:20"] and event["peak"] == {"low": 3, "high": 3}
+    with pytest.raises(InvalidInput, match=r"fault.kind.*must be one of"):
+        build_event("meteor", "10:20", {}, "minute")
+    with pytest.raises(InvalidInput, match=r"peak multiplier must be >= 1"):
+        build_event("surge", "10:20", {"peak": 0.5, "rise_min": 5, "decay_min": 10}, "minute")
+    with pytest.raises(InvalidInput, match=r"fault.size.*not a field of flush"):
+        build_event("flush", "10:20", {"size": 3}, "minute")
+
+
+def test_tokens_roles_attribution_and_refusals(client: TestClient) -> None:
+    room = new_room(client)
+    path = f"/gameday/{room['id']}/ws"
+    facilitator, player = key(room["facilitator_url"]), key(room["player_url"])
+    assert facilitator != player and len(player) >= 32
+    assert client.get(f"/gameday/{room['id']}").status_code == 200
+    with client.websocket_connect(path) as ws:  # the room's id is not enough
+        refused = join(ws, "not-the-token", "Ann", "operations")
+        assert refused["type"] == "refused" and refused["field"] == "token"
+    with client.websocket_connect(path) as ws:
+        assert join(ws, player, "Ann", "chief")["message"].startswith("role: must be one of commander")
+    with (
+        client.websocket_connect(path) as fac,
+        client.websocket_connect(path) as ann,
+        client.websocket_connect(path) as bob,
+        client.websocket_connect(path) as obs,
+    ):
+        snap = join(fac, facilitator)
+        assert snap["you"]["role"] == "facilitator" and snap["player_token"] == player and snap["faults"]
+        assert join(ann, player, "Ann", "operations")["you"] == {"name": "Ann", "role": "operations"}
+        assert "faults" not in join(bob, player, "Bob", "commander") and "player_token" not in bob.receive_json()
+        join(obs, player, "Olu", "observer")
+        with client.websocket_connect(path) as dup:  # a name is one person's
+            assert "taken by the operations" in join(dup, player, "Ann", "observer")["message"]
+        ann.send_json({"type": "action", "control": "ttl_s", "value": 120})
+        seen = log_of(bob, "action")
+        assert (seen["name"], seen["role"], seen["data"]["control"], seen["data"]["value"]) == (
+            "Ann",
+            "operations",
+            "ttl_s",
+            120,
+        )
+        assert log_of(fac, "action")["name"] == "Ann"  # the facilitator sees it as it happens
+        obs.send_json({"type": "action", "control": "rollback"})  # an observer cannot act
+        error = until(obs, lambda m: m["type"] == "error")
+        assert error["field"] == "role" and "observer cannot" in error["message"]
+        ann.send_json({"type": "pause"})  # only the facilitator paces
+        assert until(ann, lambda m: m["type"] == "error")["field"] == "role"
+        ann.send_json({"type": "message", "text": "x" * 281})
+        assert "at most 280" in until(ann, lambda m: m["type"] == "error")["message"]
+        ann.send_json({"type": "status", "text": "investigating"})  # the communications role's
+        assert until(ann, lambda m: m["type"] == "error")["field"] == "role"
+        fac.send_json({"type": "inject", "kind": "surge", "at": "", "values": {"peak": 99}})
+        assert until(fac, lambda m: m["type"] == "error")["field"].startswith("fault")
+        fac.send_json({"type": "inject", "kind": "flush", "at": "08:00"})
+        assert "too early" in until(fac, lambda m: m["type"] == "error")["message"]
+        bob.send_json({"type": "message", "text": "<b>looking</b> at the cache"})
+        said = log_of(ann, "message")
+        assert said["data"]["text"] == "<b>looking</b> at the cache" and said["name"] == "Bob"
+        # a refusal is for its sender: the room goes on (the facilitator steps a minute, everyone sees it)
+        fac.send_json({"type": "step"})
+        for ws in (fac, ann, bob, obs):
+            record = minute_of(ws, 0)["record"]
+            assert record["minute"] == 0
+
+
+def test_hidden_flush_players_see_symptoms_not_the_fault(client: TestClient, db: Path) -> None:
+    room = new_room(client, seed=3)
+    path = f"/gameday/{room['id']}/ws"
+    facilitator, player = key(room["facilitator_url"]), key(room["player_url"])
+    with client.websocket_connect(path) as fac, client.websocket_connect(path) as ann:
+        join(fac, facilitator)
+        join(ann, player, "Ann", "operations")
+        fac.send_json({"type": "inject", "kind": "flush", "at": "08:02", "hidden": True})
+        injected = log_of(fac, "inject")
+        assert injected["data"]["at_minute"] == 2 and injected["data"]["hidden"] is True
+        fac.send_json({"type": "message", "text": "all quiet?"})
+        assert log_of(ann, "message")["data"]["text"] == "all quiet?"  # the player got no inject line before it
+        for _ in range(6):
+            fac.send_json({"type": "step"})
+            until(fac, lambda m: m["type"] == "minute")
+        codes = [e["code"] for m in range(6) for e in minute_of(ann, m)["record"]["events"]]
+        assert "cache_flushed" not in codes
+        ann.send_json({"type": "action", "control": "warmup"})
+        assert log_of(ann, "action")["data"]["text"] == "Warm up cache"
+    with client.websocket_connect(path) as fac2, client.websocket_connect(path) as ann2:
+        snap = join(fac2, facilitator)
+        assert any("cache_flushed" in [e["code"] for e in r["events"]] for r in snap["records"])
+        player_snap = join(ann2, player, "Ann", "operations")  # a reconnect: where the run is
+        assert len(player_snap["records"]) == 6 and player_snap["you"]["name"] == "Ann"
+        assert not any(e["code"] == "cache_flushed" for r in player_snap["records"] for e in r["events"])
+        # the symptom is there: the cache's hit ratio dropped at the flush
+        hits = [r["cache_hit"] for r in player_snap["records"]]
+        assert hits[2] < hits[1]
+        assert [e["kind"] for e in player_snap["log"]].count("inject") == 0
+        fac2.send_json({"type": "reveal", "seq": injected["seq"]})
+        revealed = until(ann2, lambda m: m["type"] == "snapshot")
+        assert any(e["code"] == "cache_flushed" for r in revealed["records"] for e in r["events"])
+
+
+def test_restart_brings_the_room_back_and_the_run_replays(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite3"
+    with console(db) as client:
+        room = new_room(client, scenario="bad-deploy", seed=11, minutes=None)
+        path = f"/gameday/{room['id']}/ws"
+        facilitator, player = key(room["facilitator_url"]), key(room["player_url"])
+        with client.websocket_connect(path) as fac, client.websocket_connect(path) as ann:
+            join(fac, facilitator)
+            join(ann, player, "Ann", "commander")
+            fac.send_json({"type": "inject", "kind": "surge", "at": "09:03", "values": {"peak": 2, "rise_min": 3,
+                           "decay_min": 15}, "hidden": False})  # fmt: skip
+            assert log_of(ann, "inject")["data"]["kind"] == "surge"  # a visible fault reaches the players
+            for _ in range(4):
+                fac.send_json({"type": "step"})
+                until(fac, lambda m: m["type"] == "minute")
+            ann.send_json({"type": "action", "control": "floor", "value": 14})
+            log_of(fac, "action")
+            fac.send_json({"type": "step"})
+            minute_of(fac, 4)
+            exported = client.post(
+                f"/api/gameday/rooms/{room['id']}/export", json={"token": facilitator, "what": "run"}
+            )
+            assert exported.status_code == 200
+            refused = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": player, "what": "run"})
+            assert refused.status_code == 422 and "over" in refused.json()["error"]
+    with console(db) as client:  # the store reopened: the room, its players and its log come back
+        path = f"/gameday/{room['id']}/ws"
+        with client.websocket_connect(path) as ann:
+            snap = join(ann, player, "Ann", "commander")
+            assert len(snap["records"]) == 5 and [p["name"] for p in snap["players"]] == ["Ann"]
+            assert [e["kind"] for e in snap["log"] if e["kind"] in ("inject", "action")] == ["inject", "action"]
+        run = RunFile.model_validate(exported.json())
+        replayed = Simulation.replay(run)
+        assert [r["error_rate"] for r in snap["records"]] == [r.error_rate for r in replayed.timeline]
+        assert [r["requests_per_s"] for r in snap["records"]] == [r.requests_per_s for r in replayed.timeline]
+        assert run.actions == [{"minute": 4, "control": "floor", "value": 14}]
+        assert any(e["kind"] == "surge" for e in (run.scenario_spec or {})["events"])
+
+
+def test_close_debrief_postmortem_and_offline_export(client: TestClient, tmp_path: Path) -> None:
+    room = new_room(client, scenario="free-play", seed=2, minutes=30)
+    path = f"/gameday/{room['id']}/ws"
+    facilitator, player = key(room["facilitator_url"]), key(room["player_url"])
+    with (
+        client.websocket_connect(path) as fac,
+        client.websocket_connect(path) as cat,
+        client.websocket_connect(path) as ann,
+    ):
+        join(fac, facilitator)
+        join(cat, player, "Cat", "communications")
+        join(ann, player, "Ann", "operations")
+        fac.send_json({"type": "inject", "kind": "flush", "at": "08:03", "hidden": True})
+        log_of(fac, "inject")
+        fac.send_json({"type": "note", "text": "watch whether they look at the cache"})
+        log_of(fac, "note")
+        for _ in range(5):
+            fac.send_json({"type": "step"})
+            until(fac, lambda m: m["type"] == "minute")
+        cat.send_json({"type": "status", "text": "Investigating slow pages | degraded"})
+        log_of(ann, "status")
+        ann.send_json({"type": "action", "control": "warmup"})
+        log_of(cat, "action")
+        fac.send_json({"type": "step"})
+        minute_of(fac, 5)
+        fac.send_json({"type": "close"})
+        debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
+        ann.send_json({"type": "action", "control": "rollback"})
+        assert "over" in until(ann, lambda m: m["type"] == "error")["message"]
+    kinds = [(r["kind"], r["who"]) for r in debrief["timeline"]]
+    assert ("inject", "facilitator") in kinds and ("status", "Cat") in kinds and ("action", "Ann") in kinds
+    assert ("note", "facilitator") in kinds
+    order = [r["kind"] for r in debrief["timeline"]]
+    assert order.index("inject") < order.index("status") < order.index("action")
+    assert debrief["intervals"]["fault_clock"] == "08:03" and debrief["intervals"]["detect_min"] == 2
+    markdown = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": player, "what": "markdown"})
+    assert markdown.status_code == 200
+    text = markdown.text
+    for heading in ("## Summary", "## Impact", "## Key intervals", "## Timeline", "## What went well",
+                    "## What went wrong", "## Action items"):  # fmt: skip
+        assert heading in text
+    assert "Investigating slow pages \\| degraded" in text and "Ann (operations): Warm up cache" in text
+    assert text.index("hidden from the players: cache flush at 08:03") < text.index("status page (Cat)")
+    room_file = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": player, "what": "room"})
+    path_file = tmp_path / "room.json"
+    path_file.write_text(room_file.text)
+    RoomFile.load(path_file)
+    out = tmp_path / "postmortem.md"
+    result = CliRunner().invoke(cli_app, ["gameday", "export", str(path_file), "--markdown", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == text  # offline, the same postmortem
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "oncallsim-room", "id": 1}))
+    result = CliRunner().invoke(cli_app, ["gameday", "export", str(bad), "--markdown", str(out)])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+
+
+def test_labels_are_in_the_catalog() -> None:
+    """The room's labels are written out in its template (so the catalog script extracts them): none is missing."""
+    from babel.messages.pofile import read_po
+
+    from oncallsim.debrief.postmortem import TIMELINE_TEXTS
+    from oncallsim.gameday.faults import CHOICE_LABELS, FAULT_LABELS, FIELD_LABELS
+    from oncallsim.gameday.postmortem import ROW_TEXTS
+    from oncallsim.gameday.roles import ROLE_LABELS
+
+    po = Path(__file__).parent.parent / "oncallsim" / "locales" / "en" / "LC_MESSAGES" / "messages.po"
+    with po.open("rb") as fh:
+        ids = {m.id for m in read_po(fh) if m.id}
+    for table in (ROLE_LABELS, FAULT_LABELS, FIELD_LABELS, CHOICE_LABELS, ROW_TEXTS):
+        assert not set(table.values()) - ids, set(table.values()) - ids
+    assert not {t for k, t in TIMELINE_TEXTS.items() if k != "scenario"} - ids
+
+
+def test_request_engine_faults_only_on_request_rooms(client: TestClient) -> None:
+    minute_kinds = {f["kind"] for f in fault_menu("minute")}
+    request_kinds = {f["kind"] for f in fault_menu("request")}
+    assert minute_kinds <= request_kinds
+    only = request_kinds - minute_kinds
+    if not only:
+        pytest.skip("the scenario schema has no request-engine-only kind yet")
+    room = new_room(client, engine="minute")
+    with client.websocket_connect(f"/gameday/{room['id']}/ws") as fac:
+        snap = join(fac, key(room["facilitator_url"]))
+        assert not only & {f["kind"] for f in snap["faults"]}
+        fac.send_json({"type": "inject", "kind": sorted(only)[0], "at": "08:05"})
+        assert "request engine only" in until(fac, lambda m: m["type"] == "error")["message"]
