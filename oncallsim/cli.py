@@ -321,10 +321,6 @@ from oncallsim.cli_gameday import gameday  # noqa: E402
 
 app.add_typer(gameday, name="gameday")
 
-from oncallsim.cli_gameday import gameday  # noqa: E402
-
-app.add_typer(gameday, name="gameday")
-
 
 def main() -> None:
     app()
