@@ -23,20 +23,26 @@ sys.path.insert(0, str(ROOT))
 LOCALES = ROOT / "oncallsim" / "locales"
 
 
-def template_messages() -> dict[str, list[tuple[str, int]]]:
-    found: dict[str, list[tuple[str, int]]] = {}
-    for path in sorted((ROOT / "oncallsim" / "web" / "templates").glob("*.html")):
+TEMPLATES = [
+    *sorted((ROOT / "oncallsim" / "web" / "templates").glob("*.html")),
+    *sorted((ROOT / "oncallsim" / "debrief" / "templates").glob("*.j2")),  # the offline HTML report
+]
+
+
+def template_messages() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
+    """``_()`` texts by msgid; an ``ngettext`` call's (singular, plural) pair is one plural message."""
+    found: dict[str | tuple[str, str], list[tuple[str, int]]] = {}
+    for path in TEMPLATES:
         with path.open("rb") as fh:
             for lineno, _func, message, _comments in babel_extract(fh, ("_", "gettext", "ngettext"), [], {}):
-                texts = message if isinstance(message, tuple) else (message,)
-                for text in texts:
-                    if text:
-                        found.setdefault(text, []).append((str(path.relative_to(ROOT)), lineno))
+                key: str | tuple[str, str] = (message[0], message[1]) if isinstance(message, tuple) else message
+                if key:
+                    found.setdefault(key, []).append((str(path.relative_to(ROOT)), lineno))
     return found
 
 
 def data_messages() -> dict[str, list[tuple[str, int]]]:
-    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS
+    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, OF_MINUTES, UNIT_MESSAGES
     from oncallsim.debrief.report import HEADLINES
     from oncallsim.debrief.summary import PHASE_NAMES
     from oncallsim.model import CONTROL_SPECS, param_info
@@ -50,6 +56,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
         texts += [(sc.title, "scenario"), (sc.briefing.strip(), "scenario"), (sc.summary, "scenario")]
     for spec in CONTROL_SPECS.values():
         texts += [(spec.label, "control"), (spec.help, "control")]
+        texts += [(spec.unit, "unit")] if spec.unit else []
     for f in FORMULAS:
         texts += [(f.title, "formula")] + ([(f.note, "formula")] if f.note else [])
     texts += [(p.doc, "parameter") for p in param_info()]
@@ -59,29 +66,35 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(t, "objective") for t in LABELS.values()]
     texts += [(t, "debrief") for t in HEADLINES.values()]
     texts += [(p, "debrief") for p in PHASE_NAMES]
+    texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
     found: dict[str, list[tuple[str, int]]] = {}
     for text, origin in texts:
         found.setdefault(text, []).append((f"data:{origin}", 0))
     return found
 
 
-def extracted() -> dict[str, list[tuple[str, int]]]:
+def extracted() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
     messages = template_messages()
     for text, where in data_messages().items():
         messages.setdefault(text, []).extend(where)
     return messages
 
 
-def build(language: str, messages: dict[str, list[tuple[str, int]]]) -> bytes:
+def build(language: str, messages: dict[str | tuple[str, str], list[tuple[str, int]]]) -> bytes:
     path = LOCALES / language / "LC_MESSAGES" / "messages.po"
-    old: dict[str, str] = {}
+    old: dict[object, object] = {}
     if path.exists():
         with path.open("rb") as fh:
             old = {m.id: m.string for m in read_po(fh) if m.id}
     catalog = Catalog(locale=language, project="oncallsim", fuzzy=False)
-    for text in sorted(messages):
-        string = text if language == "en" else old.get(text, "")
-        catalog.add(text, string, locations=messages[text])
+    forms = catalog.num_plurals
+    for text in sorted(messages, key=lambda m: m if isinstance(m, str) else m[0]):
+        string: object
+        if isinstance(text, tuple):  # a plural message: one string per plural form of the language
+            string = text if language == "en" else old.get(text, ("",) * forms)
+        else:
+            string = text if language == "en" else old.get(text, "")
+        catalog.add(text, string, locations=messages[text])  # type: ignore[arg-type]
     buffer = io.BytesIO()
     write_po(buffer, catalog, width=120, omit_header=False, sort_output=True)
     return buffer.getvalue()

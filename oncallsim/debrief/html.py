@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
+from typing import Any
 
 import plotly.io as pio
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -12,10 +15,30 @@ from plotly.offline import get_plotlyjs
 from oncallsim.debrief.charts import debrief_figure
 from oncallsim.debrief.report import Report
 from oncallsim.debrief.scorecard import ObjectiveResult
-from oncallsim.model import MODEL_VERSION, MinuteRecord, Params, RunPlan
+from oncallsim.i18n import (
+    DEFAULT_LANGUAGE,
+    direction,
+    format_money,
+    format_number,
+    format_percent,
+    number_symbols,
+    page_catalog,
+    translations,
+)
+from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MinuteRecord, Params, RunPlan
 from oncallsim.simulation import Action
 
-__all__ = ["CAUSE_LABELS", "COMPARISONS", "fmt", "fmt_objective", "render_html"]
+__all__ = [
+    "CAUSE_LABELS",
+    "COMPARISONS",
+    "UNIT_MESSAGES",
+    "control_label",
+    "fmt",
+    "fmt_objective",
+    "localize_figure",
+    "render_html",
+    "value_text",
+]
 
 COMPARISONS = (
     ("error budget spent", "budget_spent", "pct"),
@@ -29,20 +52,56 @@ COMPARISONS = (
 )
 
 
-CAUSE_LABELS = {"overload": "overload", "timeout": "timeout", "bad_build": "bad build"}
-
-FORMATS = {
-    "pct": "{:.2%}",
-    "pct0": "{:.0%}",
-    "usd": "${:.2f}",
-    "ms": "{:.0f} ms",
-    "min": "{:.0f} min",
-    "int": "{:,.0f}",
+CAUSE_LABELS = {
+    "overload": "overload",
+    "timeout": "timeout",
+    "bad_build": "bad build",
+    "dead_instance": "dead instance",
 }
 
+# Units written beside a number: translatable, the number formatted by the language (Babel).
+UNIT_MESSAGES = {"ms": "%(n)s ms", "min": "%(n)s min", "s": "%(n)s s", "never": "never"}
+OF_MINUTES = "%(x)s of minutes"
 
-def fmt(value: float | int | None, kind: str) -> str:
-    return "—" if value is None else FORMATS[kind].format(value)
+
+def fmt(value: float | int | None, kind: str, language: str = DEFAULT_LANGUAGE) -> str:
+    """A debrief number as the language writes it: pct, pct0, usd, ms, min, s or int."""
+    if value is None:
+        return "—"
+    if kind == "pct":
+        return format_percent(value, language, 2)
+    if kind == "pct0":
+        return format_percent(value, language, 0)
+    if kind == "usd":
+        return format_money(value, language)
+    if kind == "int":
+        return format_number(value, language, 0)
+    if kind in UNIT_MESSAGES:
+        return translations(language).gettext(UNIT_MESSAGES[kind]) % {"n": format_number(value, language, 0)}
+    raise ValueError(f"unknown number kind {kind!r}; known: pct, pct0, usd, int, {', '.join(UNIT_MESSAGES)}")
+
+
+def control_label(control: str) -> str:
+    """The registry's English label of a control (a msgid), or the name for a control this model does not know."""
+    spec = CONTROL_SPECS.get(control)
+    return spec.label if spec is not None else control
+
+
+def value_text(control: str, value: Any, language: str = DEFAULT_LANGUAGE) -> str:
+    """A control's value as people read it: a fraction in percent, a number with its unit, in the language's way."""
+    spec = CONTROL_SPECS.get(control)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if language == DEFAULT_LANGUAGE:  # English as the console always wrote it: "30 %", "12 instances"
+        unit = f" {spec.unit}" if spec is not None and spec.unit else ""
+        return (
+            f"{100 * float(value):g} %" if spec is not None and spec.kind == "fraction" else f"{float(value):g}{unit}"
+        )
+    if spec is not None and spec.kind == "fraction":
+        return format_percent(float(value), language, 0 if float(100 * value).is_integer() else 1)
+    number = format_number(value, language, 0 if float(value).is_integer() else 2)
+    unit = translations(language).gettext(spec.unit) if spec is not None and spec.unit else ""
+    return f"{number} {unit}".strip()
 
 
 # How each objective kind's measured value reads.
@@ -56,21 +115,79 @@ OBJECTIVE_FORMATS = {
 }
 
 
-def fmt_objective(o: ObjectiveResult) -> str:
+def fmt_objective(o: ObjectiveResult, language: str = DEFAULT_LANGUAGE) -> str:
+    gettext = translations(language).gettext
     if o.value is None:
-        return "never"
+        return gettext(UNIT_MESSAGES["never"])
     if o.kind == "p99_within":
-        return f"{o.value:.1%} of minutes"
-    return fmt(o.value, OBJECTIVE_FORMATS.get(o.kind, "int"))
+        return gettext(OF_MINUTES) % {"x": format_percent(o.value, language, 1)}
+    return fmt(o.value, OBJECTIVE_FORMATS.get(o.kind, "int"), language)
+
+
+def figure_texts(language: str) -> list[tuple[re.Pattern[str], str]]:
+    """English chart texts → the language's, from the page catalog (the console's charts and event log say the
+    same words); a ``{x}`` in a text matches any value, carried into the translation."""
+    english, local = page_catalog(DEFAULT_LANGUAGE), page_catalog(language)
+    found = []
+    for key, text in english.items():
+        if key.startswith(("chart.", "series.", "debrief.chart.", "event.")) and local.get(key):
+            pattern = "".join(
+                f"(?P<{part[1:-1]}>.+?)" if re.fullmatch(r"\{\w+\}", part) else re.escape(part)
+                for part in re.split(r"(\{\w+\})", text)
+                if part
+            )
+            found.append((re.compile(pattern + "$"), local[key]))
+    return found
+
+
+def localize_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
+    """The debrief figure (plotly JSON) with its legend names, panel titles and event marks in ``language``, its
+    numbers in the language's symbols."""
+    if language == DEFAULT_LANGUAGE:
+        return figure
+    texts = figure_texts(language)
+    gettext = translations(language).gettext
+
+    def say(text: str) -> str:
+        for prefix in ("▼ ",):
+            if text.startswith(prefix):
+                return prefix + say(text[len(prefix) :])
+        for name in ("hands-off", "textbook"):  # "p99 (hands-off)": the series and the policy, each translated
+            suffix = f" ({name})"
+            if text.endswith(suffix):
+                return f"{say(text[: -len(suffix)])} ({gettext(name)})"
+        for pattern, translated in texts:
+            match = pattern.match(text)
+            if match:
+                for name, value in match.groupdict().items():
+                    if re.fullmatch(r"\d+(\.\d+)?", value):  # a number in the text: the language's symbols
+                        value = format_number(float(value), language, len(value.partition(".")[2]))
+                    translated = translated.replace("{" + name + "}", value)
+                return translated
+        return gettext(text)
+
+    for trace in figure.get("data", []):
+        if isinstance(trace.get("name"), str):
+            trace["name"] = say(trace["name"])
+    layout = figure.setdefault("layout", {})
+    for note in layout.get("annotations", []):
+        if isinstance(note.get("text"), str):
+            note["text"] = say(note["text"])
+    symbols = number_symbols(language)
+    layout["separators"] = symbols["decimal"] + symbols["group"]
+    return figure
 
 
 @cache
-def _env() -> Environment:
+def _env(language: str = DEFAULT_LANGUAGE) -> Environment:
     # every template escapes (select_autoescape()'s default list does not match "report.html.j2")
-    return Environment(
+    env = Environment(
         loader=PackageLoader("oncallsim.debrief", "templates"),
         autoescape=select_autoescape(enabled_extensions=("html", "j2"), default_for_string=True, default=True),
+        extensions=["jinja2.ext.i18n"],
     )
+    env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
+    return env
 
 
 def render_html(
@@ -80,12 +197,16 @@ def render_html(
     params: Params,
     actions: Sequence[Action],
     counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
+    language: str = DEFAULT_LANGUAGE,
+    scenario_title: str | None = None,
 ) -> str:
+    """The report in ``language`` (sentences from the catalogs, numbers written the language's way)."""
     from oncallsim import __version__
 
     fig = debrief_figure(timeline, params, actions, report.latency_target_ms, counterfactuals)
+    figure = localize_figure(json.loads(pio.to_json(fig)), language)
     html = pio.to_html(
-        fig,
+        figure,
         include_plotlyjs=False,
         full_html=False,
         div_id="debrief-chart",
@@ -94,14 +215,19 @@ def render_html(
     # to_html gives "<div>…</div> <script>…</script>": the div goes where the charts belong, the script after plotly.js
     split = html.index("<script")
     return (
-        _env()
+        _env(language)
         .get_template("report.html.j2")
         .render(
             r=report,
+            language=language,
+            direction=direction(language),
+            title=scenario_title or report.scenario_title,
             comparisons=COMPARISONS,
             causes=CAUSE_LABELS,
-            fmt=fmt,
-            fmt_objective=fmt_objective,
+            fmt=lambda value, kind: fmt(value, kind, language),
+            fmt_objective=lambda o: fmt_objective(o, language),
+            control_label=control_label,
+            value_text=lambda control, value: value_text(control, value, language),
             clock=plan.clock,
             chart_div=html[:split],
             chart_script=html[split:],

@@ -8,26 +8,48 @@ import asyncio
 import hashlib
 import json
 from datetime import UTC, date, datetime
-from functools import cache
+from functools import cache, partial
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from latex2mathml.converter import convert as latex_to_mathml
 
-from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, render_html
+from oncallsim.debrief.html import (
+    CAUSE_LABELS,
+    COMPARISONS,
+    fmt,
+    fmt_objective,
+    localize_figure,
+    render_html,
+    value_text,
+)
 from oncallsim.debrief.markdown import render_markdown
 from oncallsim.debrief.whatif import what_if
-from oncallsim.i18n import negotiate, page_catalog, translations
+from oncallsim.i18n import (
+    DEFAULT_LANGUAGE,
+    LANGUAGE_NAMES,
+    direction,
+    format_money,
+    format_number,
+    format_percent,
+    languages,
+    negotiate,
+    number_symbols,
+    page_catalog,
+    translations,
+)
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
 from oncallsim.scenarios import builtin_scenarios
+from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
-from oncallsim.web.labels import control_label, control_value_text
+from oncallsim.web.labels import control_label
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
@@ -35,6 +57,17 @@ from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tuto
 __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
+
+
+LANG_COOKIE = "oncallsim_lang"
+LANG_COOKIE_MAX_AGE_S = 365 * 24 * 3600
+
+
+def with_lang(url: str, language: str) -> str:
+    """An internal link that keeps the page's language (a share link opens in the language it was shared in)."""
+    if language == DEFAULT_LANGUAGE:
+        return url
+    return url + ("&" if "?" in url else "?") + urlencode({"lang": language})
 
 
 @cache
@@ -45,28 +78,55 @@ def environment(language: str) -> Environment:
         extensions=["jinja2.ext.i18n"],
     )
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
-    env.globals.update(fmt=fmt, fmt_objective=fmt_objective, comparisons=COMPARISONS, causes=CAUSE_LABELS)
-    env.globals.update(control_label=control_label, control_value_text=control_value_text)
+    env.globals.update(fmt=partial(fmt, language=language), fmt_objective=partial(fmt_objective, language=language))
+    env.globals.update(comparisons=COMPARISONS, causes=CAUSE_LABELS)
+    env.globals.update(control_label=control_label, control_value_text=partial(value_text, language=language))
     env.globals.update(
         difficulties=DIFFICULTIES, max_speed=MAX_SPEED, engines=list(ENGINES), default_engine=DEFAULT_ENGINE
     )
     env.globals["translate"] = translations(language).gettext  # for Python code called from a template
+    env.globals["sc_text"] = lambda scenario, field: scenario_text(scenario, field, language)
+    env.globals["link"] = lambda url: with_lang(url, language)
+    # numbers as the language writes them (Babel): {{ x | number(1) }}, {{ share | percent(2) }}, {{ usd | money }}
+    env.filters["number"] = lambda value, digits=0: format_number(value, language, digits)
+    env.filters["percent"] = lambda value, digits=0: format_percent(value, language, digits)
+    env.filters["money"] = lambda value: format_money(value, language)
+    env.filters["short"] = lambda value: format_number(value, language, -3)  # up to 3 decimals, as many as needed
     return env
 
 
+def language_of(request: Request) -> str:
+    """The page's language: ?lang=, else the cookie the picker set, else Accept-Language, else English."""
+    return negotiate(
+        request.query_params.get("lang"), request.headers.get("accept-language"), request.cookies.get(LANG_COOKIE)
+    )
+
+
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    language = negotiate(request.query_params.get("lang"), request.headers.get("accept-language"))
+    language = language_of(request)
+    query = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+    pickable = [(code, LANGUAGE_NAMES.get(code, code)) for code in languages()]
     html = (
         environment(language)
         .get_template(template)
         .render(
             language=language,
+            direction=direction(language),
+            number_symbols=number_symbols(language),
+            languages=[
+                (code, name, request.url.path + "?" + urlencode([*query, ("lang", code)])) for code, name in pickable
+            ],
             catalog_json=json.dumps(page_catalog(language), ensure_ascii=False),
             path=request.url.path,
             **context,
         )
     )
-    return HTMLResponse(html, status_code=status)
+    response = HTMLResponse(html, status_code=status)
+    chosen = request.query_params.get("lang")
+    if chosen and chosen.lower() in languages() and request.cookies.get(LANG_COOKIE) != chosen.lower():
+        # the choice is remembered: the next page (a redirect, a form's answer) comes in the same language
+        response.set_cookie(LANG_COOKIE, chosen.lower(), max_age=LANG_COOKIE_MAX_AGE_S, samesite="lax", path="/")
+    return response
 
 
 def error_page(request: Request, exc: InvalidInput, status: int = 422) -> HTMLResponse:
@@ -213,7 +273,9 @@ async def runs(request: Request, show: str = Query(default="all", max_length=20)
     """Past runs, filtered: in progress (live), finished (played here), imported, abandoned, or all."""
     if show not in RUN_FILTERS:
         return error_page(request, InvalidInput("show", f"must be one of {', '.join(RUN_FILTERS)}, got {show!r}"))
-    titles = {sid: s.title for sid, s in builtin_scenarios().items()}
+    language = language_of(request)
+    shown = {**builtin_scenarios(), TUTORIAL_ID: tutorial_scenario()}
+    titles = {sid: scenario_text(s, "title", language) for sid, s in shown.items()}
     store = manager_of(request).store
     rows = await store.read(store.recent)
     if show == "imported":
@@ -263,8 +325,16 @@ async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
         live=live,
         r=live.report,
         clock=live.sim.plan.clock,
-        figure_json=await live.figure(),  # computed once (with the counterfactuals), off the event loop
+        # computed once (with the counterfactuals), off the event loop; its words and numbers in the page's language
+        figure_json=localized_figure(await live.figure(), language_of(request)),
     )
+
+
+def localized_figure(figure_json: str, language: str) -> str:
+    """The stored debrief figure in the page's language (English: as stored), safe inside a script element."""
+    if language == DEFAULT_LANGUAGE:
+        return figure_json
+    return json.dumps(localize_figure(json.loads(figure_json), language), ensure_ascii=False).replace("</", "<\\/")
 
 
 async def finished_or_error(request: Request, run_id: str) -> LiveRun | HTMLResponse:
@@ -320,11 +390,13 @@ async def report_html(request: Request, run_id: str) -> Response:
         return live
     report, sim = live.report, live.sim
     assert report is not None
+    language = language_of(request)
 
     def build() -> str:
         others = counterfactuals(sim)
         timelines = {name: o.timeline for name, o in others.items()}
-        return render_html(report, sim.timeline, sim.plan, sim.params, sim.actions, timelines)
+        title = scenario_text(sim.scenario, "title", language)
+        return render_html(report, sim.timeline, sim.plan, sim.params, sim.actions, timelines, language, title)
 
     return Response(
         await asyncio.to_thread(build),
@@ -345,7 +417,7 @@ async def import_run(request: Request, file: UploadFile) -> Response:
 @router.get("/model", response_class=HTMLResponse)
 async def model_reference(request: Request) -> HTMLResponse:
     # The model's defaults, filled into each formula (a run's --set values show on its own pages).
-    language = negotiate(request.query_params.get("lang"), request.headers.get("accept-language"))
+    language = language_of(request)
     formulas = []
     for f in FORMULAS:
         latex, note = f.render(DEFAULT_PARAMS, translations(language).gettext)

@@ -2,7 +2,7 @@
 // what the core computed and sends the operator's inputs; every string comes from the i18n catalog.
 (function () {
   "use strict";
-  const { t, tEvent } = window.i18n;
+  const { t, tEvent, number, percent, separators } = window.i18n;
   const { fmt, flag } = window.fmt;
   const root = document.querySelector("main.console");
   const runId = root.dataset.run;
@@ -40,12 +40,12 @@
         ["burn_1h", t("series.burn_1h"), "#b91c1c", "solid"],
         ["burn_5m", t("series.burn_5m"), "#f97316", "dot"],
       ],
-      lines: [[pageBurn, t("series.page_threshold", { x: pageBurn }), "#111827"]],
+      lines: [[pageBurn, t("series.page_threshold", { x: number(pageBurn, 1) }), "#111827"]],
     },
     "chart-errors": {
       title: t("chart.errors"),
       traces: [["error_rate", t("series.error_rate"), "#b91c1c", "solid", 100]],
-      lines: [[100 * sloError, t("series.slo", { x: (100 * sloError).toFixed(2) }), "#111827"]],
+      lines: [[100 * sloError, t("series.slo", { x: number(100 * sloError, 2) }), "#111827"]],
     },
     "chart-cache": {
       title: t("chart.cache"),
@@ -104,19 +104,21 @@
     root.dataset.markers = String(markers.length);
     const x = records.map((r) => r.label); // the server's axis label (with the day on long runs)
     for (const [id, chart] of Object.entries(CHARTS)) {
+      // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
+      const hover = (digits) => "%{x}: %{y:,." + digits + "f}<extra>%{fullData.name}</extra>";
       const data = chart.traces.map((spec) => ({
         x, y: seriesOf(spec, records), name: spec[1], mode: "lines",
-        line: { color: spec[2], dash: spec[3], width: 2 },
+        line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[0] === "error_rate" ? 2 : 1),
       }));
       for (const [value, name, color] of chart.lines || []) {
-        data.push({ x, y: x.map(() => value), name, mode: "lines", line: { color, dash: "dash", width: 1 } });
+        data.push({ x, y: x.map(() => value), name, mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
       }
       const layout = {
         title: { text: chart.title, font: { size: 12 }, x: 0.01, xanchor: "left" },
         margin: { l: 42, r: 8, t: 24, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: 10 } },
         xaxis: { nticks: 6, tickfont: { size: 10 } }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
-        font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff",
+        font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
       Plotly.react(id, data, layout, PLOT_CONFIG);
@@ -142,6 +144,7 @@
   // ---- status, events, alert --------------------------------------------------------------------------------
   function showStatus(r) {
     window.diagram.show($("diagram"), r);
+    document.dispatchEvent(new CustomEvent("oncallsim:record", { detail: r })); // the fleet view (fleet.js) follows
     for (const key of Object.keys(fmt)) {
       const cell = $("s-" + key);
       if (!cell) continue;
@@ -156,7 +159,7 @@
     if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
     if (r.page_firing) {
       alert.hidden = false;
-      alert.textContent = t("alert.page", { burn: r.burn_1h.toFixed(1), clock: pageSince, budget: (100 * r.budget_left).toFixed(1) });
+      alert.textContent = t("alert.page", { burn: number(r.burn_1h, 1), clock: pageSince, budget: number(100 * r.budget_left, 1) });
       document.body.classList.add("paging");
     } else {
       alert.hidden = true;
@@ -188,10 +191,10 @@
   function valueText(name, value) {
     const input = $("c-" + name);
     if (typeof value === "boolean") return value ? t("value.on") : t("value.off");
-    if (input.dataset.kind === "fraction") return Math.round(100 * value) + " %";
-    if (input.dataset.unit === "instances") return t("unit.instances", { n: value });
-    if (input.dataset.unit === "s") return t("unit.seconds", { n: Math.round(value) });
-    return String(value) + (input.dataset.unit ? " " + input.dataset.unit : "");
+    if (input.dataset.kind === "fraction") return percent(value);
+    if (input.dataset.unit === "instances") return window.i18n.tn("unit.instances", value);
+    if (input.dataset.unit === "s") return t("unit.seconds", { n: number(Math.round(value)) });
+    return number(value, Number.isInteger(value) ? 0 : 2);
   }
 
   function showControlValue(name, value) {
@@ -203,7 +206,7 @@
   function actionText(action) {
     const input = $("c-" + action.control);
     const label = input ? input.dataset.label : action.control;
-    return action.value === undefined ? label : label + ": " + valueText(action.control, action.value);
+    return action.value === undefined ? label : t("action.value", { control: label, value: valueText(action.control, action.value) });
   }
 
   // What the controls show: the settings in force, then the logged actions not yet applied (they take effect
@@ -420,7 +423,7 @@
   function pageFired(r) {
     if (replaying !== null) return; // a replay shows the page, it does not ring it again
     root.dataset.alerted = String(Number(root.dataset.alerted || 0) + 1);
-    window.alerts.ring(t("alert.page", { burn: r.burn_1h.toFixed(1), clock: r.clock, budget: (100 * r.budget_left).toFixed(1) }));
+    window.alerts.ring(t("alert.page", { burn: number(r.burn_1h, 1), clock: r.clock, budget: number(100 * r.budget_left, 1) }));
   }
 
   function showTitle(r) {

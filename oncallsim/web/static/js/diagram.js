@@ -4,8 +4,8 @@
 // beyond a ratio of the record's own fields.
 (function () {
   "use strict";
-  const t = (k, p) => window.i18n.t(k, p);
-  const pct = (x) => Math.round(100 * x) + " %";
+  const { t, number, percent } = window.i18n;
+  const pct = (x) => percent(x);
 
   // saturation 0 … 1+ → calm, warm, hot
   function level(x) {
@@ -30,9 +30,9 @@
     $("fleet").dataset.level = level(r.utilization);
     $("cache").dataset.level = level(1 - r.cache_hit + (r.cache_hit < 0.5 ? 0.5 : 0));
     $("db").dataset.level = level(r.db_utilization);
-    $("lb-text").textContent = t("diagram.lb", { n: Math.round(r.requests_per_s) });
-    $("shed-text").textContent = r.shed_per_s > 0 ? t("diagram.shed", { n: Math.round(r.shed_per_s) }) : "";
-    $("fleet-text").textContent = t("diagram.fleet", { serving: r.serving, booting: r.booting });
+    $("lb-text").textContent = t("diagram.lb", { n: number(Math.round(r.requests_per_s)) });
+    $("shed-text").textContent = r.shed_per_s > 0 ? t("diagram.shed", { n: number(Math.round(r.shed_per_s)) }) : "";
+    $("fleet-text").textContent = t("diagram.fleet", { serving: number(r.serving), booting: number(r.booting) });
     $("fleet-sub").textContent = t("diagram.utilization", { x: pct(r.utilization) });
     $("cache-text").textContent = t("diagram.cache", { x: pct(r.cache_hit) });
     $("db-text").textContent = t("diagram.db", { x: pct(r.db_utilization) });

@@ -1,22 +1,22 @@
-// Formatting of the core's numbers for display (no model value is computed here).
+// Formatting of the core's numbers for display, in the page's language (no model value is computed here).
 (function () {
   "use strict";
-  const t = (k, p) => window.i18n.t(k, p);
-  const pct = (x, digits) => (100 * x).toFixed(digits === undefined ? 0 : digits) + " %";
+  const { t, number, percent, money } = window.i18n;
+  const pct = (x, digits) => percent(x, digits);
   const fmt = {
-    burn_1h: (r) => r.burn_1h.toFixed(1) + " ×",
-    requests_per_s: (r) => t("unit.req_per_s", { n: Math.round(r.requests_per_s) }),
-    serving: (r) => String(r.serving),
-    booting: (r) => String(r.booting),
+    burn_1h: (r) => t("unit.times", { n: number(r.burn_1h, 1) }),
+    requests_per_s: (r) => t("unit.req_per_s", { n: number(Math.round(r.requests_per_s)) }),
+    serving: (r) => number(r.serving),
+    booting: (r) => number(r.booting),
     cache_hit: (r) => pct(r.cache_hit),
     db_utilization: (r) => pct(r.db_utilization),
     shed_share: (r) => pct(r.shed_per_s / Math.max(r.requests_per_s, 1e-9)),
-    cost_per_hour: (r) => t("unit.usd_per_hour", { n: r.cost_per_hour.toFixed(2) }),
-    cost_so_far: (r) => t("unit.usd", { n: r.cost_so_far.toFixed(2) }),
-    mean_age_s: (r) => t("unit.seconds", { n: Math.round(r.mean_age_s) }),
+    cost_per_hour: (r) => t("unit.usd_per_hour", { n: number(r.cost_per_hour, 2) }),
+    cost_so_far: (r) => money(r.cost_so_far),
+    mean_age_s: (r) => t("unit.seconds", { n: number(Math.round(r.mean_age_s)) }),
     bad_build_share: (r) => pct(r.bad_build_share),
     recommendations_available: (r) => pct(r.recommendations_available),
-    p99_ms: (r) => t("unit.ms", { n: Math.round(r.p99_ms) }),
+    p99_ms: (r) => t("unit.ms", { n: number(Math.round(r.p99_ms)) }),
     error_rate: (r) => pct(r.error_rate, 2),
     budget_left: (r) => pct(r.budget_left, 1),
   };

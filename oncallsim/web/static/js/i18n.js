@@ -1,7 +1,12 @@
-// The page's translation layer: every user-facing string comes from the JSON catalog injected by the server.
+// The page's translation layer: every user-facing string comes from the JSON catalog injected by the server, and
+// every number is written the page language's way (Intl.NumberFormat, with the decimal and grouping symbols the
+// server's CLDR data gives: a browser missing a locale's data still writes 12,3 in Danish and Armenian).
 (function () {
   "use strict";
   const catalog = JSON.parse(document.getElementById("catalog").textContent);
+  const html = document.documentElement;
+  const lang = html.lang || "en";
+  const symbols = { decimal: html.dataset.decimal || ".", group: html.dataset.group || "," };
 
   // t(KEY, {n: 3}) -> the catalog's text with {n} filled in; a missing key shows itself, loudly.
   function t(key, params) {
@@ -13,7 +18,34 @@
   }
 
   const has = (key) => Object.prototype.hasOwnProperty.call(catalog, key);
-  const plurals = new Intl.PluralRules(document.documentElement.lang || "en");
+  const plurals = new Intl.PluralRules(lang);
+
+  // tn(KEY, n, params): the plural form the language needs for n (KEY.one, KEY.few, … KEY.other), never "s" glued on
+  function tn(key, n, params) {
+    const form = plurals.select(n);
+    const chosen = [key + "." + form, key + ".other", key].find(has) || key;
+    return t(chosen, { n: number(n), ...(params || {}) });
+  }
+
+  // ---- numbers ------------------------------------------------------------------------------------------------
+  const formatters = new Map();
+  function formatter(digits) {
+    if (!formatters.has(digits)) {
+      formatters.set(digits, new Intl.NumberFormat(lang, { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    }
+    return formatters.get(digits);
+  }
+
+  // number(1234.5, 1) -> "1.234,5" in Danish, "1,234.5" in English
+  function number(x, digits) {
+    const parts = formatter(digits || 0).formatToParts(x);
+    return parts.map((p) => (p.type === "decimal" ? symbols.decimal : p.type === "group" ? symbols.group : p.value)).join("");
+  }
+  // percent(0.123, 1) -> "12.3 %" (the catalog's unit.percent says where the sign goes)
+  const percent = (x, digits) => t("unit.percent", { n: number(100 * x, digits || 0) });
+  const money = (x) => t("unit.usd", { n: number(x, 2) });
+  // plotly's layout.separators: its tick labels and hover texts use the same symbols
+  const separators = symbols.decimal + symbols.group;
 
   // Model events arrive structured ({code, args, kind, text}): the catalog keys them by code, by the plural
   // form of their count ({n}), or, for a setting, by the control (and on/off for a switch). ``text`` is the
@@ -27,8 +59,10 @@
     } else if (typeof args.n === "number") {
       key += has(key + "." + plurals.select(args.n)) ? "." + plurals.select(args.n) : ".other";
     }
-    return has(key) ? t(key, args) : event.text;
+    const shown = { ...args };
+    for (const [name, value] of Object.entries(shown)) if (typeof value === "number") shown[name] = number(value, Number.isInteger(value) ? 0 : 2);
+    return has(key) ? t(key, shown) : event.text;
   }
 
-  window.i18n = { t, tEvent, catalog };
+  window.i18n = { t, tn, tEvent, catalog, lang, number, percent, money, separators };
 })();
