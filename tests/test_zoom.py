@@ -84,3 +84,34 @@ def test_cli_bad_minute_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     assert done.exit_code == 2
     assert done.output.strip().splitlines() == ["error: --minute: must be a minute of the run, 0 to 4; got 5"]
     assert not page.exists()
+
+
+def test_the_zoom_page_carries_the_console_s_diagram_for_the_minute_and_its_seconds(run: Simulation) -> None:
+    """The served page links the console's own diagram.js (no copy) with the data in a data attribute and no
+    inline script (its Content Security Policy); the offline file inlines the same scripts."""
+    import html
+    import re
+
+    from oncallsim.zoom.html import diagram_data, render_zoom_html
+
+    z = zoom_run(run, 30)
+    data = diagram_data(z)
+    r = run.timeline[30]
+    assert len(data["seconds"]) == 60 and data["clock"] == r.clock
+    assert data["minute"]["serving"] == r.serving and data["minute"]["capacity_per_s"] == r.capacity_per_s
+    assert [s["requests_per_s"] for s in data["seconds"]] == z.seconds["arrivals"]
+    assert all(0.0 <= s["utilization"] <= 1.0 for s in data["seconds"])
+    served = render_zoom_html(z, served=True)
+    scripts = re.findall(r"<script([^>]*)>", served)
+    assert all("src=" in attrs or 'type="application/json"' in attrs for attrs in scripts)
+    assert [re.search(r'src="([^"]+)"', a).group(1) for a in scripts if "src=" in a] == [  # type: ignore[union-attr]
+        "/vendor/plotly.min.js",
+        "/static/js/i18n.js",
+        "/static/js/diagram.js",
+        "/static/js/zoom_page.js",
+    ]
+    attribute = re.search(r'data-diagram="([^"]*)"', served)
+    assert attribute is not None and json.loads(html.unescape(attribute.group(1))) == json.loads(json.dumps(data))
+    assert served.count('class="instance') == r.serving
+    offline = render_zoom_html(z)
+    assert "window.diagram = { show };" in offline and "/static/js/" not in offline

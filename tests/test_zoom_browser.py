@@ -69,3 +69,46 @@ def test_zoom_button_and_chart_click_open_the_zoomed_minute(server: str) -> None
         assert clicked.url.endswith(f"/runs/{run_id}/zoom?minute=2")
         assert errors == []
         clicked.screenshot(path=str(Path(__file__).resolve().parent.parent / "docs" / "images" / "zoom.png"))
+
+
+def _zoom_json(base: str, run_id: str, minute: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{base}/api/runs/{run_id}/zoom?minute={minute}", timeout=60) as response:
+        return dict(json.loads(response.read()))
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
+def test_the_zoomed_minute_shows_the_console_s_diagram_second_by_second(server: str, width: int, height: int) -> None:
+    with chromium_page(width, height) as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)  # a CSP refusal too
+        run_id = _new_run(server, 5)
+        page.goto(f"{server}/runs/{run_id}")
+        _played(page, 5)
+        z = _zoom_json(server, run_id, 3)
+        errors.clear()  # the zoom page's own errors from here
+        missing: list[str] = []
+        page.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+        page.goto(f"{server}/runs/{run_id}/zoom?minute=3")
+        diagram = page.locator("#diagram")
+        page.wait_for_function("() => document.querySelector('#diagram [data-part=\"lb-text\"]').textContent !== ''")
+        text = lambda part: diagram.locator(f'[data-part="{part}"]').text_content()  # noqa: E731
+        serving = z["record"]["serving"]
+        assert text("fleet-text") == f"{serving} serving · {z['record']['booting']} booting"
+        assert text("lb-text") == f"{round(z['measured']['requests_per_s']):,} req/s in"
+        assert diagram.locator(".instance").count() == serving
+        assert "⟦" not in (diagram.text_content() or "")  # every text found in the catalog
+        # second 10: the zoom's own arrivals that second
+        page.locator("#zoom-second").fill("10")
+        page.wait_for_function("() => document.getElementById('diagram').dataset.showing === '10'")
+        assert text("lb-text") == f"{round(z['seconds']['arrivals'][10]):,} req/s in"
+        assert page.locator("#zoom-second-clock").text_content() == z["clock"] + ":10"
+        page.get_by_role("button", name="The whole minute").click()
+        page.wait_for_function("() => document.getElementById('diagram').dataset.showing === 'minute'")
+        box = diagram.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+        assert errors == [] and missing == []
+        if width == 1366:
+            diagram.screenshot(
+                path=str(Path(__file__).resolve().parent.parent / "docs" / "images" / "zoom-diagram.png")
+            )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
+from functools import cache
+from importlib import resources
 from typing import Any
 
 import plotly.graph_objects as go
@@ -13,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from oncallsim.zoom.minute import ZoomedMinute
 
-__all__ = ["render_zoom_html", "zoom_figure"]
+__all__ = ["diagram_data", "render_zoom_html", "zoom_figure"]
 
 _LINE_LABELS = {
     "arrivals": "arrivals",
@@ -114,12 +117,20 @@ def zoom_figure(z: ZoomedMinute) -> go.Figure:
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>oncallsim: minute {{ z.clock }} zoomed</title>
+<link rel="icon" href="data:,">
 <style>
-body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 1100px; padding: 0 1rem; }
 table { border-collapse: collapse; font-size: 0.9rem; } td, th { padding: 0.2rem 0.5rem; text-align: right; }
 th { border-bottom: 1px solid #999; } .num { font-variant-numeric: tabular-nums; }
 .scroll { overflow-x: auto; border-inline-end: 3px solid #ddd; } tr.bad td { background: #fde8e8; }
 summary { cursor: pointer; font-weight: 600; margin: 1rem 0 0.5rem; } .key { color: #555; font-size: 0.9rem; }
+</style>
+{% if plotly_src %}<link rel="stylesheet" href="/static/css/app.css">
+{% else %}<style>{{ app_css | safe }}</style>{% endif %}
+<style>
+body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 1100px; padding: 0 1rem; }
+.diagram { height: auto; max-height: 120px; } .diagram .instance rect { stroke-width: 1; }
+.diagram .instance.bad-build rect { stroke: var(--bad); stroke-width: 2; }
+.seconds { display: flex; gap: 0.6rem; align-items: center; flex-wrap: wrap; }
 </style>
 {% if plotly_src %}<script src="{{ plotly_src }}"></script>
 {% else %}<script>{{ plotly_js | safe }}</script>{% endif %}
@@ -135,6 +146,36 @@ build, {{ "{:,.0f}".format(z.record.requests_per_s * 60) }} requests, the cache 
 carried in from the minutes before is not in this zoom.{% endif %}</p>
 <p>{{ "{:,}".format(z.timeouts) }} requests timed out (the client gives up after {{ "{:,.0f}".format(z.timeout_ms) }}
 ms{% if z.histogram_edges_ms[-1] < 0.8 * z.timeout_ms %}, off the histogram's right edge{% endif %}).</p>
+<section aria-labelledby="diagram-title">
+<h2 id="diagram-title">The service in this minute</h2>
+<p class="key">The console's diagram for this minute. Move through its seconds: the traffic in and the fleet's busy
+share are the zoom's, second by second; the cache and the database are the minute's. Each square under the fleet
+is one instance, coloured by how busy it was this minute (outlined red: on the bad build).</p>
+<svg id="diagram" class="diagram" viewBox="0 0 760 84" role="img"
+  aria-label="The service: load balancer, fleet, cache, database" data-diagram="{{ diagram_json }}">
+  <line data-part="lb-fleet" x1="120" y1="30" x2="250" y2="30"/>
+  <line data-part="shed" class="shed" x1="60" y1="50" x2="60" y2="64"/>
+  <line data-part="fleet-cache" x1="400" y1="30" x2="470" y2="30"/>
+  <line data-part="cache-db" x1="590" y1="30" x2="630" y2="30"/>
+  <g data-part="lb" data-level="calm"><rect x="2" y="8" width="118" height="44" rx="6"/>
+    <text x="61" y="26">Load balancer</text><text data-part="lb-text" class="value" x="61" y="44"></text></g>
+  <text data-part="shed-text" class="shed-text" x="70" y="62"></text>
+  <g data-part="fleet" data-level="calm"><rect x="250" y="2" width="150" height="56" rx="6"/>
+    <text x="325" y="18">Fleet</text><text data-part="fleet-text" class="value" x="325" y="35"></text>
+    <text data-part="fleet-sub" class="value" x="325" y="51"></text></g>
+  <g data-part="cache" data-level="calm"><rect x="470" y="8" width="120" height="44" rx="6"/>
+    <text x="530" y="26">Cache</text><text data-part="cache-text" class="value" x="530" y="44"></text></g>
+  <g data-part="db" data-level="calm"><rect x="630" y="8" width="128" height="44" rx="6"/>
+    <text x="694" y="26">Database</text><text data-part="db-text" class="value" x="694" y="44"></text></g>
+  <g data-part="instances">{% for i in instances %}
+    <g class="instance{{ ' bad-build' if i.bad_build }}" data-level="{{ i.level }}"><title>{{ i.title }}</title>
+    <rect x="{{ i.x }}" y="66" width="{{ i.width }}" height="14" rx="2"/></g>{% endfor %}</g>
+</svg>
+<p class="seconds"><label for="zoom-second">Second of the minute</label>
+<input type="range" id="zoom-second" min="0" max="59" step="1" value="0">
+<output id="zoom-second-clock" for="zoom-second">{{ z.clock }}</output>
+<button type="button" id="zoom-whole-minute" aria-pressed="true">The whole minute</button></p>
+</section>
 <table class="num"><tr><th></th><th>the run's record</th><th>zoomed</th></tr>
 {% for key, label in rows %}<tr><td style="text-align:left">{{ label }}</td>
 <td>{{ fmt(z.record[key]) if key in z.record else "–" }}</td><td>{{ fmt(z.measured[key]) }}</td></tr>{% endfor %}
@@ -196,17 +237,24 @@ def render_zoom_html(z: ZoomedMinute, served: bool = False) -> str:
     console, plotly.js and the page's script from the console and the figure as data (its Content Security
     Policy runs no inline script)."""
     fig = zoom_figure(z)
+    catalog = json.dumps(_diagram_catalog(), ensure_ascii=False).replace("</", "<\\/")
     if served:
         figure = fig.to_json().replace("</", "<\\/")  # the JSON cannot end its <script> element
         chart_div = '<div id="zoom-chart"></div>'
         chart_script = (
             f'<script id="zoom-figure" type="application/json">{figure}</script>'
-            '<script src="/static/js/zoom_page.js"></script>'
+            f'<script id="catalog" type="application/json">{catalog}</script>'
+            + "".join(f'<script src="/static/js/{name}"></script>' for name in _SCRIPTS)
         )
-    else:
+    else:  # a file that opens offline: the same scripts, inline
         html = pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id="zoom-chart", config=_CONFIG)
         split = html.index("<script")
-        chart_div, chart_script = html[:split], html[split:]
+        chart_div = html[:split]
+        chart_script = (
+            html[split:]
+            + f'<script id="catalog" type="application/json">{catalog}</script>'
+            + "".join(f"<script>{_static(f'js/{name}')}</script>" for name in _SCRIPTS)
+        )
     env = Environment(autoescape=select_autoescape(default_for_string=True, default=True))
     return env.from_string(_PAGE).render(
         z=z,
@@ -218,7 +266,71 @@ def render_zoom_html(z: ZoomedMinute, served: bool = False) -> str:
         chart_script=chart_script,
         plotly_js="" if served else get_plotlyjs(),
         plotly_src="/vendor/plotly.min.js" if served else None,
+        app_css="" if served else _static("css/app.css"),
+        diagram_json=json.dumps(diagram_data(z)),
+        instances=_instances(z),
     )
 
 
 _CONFIG = {"displaylogo": False, "responsive": True}
+
+
+# The console's own scripts, in order: the translation layer, the diagram (web/static/js/diagram.js, reused as it
+# is), then the page's (the charts and the diagram's seconds).
+_SCRIPTS = ("i18n.js", "diagram.js", "zoom_page.js")
+
+
+@cache
+def _static(name: str) -> str:
+    """A file of the console's static folder (the offline page inlines what the served one links)."""
+    text = (resources.files("oncallsim.web") / "static" / name).read_text(encoding="utf-8")
+    return text.replace("</", "<\\/") if name.endswith(".js") else text
+
+
+def _diagram_catalog() -> dict[str, Any]:
+    """The page catalog the console's scripts read their texts and number formats from (the zoom page is in
+    English)."""
+    from oncallsim.i18n import page_catalog
+
+    return page_catalog()
+
+
+def diagram_data(z: ZoomedMinute) -> dict[str, Any]:
+    """What the console's diagram shows for the zoomed minute, as a record-like mapping (the fields diagram.js
+    reads): the whole minute, and each second. The zoom counts arrivals and requests being served second by
+    second; the cache's hit ratio and the database's load are the minute's, and so is the shed share."""
+    r, m = z.record, z.measured
+    minute: dict[str, Any] = {k: r[k] for k in ("capacity_per_s", "serving", "booting")}
+    for key in ("requests_per_s", "admitted_per_s", "shed_per_s", "cache_hit", "utilization", "db_utilization"):
+        minute[key] = float(m.get(key, r.get(key, 0.0)))
+    offered = minute["requests_per_s"]
+    admitted = minute["admitted_per_s"] / offered if offered > 0 else 1.0
+    workers = max(1, int(r["serving"])) * z.workers_per_instance
+    seconds = [
+        {
+            **minute,
+            "requests_per_s": arrivals,
+            "admitted_per_s": arrivals * admitted,
+            "shed_per_s": arrivals * (1.0 - admitted),
+            "utilization": min(1.0, in_flight / workers),
+        }
+        for arrivals, in_flight in zip(z.seconds["arrivals"], z.seconds["in_flight"], strict=True)
+    ]
+    return {"clock": z.clock, "minute": minute, "seconds": seconds}
+
+
+def _instances(z: ZoomedMinute) -> list[dict[str, Any]]:
+    """One square per instance under the fleet's box: its busy share this minute (the level), a title to hover."""
+    inst = z.instances
+    n = len(inst["served"])
+    width = min(10.0, 150.0 / max(n, 1) - 1.0)
+    out = []
+    for i in range(n):
+        busy = inst["busy_s"][i] / (60.0 * z.workers_per_instance)
+        bad = bool(inst["bad_build"][i])
+        title = f"#{i + 1}: busy {busy:.0%}, {inst['served'][i]:,.0f} answered, {inst['errors'][i]:,.0f} errors" + (
+            ", on the bad build" if bad else ""
+        )
+        level = "hot" if busy >= 1.0 else "warm" if busy >= 0.8 else "calm"
+        out.append({"x": 250 + i * (width + 1), "width": width, "level": level, "bad_build": bad, "title": title})
+    return out
