@@ -146,7 +146,7 @@ def check_choices(policy: str | None, engine: str) -> None:
             f"unknown policy {policy[:80]!r}{did_you_mean(policy, BUILTIN_POLICIES)}; built-in: "
             f"{', '.join(BUILTIN_POLICIES)}, or module:attr",
         )
-    if engine not in ENGINES:
+    if engine is not None and engine not in ENGINES:
         raise InvalidInput(
             "--engine", f"unknown engine {engine[:80]!r}{did_you_mean(engine, ENGINES)}; one of {', '.join(ENGINES)}"
         )
