@@ -135,7 +135,7 @@ def scenario_arg(text: str) -> str | Path:
     )
 
 
-def check_choices(policy: str | None, engine: str) -> None:
+def check_choices(policy: str | None, engine: str | None) -> None:
     """A built-in policy or engine name with a typo: refused with the nearest name (module:attr is a policy too)."""
     from oncallsim.model.engine import ENGINES
     from oncallsim.policies import BUILTIN_POLICIES
