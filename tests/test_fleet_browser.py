@@ -194,9 +194,15 @@ OVERFLOW = """() => {
 @pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
 def test_forty_instances_fit_without_overflow(server: str, page: Any, width: int, height: int) -> None:
     run_id = _run(server, 2, floor=40)
+    # two tiles in other states: one ejected, one being replaced (the screenshot shows them)
+    _post(server, f"/api/runs/{run_id}/actions", {"control": "eject", "value": 5})
+    _post(server, f"/api/runs/{run_id}/actions", {"control": "replace", "value": 9})
+    _step(server, run_id)
     page.set_viewport_size({"width": width, "height": height})
     try:
-        _open(page, server, run_id, 1)
+        _open(page, server, run_id, 2)
+        assert _tile(page, 5).get_attribute("data-state") == "out"
+        assert "i-05" in page.locator("#fleet-trouble").inner_text()
         assert page.locator("#fleet-tiles li").count() == 40
         assert page.evaluate(OVERFLOW) == []
         if width == 1366:
@@ -205,6 +211,8 @@ def test_forty_instances_fit_without_overflow(server: str, page: Any, width: int
             assert box["y"] + box["height"] <= height
             chart = page.locator("#chart-p99").bounding_box()["height"]
             assert chart >= 150
+            # all forty tiles in the open sheet at once, no scrolling
+            assert page.evaluate("(e => e.scrollHeight <= e.clientHeight)(document.getElementById('fleet-body'))")
         # keyboard: Tab goes from a tile's first action to its second, then to the next tile's
         _tile(page, 0).locator("button").first.focus()
         page.keyboard.press("Tab")
