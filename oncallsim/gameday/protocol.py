@@ -46,7 +46,7 @@ class Join(_Message):
 class Act(_Message):
     type: Literal["action"]
     control: StrictStr = Field(max_length=64)
-    value: StrictBool | Number | None = None
+    value: StrictBool | Number | Annotated[StrictStr, Field(max_length=64)] | None = None
 
 
 class Say(_Message):

@@ -119,6 +119,7 @@ async def room_page(request: Request, room_id: str) -> HTMLResponse:
         {"name": name, "kind": s.kind, "label": s.label, "min": s.min, "max": s.max, "step": s.step, "unit": s.unit,
          "danger": s.danger, "choices": list(s.choices)}
         for name, s in CONTROL_SPECS.items()
+        if room.live.sim.engine.name in getattr(s, "engines", (room.live.sim.engine.name,))
     ]  # fmt: skip
     return render(
         request,

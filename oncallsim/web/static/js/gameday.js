@@ -124,7 +124,8 @@
     records = snap.records;
     $("join").hidden = true;
     $("room").hidden = false;
-    $("you").textContent = fill(S.you_are, { name: me.name, role: roleLabel(me.role) });
+    $("you").textContent =
+      me.role === "facilitator" ? S.you_facilitate : fill(S.you_are, { name: me.name, role: roleLabel(me.role) });
     const facilitator = me.role === "facilitator";
     $("facilitator").hidden = !facilitator;
     $("status-form").hidden = me.role !== "communications";
@@ -137,6 +138,9 @@
     $("events").replaceChildren();
     $("channel").replaceChildren();
     $("fault-list").replaceChildren();
+    seen.clear(); // a snapshot (a reconnect, a reveal, the end) redraws the whole log
+    faults.clear();
+    revealed.clear();
     for (const r of records) showEvents(r);
     if (records.length) showRecord(records[records.length - 1], true);
     else spark();
@@ -245,6 +249,22 @@
         box2.addEventListener("change", () => send({ type: "action", control: c.name, value: box2.checked }));
         wrap.append(box2, document.createTextNode(" " + label));
         row.append(wrap);
+      } else if (c.kind === "choice") {
+        const wrap = el("label", "", label + " ");
+        const select = el("select");
+        for (const choice of c.choices) {
+          const option = el("option", "", String(choice));
+          option.value = choice;
+          select.append(option);
+        }
+        select.dataset.value = c.name;
+        select.dataset.control = c.name;
+        const apply = el("button", "", S.apply);
+        apply.type = "button";
+        apply.dataset.control = c.name;
+        apply.addEventListener("click", () => send({ type: "action", control: c.name, value: select.value }));
+        wrap.append(select);
+        row.append(wrap, apply);
       } else {
         const wrap = el("label", "", label + (c.unit ? " (" + c.unit + ")" : "") + " ");
         const input = el("input");
@@ -252,13 +272,18 @@
         if (c.min !== null) input.min = String(c.min);
         if (c.max !== null) input.max = String(c.max);
         if (c.step !== null) input.step = String(c.step);
+        if (c.kind === "instance") {
+          input.min = "0";
+          input.step = "1";
+        }
         input.dataset.value = c.name;
         input.dataset.control = c.name;
         const apply = el("button", "", S.apply);
         apply.type = "button";
         apply.dataset.control = c.name;
         apply.addEventListener("click", () => {
-          const value = c.kind === "int" ? parseInt(input.value, 10) : Number(input.value);
+          const whole = c.kind === "int" || c.kind === "instance";
+          const value = whole ? parseInt(input.value, 10) : Number(input.value);
           send({ type: "action", control: c.name, value });
         });
         wrap.append(input);
@@ -475,6 +500,7 @@
     $("d-recover").textContent = minutes(d.intervals.recover_min);
     const objectives = $("d-objectives");
     objectives.replaceChildren();
+    if (!d.objectives.length) objectives.append(el("li", "muted", S.none));
     for (const o of d.objectives) {
       const item = el("li", o.passed ? "pass" : "fail", (o.passed ? S.passed : S.failed) + ": " + o.name);
       objectives.append(item);
