@@ -273,6 +273,9 @@ class OneLineErrors(TyperGroup):
             return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except click_errors.NoArgsIsHelpError as exc:  # `oncallsim` alone: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
         except click_errors.ClickException as exc:
             err.print(f"[bold red]error:[/] {escape(usage_message(exc))}", soft_wrap=True)
             sys.exit(exc.exit_code)

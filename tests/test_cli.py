@@ -270,3 +270,8 @@ def test_help_and_tables_have_no_trailing_padding_nor_bool_flags(args: tuple[str
     assert code == 0 and out.strip()
     assert [line for line in out.splitlines() if line != line.rstrip()] == []
     assert "<bool>" not in out
+
+
+def test_no_command_shows_the_help() -> None:
+    code, _, err = invoke()
+    assert code == 2 and err.startswith("Usage: ") and "Commands:" in err and "error:" not in err
