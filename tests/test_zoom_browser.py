@@ -108,7 +108,3 @@ def test_the_zoomed_minute_shows_the_console_s_diagram_second_by_second(server: 
         box = diagram.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
         assert errors == [] and missing == []
-        if width == 1366:
-            diagram.screenshot(
-                path=str(Path(__file__).resolve().parent.parent / "docs" / "images" / "zoom-diagram.png")
-            )
