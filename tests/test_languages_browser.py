@@ -1,0 +1,171 @@
+"""The console in its five languages, in a real Chromium (issue 14): a scenario played to its debrief in each
+language, no English left on any page of another language, and the Arabic page mirrored with its charts' time
+axes still running left to right. One server and one browser for the whole module."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from babel.messages.pofile import read_po
+
+import oncallsim
+from oncallsim.i18n import LANGUAGES, page_catalog, translations
+from oncallsim.scenarios import builtin_scenarios
+from oncallsim.scenarios.texts import scenario_text
+from oncallsim.web.tutorial import tutorial_scenario
+from tests.browser import chromium_page
+from tests.server import running_server
+
+LOCALES = Path(oncallsim.__file__).parent / "locales"
+ARTIFACTS = Path("artifacts")
+# Names and units that read the same in every language the console speaks (a reader of any of them knows them).
+ALLOWED = {"oncallsim", "p99", "p50", "p99.9", "CPU", "DB", "SLO", "ms", "s", "min", "—", "×", "%", "$/h", "S"}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    db = tmp_path_factory.mktemp("languages") / "runs.sqlite3"
+    with running_server(db) as base, chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        yield base, page
+        assert errors == [], errors
+
+
+def new_run(base: str, minutes: int = 30, speed: int = 8) -> str:
+    """A paused bad deploy (its bad build goes out at minute 10), as short as the test needs."""
+    body = {"scenario": "bad-deploy", "seed": 1, "speed": speed, "minutes": minutes, "difficulty": "hard"}
+    request = urllib.request.Request(
+        base + "/api/runs", json.dumps({**body, "paused": True}).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.loads(response.read())["id"])
+
+
+def play_to_debrief(page: Any, base: str, language: str) -> str:
+    """Open the run's briefing in ``language``, start it, roll the bad build back, and open the debrief."""
+    run_id = new_run(base)
+    page.goto(f"{base}/runs/{run_id}?lang={language}")
+    title = scenario_text(builtin_scenarios()["bad-deploy"], "title", language)
+    briefing = page.locator("#briefing")
+    briefing.wait_for(state="visible")
+    assert briefing.locator("#briefing-title").inner_text().startswith(title)
+    page.click("#briefing-go")
+    page.wait_for_function("() => Number(document.querySelector('main.console').dataset.minute) >= 12")
+    page.click("#c-rollback")
+    page.locator("#debrief-link").wait_for(state="visible")
+    page.click("#debrief-link")
+    page.wait_for_selector("#debrief-chart .main-svg")
+    return run_id
+
+
+def test_a_scenario_played_to_its_debrief_in_each_language(site: tuple[str, Any]) -> None:
+    base, page = site
+    for language in LANGUAGES:
+        play_to_debrief(page, base, language)
+        gettext = translations(language).gettext
+        assert page.evaluate("() => [document.documentElement.lang, document.documentElement.dir]") == [
+            language,
+            "rtl" if language == "ar" else "ltr",
+        ]
+        text = page.locator("body").inner_text()
+        assert "⟦" not in text, language  # no key of the page catalog missing
+        assert gettext("Decisions and their measured effect") in text
+        decisions = page.locator("#decisions").inner_text()
+        assert gettext("Roll back") in decisions, (language, decisions)
+        legend = page.eval_on_selector_all("#debrief-chart .legendtext", "els => els.map(e => e.textContent)")
+        assert page_catalog(language)["series.capacity"] in legend, (language, legend)
+        if ARTIFACTS.is_dir():
+            page.screenshot(path=str(ARTIFACTS / f"debrief-{language}.png"), full_page=True)
+
+
+def english_sources() -> set[str]:
+    """Every English text a page may show: the catalogs' messages and the scenarios' own texts."""
+    with (LOCALES / "en" / "LC_MESSAGES" / "messages.po").open("rb") as fh:
+        messages = [m.string for m in read_po(fh) if m.id]
+    texts: set[str] = set()
+    for string in messages:
+        texts.update(string if isinstance(string, tuple) else (string,))
+    texts.update(page_catalog("en").values())
+    for scenario in [*builtin_scenarios().values(), tutorial_scenario()]:
+        texts.update(str(getattr(scenario, f)).strip() for f in ("title", "summary", "briefing"))
+    return {t.strip() for t in texts if t.strip()}
+
+
+def same_in(language: str) -> set[str]:
+    """Texts the language's translators wrote the same as English (a name, a loan word): not a miss."""
+    with (LOCALES / language / "LC_MESSAGES" / "messages.po").open("rb") as fh:
+        same = {m.id for m in read_po(fh) if m.id and isinstance(m.id, str) and m.string == m.id}
+    english, local = page_catalog("en"), page_catalog(language)
+    return same | {text for key, text in english.items() if local.get(key) == text}
+
+
+def visible_pieces(page: Any) -> list[str]:
+    """The page's visible text, cut where a reader's eye stops: lines and table cells."""
+    return [p.strip() for p in re.split(r"[\n\t]", page.locator("body").inner_text()) if p.strip()]
+
+
+def test_no_english_text_on_any_page_in_another_language(site: tuple[str, Any]) -> None:
+    base, page = site
+    run_id = play_to_debrief(page, base, "en")
+    pages = [
+        "/",
+        "/runs",
+        "/model",
+        "/play?scenario=surge&seed=3",
+        "/leaderboard?scenario=surge&seed=3",
+        "/play?scenario=nope&seed=3",  # an error page
+        f"/runs/{run_id}",
+        f"/runs/{run_id}/debrief",
+        f"/runs/{run_id}/whatif?kind=rollback_at_page",
+    ]
+    english = english_sources()
+    found: list[str] = []
+    for language in LANGUAGES:
+        if language == "en":
+            continue
+        allowed = ALLOWED | same_in(language)
+        for path in pages:
+            page.goto(base + path + ("&" if "?" in path else "?") + "lang=" + language)
+            if path == f"/runs/{run_id}":  # the console: its status and event log filled by the script
+                page.wait_for_function("() => Number(document.querySelector('main.console').dataset.records) > 0")
+            found += [f"{language} {path}: {p!r}" for p in visible_pieces(page) if p in english and p not in allowed]
+    assert not found, f"{len(found)} English texts on translated pages: {found[:12]}"
+
+
+def test_arabic_console_is_mirrored_with_time_running_left_to_right(site: tuple[str, Any]) -> None:
+    base, page = site
+    run_id = new_run(base, minutes=40, speed=16)
+    page.goto(f"{base}/runs/{run_id}?lang=ar")
+    page.locator("#briefing").wait_for(state="visible")
+    page.click("#briefing-go")
+    page.wait_for_function("() => document.querySelector('main.console').dataset.charted === '40'")
+    box = lambda selector: page.locator(selector).first.bounding_box()  # noqa: E731
+    # the header reads from the right: the name first (rightmost), the navigation after it
+    assert box(".brand")["x"] > box(".nav")["x"]
+    # the status column (first in reading order) on the right, the controls on the left
+    status, charts, controls = (
+        box("section.status"),
+        box("section.charts"),
+        box("main.console > section.side:last-child"),
+    )
+    assert status["x"] > charts["x"] > controls["x"]
+    # yet time runs left to right: the traffic chart's tick labels read 09:00 … from left to right
+    ticks = page.eval_on_selector_all(
+        "#chart-traffic .xtick text", "els => els.map(e => [e.getBoundingClientRect().x, e.textContent])"
+    )
+    assert len(ticks) >= 3
+    xs = [x for x, _label in ticks]
+    labels = [label for _x, label in ticks]
+    assert xs == sorted(xs) and labels == sorted(labels), ticks
+    # a status value keeps its digits in order inside the Arabic text (bidi isolation)
+    burn = page.locator("#s-burn_1h").inner_text()
+    assert re.search(r"\d+\.\d", burn), burn
+    if ARTIFACTS.is_dir():
+        page.screenshot(path=str(ARTIFACTS / "console-ar-mirrored.png"))
