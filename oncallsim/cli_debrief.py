@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal, overload
+from pathlib import Path
+from typing import Annotated, Literal, overload
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
+from oncallsim.cli_common import load_run_file, write_whole
 from oncallsim.debrief import Report, make_report
-from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, render_html
+from oncallsim.i18n import LANGUAGE_NAMES, languages
+from oncallsim.model import InvalidInput
 from oncallsim.policies import counterfactuals
+from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import Simulation
+from oncallsim.store.runfiles import vet_run_file
 
-__all__ = ["make_debrief", "print_debrief"]
+__all__ = ["check_language", "debrief", "make_debrief", "print_debrief", "write_html_report"]
 
 
 @overload
@@ -63,3 +70,46 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
             f"  {d.clock}  {', '.join(d.actions)}: errors {d.before['error_rate']:.2%} → "
             f"{d.after['error_rate']:.2%}, p99 {d.before['p99_ms']:.0f} → {d.after['p99_ms']:.0f} ms"
         )
+
+
+def check_language(language: str) -> str:
+    """--lang: one of the languages the catalogs have (a clear error naming them, never a silent English)."""
+    code = language.strip().lower()
+    if code not in languages():
+        known = ", ".join(f"{c} ({LANGUAGE_NAMES.get(c, c)})" for c in languages())
+        raise InvalidInput("--lang", f"unknown language {language[:20]!r}; known: {known}")
+    return code
+
+
+def write_html_report(
+    sim: Simulation, report: Report, others: dict[str, Simulation], path: Path, language: str
+) -> None:
+    """The self-contained HTML report in ``language`` (sentences, scenario texts and numbers)."""
+    page = render_html(
+        report,
+        sim.timeline,
+        sim.plan,
+        sim.params,
+        sim.actions,
+        {name: o.timeline for name, o in others.items()},
+        language,
+        scenario_text(sim.scenario, "title", language),
+    )
+    write_whole(path, page)
+
+
+def debrief(
+    run_file: Annotated[Path, typer.Argument(help="A run file saved with --save-run (or by the console).")],
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON summary here.")] = None,
+    lang: Annotated[str, typer.Option("--lang", help="The HTML report's language: en, da, zu, hy or ar.")] = "en",
+) -> None:
+    """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
+    language = check_language(lang)
+    sim = vet_run_file(load_run_file(run_file), str(run_file))
+    report, others = make_debrief(sim, with_runs=True)
+    print_debrief(report)
+    if json_out is not None:
+        write_whole(json_out, report.model_dump_json(indent=2) + "\n")
+    if html is not None:
+        write_html_report(sim, report, others, html, language)

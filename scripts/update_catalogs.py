@@ -60,6 +60,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     for f in FORMULAS:
         texts += [(f.title, "formula")] + ([(f.note, "formula")] if f.note else [])
     texts += [(p.doc, "parameter") for p in param_info()]
+    texts += [(p.unit, "unit") for p in param_info() if p.unit]
     texts += [(label, "debrief") for label, _key, _kind in COMPARISONS]
     texts += [(name, "debrief") for name in COUNTERFACTUAL_POLICIES]
     texts += [(c, "debrief") for c in CAUSE_LABELS.values()]

@@ -124,13 +124,15 @@ def fmt_objective(o: ObjectiveResult, language: str = DEFAULT_LANGUAGE) -> str:
     return fmt(o.value, OBJECTIVE_FORMATS.get(o.kind, "int"), language)
 
 
+@cache
 def figure_texts(language: str) -> list[tuple[re.Pattern[str], str]]:
     """English chart texts → the language's, from the page catalog (the console's charts and event log say the
     same words); a ``{x}`` in a text matches any value, carried into the translation."""
     english, local = page_catalog(DEFAULT_LANGUAGE), page_catalog(language)
     found = []
     for key, text in english.items():
-        if key.startswith(("chart.", "series.", "debrief.chart.", "event.")) and local.get(key):
+        literal = re.sub(r"\{\w+\}", "", text).strip()
+        if key.startswith(("chart.", "series.", "debrief.chart.", "event.")) and local.get(key) and len(literal) > 2:
             pattern = "".join(
                 f"(?P<{part[1:-1]}>.+?)" if re.fullmatch(r"\{\w+\}", part) else re.escape(part)
                 for part in re.split(r"(\{\w+\})", text)
@@ -140,39 +142,53 @@ def figure_texts(language: str) -> list[tuple[re.Pattern[str], str]]:
     return found
 
 
+def translate_text(text: str, language: str) -> str:
+    """A text the core wrote in English (an event, a chart's series, an action) in ``language``: the page
+    catalog's words for it (a number inside carried over, in the language's symbols), else the gettext catalog."""
+    if language == DEFAULT_LANGUAGE or not text:
+        return text
+    gettext = translations(language).gettext
+    for prefix in ("▼ ",):
+        if text.startswith(prefix):
+            return prefix + translate_text(text[len(prefix) :], language)
+    for name in ("hands-off", "textbook"):  # "p99 (hands-off)": the series and the policy, each translated
+        suffix = f" ({name})"
+        if text.endswith(suffix):
+            return f"{translate_text(text[: -len(suffix)], language)} ({gettext(name)})"
+    for pattern, translated in figure_texts(language):
+        match = pattern.match(text)
+        if match:
+            for name, value in match.groupdict().items():
+                if re.fullmatch(r"\d+(\.\d+)?", value):  # a number in the text: the language's symbols
+                    value = format_number(float(value), language, len(value.partition(".")[2]))
+                translated = translated.replace("{" + name + "}", value)
+            return translated
+    label, colon, value = text.partition(": ")  # an action: "Load shedding: 30 %"
+    if colon and gettext(label) != label:
+        shown = {"on": gettext("on"), "off": gettext("off")}.get(value, value)
+        return str(page_catalog(language).get("action.value", "{control}: {value}")).format(
+            control=gettext(label), value=shown
+        )
+    return gettext(text)
+
+
+def localize_args(args: Mapping[str, Any], language: str) -> dict[str, Any]:
+    """A sentence's arguments (an event, an action the core named in English) in ``language``."""
+    return {k: translate_text(v, language) if isinstance(v, str) else v for k, v in args.items()}
+
+
 def localize_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     """The debrief figure (plotly JSON) with its legend names, panel titles and event marks in ``language``, its
     numbers in the language's symbols."""
     if language == DEFAULT_LANGUAGE:
         return figure
-    texts = figure_texts(language)
-    gettext = translations(language).gettext
-
-    def say(text: str) -> str:
-        for prefix in ("▼ ",):
-            if text.startswith(prefix):
-                return prefix + say(text[len(prefix) :])
-        for name in ("hands-off", "textbook"):  # "p99 (hands-off)": the series and the policy, each translated
-            suffix = f" ({name})"
-            if text.endswith(suffix):
-                return f"{say(text[: -len(suffix)])} ({gettext(name)})"
-        for pattern, translated in texts:
-            match = pattern.match(text)
-            if match:
-                for name, value in match.groupdict().items():
-                    if re.fullmatch(r"\d+(\.\d+)?", value):  # a number in the text: the language's symbols
-                        value = format_number(float(value), language, len(value.partition(".")[2]))
-                    translated = translated.replace("{" + name + "}", value)
-                return translated
-        return gettext(text)
-
     for trace in figure.get("data", []):
         if isinstance(trace.get("name"), str):
-            trace["name"] = say(trace["name"])
+            trace["name"] = translate_text(trace["name"], language)
     layout = figure.setdefault("layout", {})
     for note in layout.get("annotations", []):
         if isinstance(note.get("text"), str):
-            note["text"] = say(note["text"])
+            note["text"] = translate_text(note["text"], language)
     symbols = number_symbols(language)
     layout["separators"] = symbols["decimal"] + symbols["group"]
     return figure
@@ -227,6 +243,7 @@ def render_html(
             fmt=lambda value, kind: fmt(value, kind, language),
             fmt_objective=lambda o: fmt_objective(o, language),
             control_label=control_label,
+            localize_args=lambda args: localize_args(args, language),
             value_text=lambda control, value: value_text(control, value, language),
             clock=plan.clock,
             chart_div=html[:split],

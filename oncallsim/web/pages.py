@@ -22,6 +22,7 @@ from oncallsim.debrief.html import (
     COMPARISONS,
     fmt,
     fmt_objective,
+    localize_args,
     localize_figure,
     render_html,
     value_text,
@@ -87,6 +88,7 @@ def environment(language: str) -> Environment:
     env.globals["translate"] = translations(language).gettext  # for Python code called from a template
     env.globals["sc_text"] = lambda scenario, field: scenario_text(scenario, field, language)
     env.globals["link"] = lambda url: with_lang(url, language)
+    env.globals["localize_args"] = lambda args: localize_args(args, language)
     # numbers as the language writes them (Babel): {{ x | number(1) }}, {{ share | percent(2) }}, {{ usd | money }}
     env.filters["number"] = lambda value, digits=0: format_number(value, language, digits)
     env.filters["percent"] = lambda value, digits=0: format_percent(value, language, digits)

@@ -173,6 +173,7 @@
     for (const event of [...r.events].reverse()) { // newest first, and within a minute too
       const item = document.createElement("li");
       item.className = event.kind; // operator, page or system: the server says which
+      item.dir = "auto"; // a line reads in its own script's direction (a Latin metric name inside Arabic stays whole)
       const time = document.createElement("time");
       time.textContent = r.clock;
       item.append(time, " ", tEvent(event));
