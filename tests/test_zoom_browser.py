@@ -108,3 +108,23 @@ def test_the_zoomed_minute_shows_the_console_s_diagram_second_by_second(server: 
         box = diagram.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
         assert errors == [] and missing == []
+
+
+def test_the_offline_zoom_file_draws_the_diagram_too(tmp_path: Path) -> None:
+    from oncallsim import Simulation
+    from oncallsim.zoom import zoom_run
+    from oncallsim.zoom.html import render_zoom_html
+
+    sim = Simulation("bad-deploy", seed=4, minutes=8)
+    sim.run()
+    page_file = tmp_path / "zoom.html"
+    page_file.write_text(render_zoom_html(zoom_run(sim, 6)), encoding="utf-8")
+    with chromium_page(390, 844) as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_file.as_uri())
+        page.wait_for_function("() => document.querySelector('#diagram [data-part=\"lb-text\"]').textContent !== ''")
+        page.locator("#zoom-second").fill("5")
+        page.wait_for_function("() => document.getElementById('diagram').dataset.showing === '5'")
+        assert "⟦" not in (page.locator("#diagram").text_content() or "") and errors == []
+        assert page.locator("#zoom-chart .main-svg").count() >= 1
