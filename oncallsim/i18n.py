@@ -9,11 +9,13 @@ import io
 import json
 import re
 from copy import copy
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from babel import Locale
+from babel.dates import format_date
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_currency, format_decimal, get_decimal_symbol, get_group_symbol
@@ -24,6 +26,7 @@ __all__ = [
     "LANGUAGE_NAMES",
     "RTL_LANGUAGES",
     "direction",
+    "format_datetime",
     "format_money",
     "format_number",
     "format_percent",
@@ -154,3 +157,11 @@ def format_money(value: float | None, language: str = DEFAULT_LANGUAGE) -> str:
     if value is None:
         return "—"
     return format_currency(value, "USD", locale=language)
+
+
+def format_datetime(value: str | datetime | None, language: str = DEFAULT_LANGUAGE) -> str:
+    """A moment (an ISO text or a datetime) as the language writes a date, then the 24-hour clock."""
+    if value is None or value == "":
+        return "—"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return f"{format_date(moment, 'medium', locale=language)} {moment:%H:%M}"

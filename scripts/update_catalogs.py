@@ -68,6 +68,9 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(t, "debrief") for t in HEADLINES.values()]
     texts += [(p, "debrief") for p in PHASE_NAMES]
     texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
+    from oncallsim.web.pages import REFUSALS
+
+    texts += [(text, "refusal") for text in REFUSALS.values()]
     found: dict[str, list[tuple[str, int]]] = {}
     for text, origin in texts:
         found.setdefault(text, []).append((f"data:{origin}", 0))

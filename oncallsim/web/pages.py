@@ -33,6 +33,7 @@ from oncallsim.i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGE_NAMES,
     direction,
+    format_datetime,
     format_money,
     format_number,
     format_percent,
@@ -55,7 +56,7 @@ from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
 
-__all__ = ["router"]
+__all__ = ["REFUSALS", "router"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -93,6 +94,7 @@ def environment(language: str) -> Environment:
     env.filters["number"] = lambda value, digits=0: format_number(value, language, digits)
     env.filters["percent"] = lambda value, digits=0: format_percent(value, language, digits)
     env.filters["money"] = lambda value: format_money(value, language)
+    env.filters["when"] = lambda value: format_datetime(value, language)
     env.filters["short"] = lambda value: format_number(value, language, -3)  # up to 3 decimals, as many as needed
     return env
 
@@ -131,6 +133,23 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
     return response
 
 
+# The sentences the pages refuse bad input with (a field's name stays as the form and the API spell it).
+REFUSALS = {
+    "unknown": "unknown scenario %(name)s; known: %(known)s",
+    "share_seed": "a share link needs a seed, a whole number from 0 to %(max)s; got %(got)s",
+    "params": "at most 64 parameters of at most 64 characters",
+    "whole": "must be a whole number from 0 to %(max)s, got %(got)s",
+    "one_of": "must be one of %(allowed)s, got %(got)s",
+    "no_run": "no run %(run)s",
+    "whole_index": "index and minutes must be whole numbers",
+}
+
+
+def refusal(request: Request, field: str, kind: str, **args: Any) -> InvalidInput:
+    """Bad input named by its field, in the page's language."""
+    return InvalidInput(field, translations(language_of(request)).gettext(REFUSALS[kind]) % args)
+
+
 def error_page(request: Request, exc: InvalidInput, status: int = 422) -> HTMLResponse:
     return render(request, "error.html", status=status, message=str(exc))
 
@@ -166,14 +185,14 @@ async def play(
     if scenario not in known:
         return error_page(
             request,
-            InvalidInput("scenario", f"unknown scenario {scenario[:80]!r}; known: {', '.join(known)}"),
+            refusal(request, "scenario", "unknown", name=repr(scenario[:80]), known=", ".join(known)),
             404,
         )
     seed_value = int(seed) if seed.strip().isdigit() else -1
     if not 0 <= seed_value <= MAX_SEED:
         return error_page(
             request,
-            InvalidInput("seed", f"a share link needs a seed, a whole number from 0 to {MAX_SEED}; got {seed[:40]!r}"),
+            refusal(request, "seed", "share_seed", max=MAX_SEED, got=repr(seed[:40])),
         )
     return render(request, "play.html", scenario=known[scenario], seed=seed_value, speeds=SPEEDS)
 
@@ -197,18 +216,18 @@ async def start(
         if k.startswith("param.") and isinstance(v, str) and v.strip()
     }
     if any(isinstance(v, str) and len(v) > 64 for v in overrides.values()) or len(overrides) > 64:
-        return error_page(request, InvalidInput("param", "at most 64 parameters of at most 64 characters"))
+        return error_page(request, refusal(request, "param", "params"))
     try:
         seed_value = int(seed) if seed.strip() else None
     except ValueError:
-        return error_page(request, InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}"))
+        return error_page(request, refusal(request, "seed", "whole", max=MAX_SEED, got=repr(seed)))
     if seed_value is not None and not 0 <= seed_value <= MAX_SEED:
-        return error_page(request, InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}"))
+        return error_page(request, refusal(request, "seed", "whole", max=MAX_SEED, got=repr(seed)))
     try:
         speed_value = int(speed)
     except ValueError:
         return error_page(
-            request, InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))}, got {speed!r}")
+            request, refusal(request, "speed", "one_of", allowed=", ".join(map(str, SPEEDS)), got=repr(speed))
         )
     try:
         difficulty_value = check_difficulty(difficulty)
@@ -251,12 +270,10 @@ async def leaderboard(
     known = builtin_scenarios()
     if scenario not in known:
         return error_page(
-            request, InvalidInput("scenario", f"unknown scenario {scenario[:80]!r}; known: {', '.join(known)}")
+            request, refusal(request, "scenario", "unknown", name=repr(scenario[:80]), known=", ".join(known))
         )
     if not seed.strip().isdigit() or not 0 <= int(seed) <= MAX_SEED:
-        return error_page(
-            request, InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed[:40]!r}")
-        )
+        return error_page(request, refusal(request, "seed", "whole", max=MAX_SEED, got=repr(seed[:40])))
     store = manager_of(request).store
     rows = await store.read(store.leaderboard, scenario, int(seed))
     return render(request, "leaderboard.html", rows=rows, scenario=known[scenario], seed=int(seed), daily=daily_seed())
@@ -274,7 +291,7 @@ async def start_tutorial(request: Request) -> Response:
 async def runs(request: Request, show: str = Query(default="all", max_length=20)) -> HTMLResponse:
     """Past runs, filtered: in progress (live), finished (played here), imported, abandoned, or all."""
     if show not in RUN_FILTERS:
-        return error_page(request, InvalidInput("show", f"must be one of {', '.join(RUN_FILTERS)}, got {show!r}"))
+        return error_page(request, refusal(request, "show", "one_of", allowed=", ".join(RUN_FILTERS), got=repr(show)))
     language = language_of(request)
     shown = {**builtin_scenarios(), TUTORIAL_ID: tutorial_scenario()}
     titles = {sid: scenario_text(s, "title", language) for sid, s in shown.items()}
@@ -292,7 +309,7 @@ async def runs(request: Request, show: str = Query(default="all", max_length=20)
 @router.post("/runs/{run_id}/delete")
 async def delete_run(request: Request, run_id: str) -> Response:
     if not await manager_of(request).delete(run_id[:40]):
-        return error_page(request, InvalidInput("run", f"no run {run_id[:40]!r}"), 404)
+        return error_page(request, refusal(request, "run", "no_run", run=repr(run_id[:40])), 404)
     return RedirectResponse("/runs", status_code=303)
 
 
@@ -361,7 +378,7 @@ async def whatif_page(
     if isinstance(live, HTMLResponse):
         return live
     if not index.isdigit() or not minutes.isdigit():
-        return error_page(request, InvalidInput("index", "index and minutes must be whole numbers"))
+        return error_page(request, refusal(request, "index", "whole_index"))
     try:
         result = await asyncio.to_thread(what_if, live.sim, kind, int(index), int(minutes))
     except InvalidInput as exc:
