@@ -28,6 +28,7 @@ from oncallsim.cli_common import (
     read_actions,
     scenario_arg,
     stdout_console,
+    trimmed_console,
     write_whole,
 )
 from oncallsim.cli_debrief import make_debrief, print_debrief
@@ -205,10 +206,11 @@ def run(
     if save_run is not None:
         write_whole(save_run, sim.run_file().model_dump_json(indent=2) + "\n")
     # the human-readable lines go to stdout unless machine-readable records are there
-    human = err if out_file is None and format is not Format.table else None
+    human = trimmed_console(sys.stderr if out_file is None and format is not Format.table else sys.stdout)
     if debrief:
         print_debrief(make_debrief(sim), human)
-    (human or Console(highlight=False, soft_wrap=True)).print(run_summary(sim), soft_wrap=True, markup=False)
+    human.print(run_summary(sim), soft_wrap=True, markup=False)
+    human.file.flush()
 
 
 def run_summary(sim: Simulation) -> str:
@@ -235,7 +237,9 @@ def debrief_command(
     """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
     sim = vet_run_file(load_run_file(run_file), str(run_file))
     report, others = make_debrief(sim, with_runs=True)
-    print_debrief(report)
+    out = trimmed_console(sys.stdout)
+    print_debrief(report, out)
+    out.file.flush()
     if json_out is not None:
         write_whole(json_out, report.model_dump_json(indent=2) + "\n")
     if html is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import io
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import typer
 from pydantic import ValidationError
@@ -45,6 +46,7 @@ __all__ = [
     "read_actions",
     "scenario_arg",
     "stdout_console",
+    "trimmed_console",
     "write_whole",
 ]
 
@@ -245,6 +247,40 @@ def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
 
 
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+class TrimmedLines(io.TextIOBase):
+    """A text stream that drops the spaces Rich pads lines with before passing whole lines on (the debrief's
+    tables, any console printing to it)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self.pending + text).split("\n")
+        self.pending = lines.pop()
+        if lines:
+            self.stream.write("".join(_TRAILING.sub(r"\1", line) + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.stream.write(self.pending)
+            self.pending = ""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+def trimmed_console(stream: TextIO, width: int | None = None) -> Console:
+    """A console whose lines end without padding (``width`` None: the terminal's, or 160 when piped)."""
+    tty = stream.isatty() if hasattr(stream, "isatty") else False
+    return Console(file=cast(TextIO, TrimmedLines(stream)), highlight=False, width=width or (None if tty else 160))
 
 
 def print_trimmed(console: Console, renderable: RenderableType) -> None:

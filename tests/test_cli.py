@@ -263,6 +263,7 @@ def test_run_ends_with_a_one_line_summary_beside_the_records() -> None:
         ("scenarios",),
         ("params",),
         ("run", "bad-deploy", "--minutes", "40"),
+        ("run", "bad-deploy", "--minutes", "40", "--debrief"),
     ],
 )
 def test_help_and_tables_have_no_trailing_padding_nor_bool_flags(args: tuple[str, ...]) -> None:
