@@ -43,6 +43,7 @@ def template_messages() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
 
 def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, OF_MINUTES, UNIT_MESSAGES
+    from oncallsim.debrief.postmortem import MOVES
     from oncallsim.debrief.report import HEADLINES
     from oncallsim.debrief.summary import PHASE_NAMES
     from oncallsim.model import CONTROL_SPECS, param_info
@@ -50,6 +51,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.policies import COUNTERFACTUAL_POLICIES
     from oncallsim.scenarios import builtin_scenarios
     from oncallsim.scenarios.spec import LABELS
+    from oncallsim.web.pages import REFUSALS
 
     texts: list[tuple[str, str]] = []
     for sc in builtin_scenarios().values():
@@ -68,8 +70,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(t, "debrief") for t in HEADLINES.values()]
     texts += [(p, "debrief") for p in PHASE_NAMES]
     texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
-    from oncallsim.web.pages import REFUSALS
-
+    texts += [(move, "debrief") for move in MOVES.values()]
     texts += [(text, "refusal") for text in REFUSALS.values()]
     found: dict[str, list[tuple[str, int]]] = {}
     for text, origin in texts:

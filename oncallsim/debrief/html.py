@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 import plotly.io as pio
+from babel.lists import format_list
 from jinja2 import Environment, PackageLoader, select_autoescape
 from plotly.offline import get_plotlyjs
 
@@ -163,6 +164,9 @@ def translate_text(text: str, language: str) -> str:
                     value = format_number(float(value), language, len(value.partition(".")[2]))
                 translated = translated.replace("{" + name + "}", value)
             return translated
+    moved = translate_moves(text, language)
+    if moved is not None:
+        return moved
     label, colon, value = text.partition(": ")  # an action: "Load shedding: 30 %"
     if colon and gettext(label) != label:
         shown = {"on": gettext("on"), "off": gettext("off")}.get(value, value)
@@ -170,6 +174,50 @@ def translate_text(text: str, language: str) -> str:
             control=gettext(label), value=shown
         )
     return gettext(text)
+
+
+@cache
+def move_patterns() -> list[tuple[re.Pattern[str], str]]:
+    """The narrative's past-tense moves ("set the fleet floor to %(value)s") as patterns over the English text."""
+    from oncallsim.debrief.postmortem import MOVES
+
+    return [
+        (re.compile("^" + re.escape(template).replace(re.escape("%(value)s"), "(?P<value>.+?)") + "$"), template)
+        for template in MOVES.values()
+    ]
+
+
+def translate_value(value: str, language: str) -> str:
+    """A value with its unit ("12 instances", "30 %", "300 s") in the language: its number, then its unit."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(.*)", value.strip())
+    if match is None:
+        return value
+    number, unit = match.groups()
+    digits = len(number.partition(".")[2])
+    if unit == "%":
+        return format_percent(float(number) / 100, language, digits)
+    said = format_number(float(number), language, digits)
+    return f"{said} {translations(language).gettext(unit)}" if unit else said
+
+
+def translate_moves(text: str, language: str) -> str | None:
+    """The narrative's moves ("rolled back and set the fleet floor to 12 instances") in the language, joined the
+    language's way (Babel's list patterns); None when a part is not one of the narrative's moves."""
+    parts = text.split(", ")
+    if " and " in parts[-1]:
+        parts[-1:] = parts[-1].rsplit(" and ", 1)
+    said = []
+    for part in parts:
+        for pattern, template in move_patterns():
+            match = pattern.match(part)
+            if match:
+                translated = translations(language).gettext(template)
+                value = match.groupdict().get("value")
+                said.append(translated % {"value": translate_value(value, language)} if value else translated)
+                break
+        else:
+            return None
+    return format_list(said, locale=language)
 
 
 def localize_args(args: Mapping[str, Any], language: str) -> dict[str, Any]:
