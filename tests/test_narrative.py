@@ -84,3 +84,16 @@ def test_capacity_moves_and_never_acting() -> None:
         "you set the fleet floor to 30 instances."
     )
     assert narrative("bad-deploy", 7) == "The playbook rolled back at 09:29; you never acted after the incident began."
+
+
+def test_a_first_move_of_another_kind_then_the_playbook_s_move_says_both() -> None:
+    sim = Simulation("bad-deploy", seed=7)
+    sim.run(until=35)
+    sim.step([("shed_share", 0.3)])
+    sim.run(until=56)
+    sim.step([("rollback", None)])
+    sim.run()
+    report = make_report(sim, counterfactuals(sim))
+    assert report.headline[-2].startswith("The playbook first acted at 09:29, you at 09:35; each minute of delay ")
+    assert report.headline[-2].endswith("The playbook rolled back; you shed 30 % of the low-priority traffic.")
+    assert report.headline[-1] == "You rolled back at 09:56, 27 min after the playbook."

@@ -55,6 +55,8 @@ NARRATIVES = {
     "same_moves": "You and the playbook first acted at the same minute, %(mine)s: you %(my_moves)s; the playbook "
     "%(their_moves)s.",
     "never_moves": "The playbook %(their_moves)s at %(theirs)s; you never acted after the incident began.",
+    # … and made the playbook's move later on
+    "later": "You %(moves)s at %(later)s, %(minutes)s min after the playbook.",
 }
 
 # What an action did, in the past tense, per control (``%(value)s`` with its unit); an unlisted control reads
@@ -195,4 +197,21 @@ def narrative_parts(
         return [(NARRATIVES[kind], extra)]
     if my_moves == their_moves:
         return [(NARRATIVES[f"{kind}_alike"], {**extra, "moves": my_moves})]
-    return [(NARRATIVES[f"{kind}_moves"], {**extra, "my_moves": my_moves, "their_moves": their_moves})]
+    parts = [(NARRATIVES[f"{kind}_moves"], {**extra, "my_moves": my_moves, "their_moves": their_moves})]
+    later = _made_later(my_actions or (), [a for a in playbook_actions or () if a.minute == theirs], ours)
+    if later is not None:
+        args = {"moves": their_moves, "later": show(later), "minutes": str(later - theirs)}
+        parts.append((NARRATIVES["later"], args))
+    return parts
+
+
+def _made_later(mine: Sequence[Action], theirs: Sequence[Action], first: int) -> int | None:
+    """The minute by which the player, after a first move of another kind, had made each of the playbook's first
+    moves too (None: not all of them)."""
+    minutes = []
+    for wanted in dict.fromkeys(move(a) for a in theirs):
+        found = next((a.minute for a in mine if a.minute > first and move(a) == wanted), None)
+        if found is None:
+            return None
+        minutes.append(found)
+    return max(minutes) if minutes else None
