@@ -34,7 +34,10 @@ def sweep(
     grid: Annotated[
         list[str] | None, typer.Option(metavar="NAME=V1,V2,…", help="A parameter or control to vary.")
     ] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", metavar="NAME=VALUE", help="A parameter or opening control, in every run.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="NAME=VALUE", help="A parameter or opening control, in every run."),
+    ] = None,
     no_noise: Annotated[bool, typer.Option("--no-noise", help="Expected traffic, no random noise.")] = False,
     minutes: Annotated[int | None, typer.Option(help="Run this many minutes instead of the scenario's length.")] = None,
     workers: Annotated[
