@@ -98,7 +98,7 @@ def test_a_request_run_shows_a_tile_per_instance_with_its_fields(server: str, pa
     for field, line in sent.items():
         assert (values[field] != "—") == (line in lists), (field, values[field])
     share = lists["served"][0] / sum(lists["served"])
-    assert values["share"] == f"{round(100 * share)}%", values["share"]
+    assert values["share"] == f"{round(100 * share)} %", values["share"]
     assert page.locator("#fleet-summary").inner_text().startswith(f"{count} instances")
     # a word on every tile, not a colour alone
     states = page.locator("#fleet-tiles .tile-state").all_inner_texts()
@@ -172,6 +172,71 @@ def test_a_minute_engine_run_has_no_fleet_view(server: str, page: Any) -> None:
     assert page.locator("#fleet").is_hidden()
 
 
+# Every state a tile can show, with numbers at their widest: a record as the engine sends it, one per instance.
+STATES = [
+    # health, speed, registered, ejected, replacing, bad_build, expected state, expected word
+    ("up", 1.0, 1, 0, 0, 0, "ok", "healthy"),
+    ("up", 0.2, 1, 0, 0, 0, "warn", "slow"),
+    ("up", 1.0, 1, 0, 0, 1, "warn", "bad build"),
+    ("refuse", 1.0, 1, 0, 0, 0, "bad", "down"),
+    ("hang", 1.0, 1, 0, 0, 0, "bad", "hanging"),
+    ("offline", 1.0, 1, 0, 0, 0, "bad", "offline"),
+    ("booting", 1.0, 0, 0, 0, 0, "boot", "booting"),
+    ("up", 1.0, 0, 0, 0, 0, "warn", "not registered"),
+    ("up", 1.0, 1, 1, 0, 0, "out", "ejected"),
+    ("up", 1.0, 1, 0, 1, 0, "boot", "being replaced"),
+    ("up", 1.0, 1, 0, 0, 0, "warn", "errors"),  # over 1 % of its answers are errors
+]
+
+
+def _synthetic_record(minute: int) -> dict[str, Any]:
+    n = len(STATES)
+    lines: dict[str, list[Any]] = {
+        name: [s[k] for s in STATES]
+        for k, name in enumerate(["health", "speed", "registered", "ejected", "replacing", "bad_build"])
+    }
+    lines |= {
+        "served": [123_456.0] * n,
+        "errors": [98_765.0 if s[7] == "errors" else 0.0 for s in STATES],
+        "busy_s": [959.9] * n,
+        "in_flight": [12_345] * n,
+        "queue": [123_456] * n,
+        "p99_ms": [29_999.0] * n,
+    }
+    return {
+        "minute": minute,
+        "extras": {"instances": lines, "workers_per_instance": 16, "balancer": "least-outstanding"},
+    }
+
+
+def test_every_state_has_its_colour_and_word_and_a_missing_field_shows_a_dash(server: str, page: Any) -> None:
+    run_id = _run(server, 1)
+    _open(page, server, run_id, 0)
+    send = "(r) => document.dispatchEvent(new CustomEvent('oncallsim:record', {detail: r}))"
+    for width, height in [(1366, 768), (390, 844)]:
+        page.set_viewport_size({"width": width, "height": height})
+        page.evaluate(send, _synthetic_record(7))
+        page.wait_for_function("() => document.getElementById('fleet').dataset.minute === '7'")
+        for i, state in enumerate(STATES):
+            tile = _tile(page, i)
+            assert tile.get_attribute("data-state") == state[6], (i, state)
+            assert state[7] in tile.locator(".tile-state").inner_text().lower(), (i, state)
+        assert _tile(page, 8).get_by_role("button", name="Put i-08 back in rotation").is_visible()
+        assert _tile(page, 0).locator('[data-field="p99"] dd').inner_text() == "30.0 s"
+        assert page.evaluate(OVERFLOW) == [], width
+        page.evaluate("() => document.getElementById('fleet').dataset.minute = ''")
+    page.set_viewport_size({"width": 1366, "height": 768})
+    # the fields engines sent before the fleet work: the rest show a dash, rotation unknown
+    old = {"served": [10.0, 30.0], "errors": [0.0, 1.0], "busy_s": [30.0, 30.0], "bad_build": [0.0, 1.0]}
+    page.evaluate(send, {"minute": 8, "extras": {"instances": old}})
+    page.wait_for_function("() => document.getElementById('fleet').dataset.minute === '8'")
+    assert page.locator("#fleet-tiles li").count() == 2
+    dashed = ["health", "speed", "rotation", "in_flight", "queue", "cpu", "p99"]
+    assert [_tile(page, 0).locator(f'[data-field="{f}"] dd').inner_text() for f in dashed] == ["—"] * len(dashed)
+    assert _tile(page, 1).locator('[data-field="share"] dd').inner_text() == "75 %"
+    assert "— in rotation" in page.locator("#fleet-summary").inner_text()
+
+
 OVERFLOW = """() => {
   const bad = [];
   const doc = document.scrollingElement;
@@ -181,9 +246,15 @@ OVERFLOW = """() => {
   const sheet = fleet.getBoundingClientRect();
   if (sheet.left < 0 || sheet.right > window.innerWidth || sheet.top < 0) bad.push('sheet off screen');
   for (const el of fleet.querySelectorAll('.tile, .tile dd, .tile dt, .tile-state, .tile-actions button, .tile-id')) {
-    if (el.scrollWidth > el.clientWidth + 0.5 || el.scrollHeight > el.clientHeight + 1)
+    // the text's own width against the room inside the box (an ellipsis hides a cut from scrollWidth)
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const style = getComputedStyle(el);
+    const room = el.getBoundingClientRect().width - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)
+      - parseFloat(style.borderLeftWidth) - parseFloat(style.borderRightWidth);
+    if (range.getBoundingClientRect().width > room + 0.01 || el.scrollHeight > el.clientHeight + 1)
       bad.push((el.closest('.tile').dataset.instance) + ' ' + el.className + el.tagName + ' "' + el.textContent + '" '
-        + el.scrollWidth + 'x' + el.scrollHeight + ' > ' + el.clientWidth + 'x' + el.clientHeight);
+        + range.getBoundingClientRect().width + ' > ' + room);
     const box = el.getBoundingClientRect();
     if (box.right > window.innerWidth + 0.5 || box.left < -0.5) bad.push('off screen ' + el.className);
   }

@@ -15,7 +15,6 @@
   const trouble = document.getElementById("fleet-trouble");
   const TROUBLE_NAMED = 6;
   const runId = root.dataset.run;
-  const lang = document.documentElement.lang || "en";
   const NONE = "—";
 
   // tr(KEY, {id: "i-07"}) -> the partial's (translated) text with {id} filled in
@@ -24,10 +23,8 @@
     for (const [name, value] of Object.entries(params || {})) text = text.split("{" + name + "}").join(String(value));
     return text;
   }
-  const number = (digits) => new Intl.NumberFormat(lang, { maximumFractionDigits: digits, minimumFractionDigits: 0 });
-  const whole = number(0);
-  const oneDigit = number(1);
-  const percent = new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 0 });
+  // numbers the page language's way (the translation layer's formatters: its symbols, its percent sign)
+  const { number, percent } = window.i18n;
   const idText = (i) => "i-" + String(i).padStart(2, "0");
   const known = (x) => x !== undefined && x !== null && !(typeof x === "number" && !Number.isFinite(x));
 
@@ -63,8 +60,8 @@
     if (known(f.replacing) && f.replacing) return ["boot", "↻", tr("state.replacing")];
     if (known(f.ejected) && f.ejected) return ["out", "⏏", tr("state.ejected")];
     if (f.health === "refuse") return ["bad", "✖", tr("state.down")];
-    if (f.health === "hang") return ["bad", "⧗", tr("state.hang")];
-    if (f.health === "offline") return ["bad", "⌁", tr("state.offline")];
+    if (f.health === "hang") return ["bad", "∞", tr("state.hang")];
+    if (f.health === "offline") return ["bad", "⊘", tr("state.offline")];
     if (f.health === "booting") return ["boot", "↻", tr("state.booting")];
     if (known(f.registered) && !f.registered) return ["warn", "?", tr("state.unregistered")];
     if (known(f.speed) && f.speed < 1) return ["warn", "▼", tr("state.slow")];
@@ -79,13 +76,15 @@
     switch (name) {
       case "build": return known(f.bad_build) ? (f.bad_build ? "⚠ " + tr("build.bad") : tr("build.good")) : NONE;
       case "health": return known(f.health) ? (Object.prototype.hasOwnProperty.call(texts, "health." + f.health) ? tr("health." + f.health) : String(f.health)) : NONE;
-      case "speed": return known(f.speed) ? tr("speed", { x: oneDigit.format(f.speed) }) : NONE;
+      case "speed": return known(f.speed) ? tr("speed", { x: number(f.speed, Number.isInteger(f.speed) ? 0 : f.speed < 1 ? 2 : 1) }) : NONE;
       case "rotation": return known(f.rotation) ? (f.rotation ? "✓ " + tr("rotation.in") : "✗ " + tr("rotation.out")) : NONE;
-      case "in_flight": return known(f.in_flight) ? whole.format(f.in_flight) : NONE;
-      case "queue": return known(f.queue) ? whole.format(f.queue) : NONE;
-      case "cpu": return known(f.cpu) ? percent.format(f.cpu) : NONE;
-      case "p99": return known(f.p99_ms) ? tr("ms", { n: whole.format(f.p99_ms) }) : NONE;
-      case "share": return known(f.share) ? percent.format(f.share) : NONE;
+      case "in_flight": return known(f.in_flight) ? number(f.in_flight, 0) : NONE;
+      case "queue": return known(f.queue) ? number(f.queue, 0) : NONE;
+      case "cpu": return known(f.cpu) ? percent(f.cpu) : NONE;
+      case "p99": // seconds from one second on: a timed-out tail stays short enough for its cell
+        if (!known(f.p99_ms)) return NONE;
+        return f.p99_ms < 1000 ? tr("ms", { n: number(f.p99_ms, 0) }) : tr("s", { n: number(f.p99_ms / 1000, 1) });
+      case "share": return known(f.share) ? percent(f.share) : NONE;
     }
     return NONE;
   }
@@ -148,10 +147,14 @@
     tile.dataset.state = level;
     tile.dataset.rotation = known(f.rotation) ? (f.rotation ? "in" : "out") : "unknown";
     tile.querySelector(".tile-state").textContent = mark + " " + word;
-    for (const field of FIELDS) tile.querySelector('[data-field="' + field + '"] dd').textContent = valueOf(field, f);
+    for (const field of FIELDS) {
+      const dd = tile.querySelector('[data-field="' + field + '"] dd');
+      const value = valueOf(field, f);
+      if (dd.textContent !== value) { dd.textContent = value; dd.title = value; } // whole on hover if a language's word is cut
+    }
     tile.querySelector('[data-field="speed"]').title = tr("speed.title");
     tile.querySelector('[data-field="health"]').title = known(f.errors) && known(f.served)
-      ? tr("errors.title", { n: whole.format(f.errors), served: whole.format(f.served + f.errors) }) : "";
+      ? tr("errors.title", { n: number(f.errors, 0), served: number(f.served, 0) }) : "";
     const toggle = tile.querySelector('[data-act="eject"], [data-act="readmit"]');
     const act = known(f.ejected) && f.ejected ? "readmit" : "eject";
     toggle.dataset.act = act;
@@ -188,12 +191,12 @@
       if (known(f.rotation)) { rotationKnown = true; if (f.rotation) inRotation++; }
       if (tiles.children[i].dataset.state !== "ok") attention.push(idText(i) + " " + stateOf(f)[2]);
     }
-    let text = tr("summary", { n: whole.format(count), rotation: rotationKnown ? whole.format(inRotation) : NONE, attention: whole.format(attention.length) });
+    let text = tr("summary", { n: number(count, 0), rotation: rotationKnown ? number(inRotation, 0) : NONE, attention: number(attention.length, 0) });
     if (known(r.extras.balancer)) text += " · " + tr("summary_balancer", { name: r.extras.balancer });
     summary.textContent = text;
     // the instances that need a look, named (readable with the dock folded)
     const shown = attention.slice(0, TROUBLE_NAMED);
-    if (attention.length > shown.length) shown.push(tr("more", { n: whole.format(attention.length - shown.length) }));
+    if (attention.length > shown.length) shown.push(tr("more", { n: number(attention.length - shown.length, 0) }));
     trouble.textContent = shown.join(", ");
     section.dataset.trouble = String(attention.length > 0);
     section.dataset.minute = String(r.minute);
