@@ -68,6 +68,7 @@ MOVES = {
     "target_utilization": "set the target utilization to %(value)s",
     "ttl_s": "set the cache TTL to %(value)s",
     "shed_share": "shed %(value)s of the low-priority traffic",
+    "shed_share.all": "shed all the low-priority traffic",
     "shed_share.none": "stopped shedding load",
     "recommendations.on": "switched the recommendations feature back on",
     "recommendations.off": "switched the recommendations feature off",
@@ -137,7 +138,7 @@ def move(action: Action) -> str:
     elif action.control == "shed_share" and not value:
         return MOVES["shed_share.none"]
     elif action.control == "shed_share" and value == 1:
-        return "shed all the low-priority traffic"
+        return MOVES["shed_share.all"]
     if action.control in MOVES:
         return MOVES[action.control] % {"value": _value_text(action)}
     label = spec.label if spec is not None else action.control
