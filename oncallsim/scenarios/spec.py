@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.engine import get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
+from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 
 __all__ = ["SCHEMA_VERSION", "DeployEvent", "FlushEvent", "Scenario", "SurgeEvent", "parse_clock"]
 
@@ -232,6 +233,9 @@ class Scenario(_Strict):
     key_controls: list[str] = Field(
         default_factory=list, max_length=20, description="the controls the briefing points at, by name"
     )
+    i18n: dict[str, ScenarioTexts] = Field(
+        default_factory=dict, description="the texts in other languages: [i18n.da] title, summary, briefing"
+    )
 
     @field_validator("engine")
     @classmethod
@@ -239,6 +243,11 @@ class Scenario(_Strict):
         if v is not None:
             get_engine(v)  # raises InvalidInput (a ValueError) naming the engines there are
         return v
+
+    @field_validator("i18n")
+    @classmethod
+    def _known_languages(cls, v: dict[str, ScenarioTexts]) -> dict[str, ScenarioTexts]:
+        return check_languages(v)  # a language the console has, or one line naming them
 
     @field_validator("key_controls")
     @classmethod
