@@ -380,7 +380,7 @@
     noteShownFor = s.seq;
     $("note-title").textContent = NOTES[s.pause_reason] || "";
     const hint = HINTS[s.incident] || "";
-    $("note-text").textContent = (s.pause_reason === "page" ? t("hint.page", { x: pageBurn }) + " " : "") + hint;
+    $("note-text").textContent = (s.pause_reason === "page" ? t("hint.page", { x: number(pageBurn, 1) }) + " " : "") + hint;
     if (!note.open && !briefing.open) note.showModal();
   }
   $("note-go").addEventListener("click", () => { note.close(); send({ type: "resume" }); });
