@@ -184,6 +184,25 @@ def test_a_refused_action_shows_the_servers_message(server: str, page: Any) -> N
     assert _tile(page, 0).locator(".tile-note").inner_text() == ""
 
 
+def test_the_actions_are_off_once_the_run_is_over(server: str, page: Any) -> None:
+    run_id = _run(server, 1)
+    _open(page, server, run_id, 0)
+    assert _tile(page, 0).locator("button").first.is_enabled()
+    _post(server, f"/api/runs/{run_id}/control", {"type": "abandon"})
+    page.wait_for_function("() => document.getElementById('fleet').dataset.over === 'true'")
+    assert all(not b.is_enabled() for b in page.locator("#fleet-tiles button").all())
+
+
+def test_the_diagrams_fleet_box_opens_the_view(server: str, page: Any) -> None:
+    run_id = _run(server, 1)
+    _open(page, server, run_id, 0)
+    page.locator("#fleet summary").click()  # folded (on a laptop)
+    assert page.locator("#fleet-details").get_attribute("open") is None
+    page.locator('#diagram [data-part="fleet"]').click()
+    assert page.locator("#fleet-details").get_attribute("open") is not None
+    assert page.locator("#fleet-tiles").is_visible()
+
+
 def test_a_minute_engine_run_has_no_fleet_view(server: str, page: Any) -> None:
     run_id = _run(server, 2, engine="minute")
     page.goto(f"{server}/runs/{run_id}")

@@ -213,6 +213,17 @@
     details.querySelector("summary").focus();
   });
 
+  // the diagram's fleet box opens the view too (the bar stays the keyboard's way in)
+  const fleetBox = document.querySelector('#diagram [data-part="fleet"]');
+  if (fleetBox) {
+    fleetBox.classList.add("opens-fleet");
+    fleetBox.addEventListener("click", () => {
+      if (section.hidden) return;
+      details.open = true;
+      section.scrollIntoView({ block: "nearest" });
+    });
+  }
+
   // at most one redraw per frame, of the newest record (16× must not fall behind)
   document.addEventListener("oncallsim:record", (e) => {
     lastRecord = e.detail;
