@@ -107,8 +107,18 @@ def same_in(language: str) -> set[str]:
 
 
 def visible_pieces(page: Any) -> list[str]:
-    """The page's visible text, cut where a reader's eye stops: lines and table cells."""
-    return [p.strip() for p in re.split(r"[\n\t]", page.locator("body").inner_text()) if p.strip()]
+    """The page's visible text, cut where a reader's eye stops: lines and table cells. Formulas (MathML) and
+    code (a parameter's name) are notation and identifiers, not sentences: left out."""
+    text = page.evaluate(
+        """() => {
+          const maths = [...document.querySelectorAll("math, code")];
+          maths.forEach((m) => { m.dataset.display = m.style.display; m.style.display = "none"; });
+          const text = document.body.innerText;
+          maths.forEach((m) => { m.style.display = m.dataset.display; });
+          return text;
+        }"""
+    )
+    return [p.strip() for p in re.split(r"[\n\t]", text) if p.strip()]
 
 
 def test_no_english_text_on_any_page_in_another_language(site: tuple[str, Any]) -> None:
