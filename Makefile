@@ -39,6 +39,12 @@ browser:
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	else echo "chromium missing: run 'apt-get install chromium' as root for the browser tests"; fi
+	@# Armenian and Arabic need a packaged font that has them (DejaVu Sans does); never a web font from outside.
+	@if command -v fc-list >/dev/null && { [ -z "$$(fc-list :lang=hy)" ] || [ -z "$$(fc-list :lang=ar)" ]; }; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-dejavu-core >/dev/null; \
+		else echo "no font for Armenian or Arabic: run 'apt-get install fonts-dejavu-core' as root"; fi; \
+	fi
 
 # pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
 test: lint browser
