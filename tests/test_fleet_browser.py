@@ -123,6 +123,10 @@ def test_eject_posts_the_action_and_the_tile_is_out_of_rotation_next_minute(serv
     page.wait_for_function("() => ['accepted', 'refused'].includes(document.getElementById('fleet').dataset.result)")
     assert page.locator("#fleet").get_attribute("data-result") == "accepted", page.locator("#error").inner_text()
     assert "next minute" in tile.locator(".tile-note").inner_text()
+    # asked once: not twice before it applies (the button stays focusable, marked unavailable)
+    eject = tile.get_by_role("button", name="Eject i-03 from rotation")
+    assert eject.get_attribute("aria-disabled") == "true"
+    eject.click(force=True)  # a person pressing it anyway: nothing is sent (the log below holds one eject)
     _step(server, run_id)
     page.wait_for_function("() => document.getElementById('fleet').dataset.minute === '1'")
     assert tile.get_attribute("data-rotation") == "out"
@@ -135,7 +139,7 @@ def test_eject_posts_the_action_and_the_tile_is_out_of_rotation_next_minute(serv
     assert readmit.inner_text() == "Readmit"
     with urllib.request.urlopen(f"{server}/api/runs/{run_id}", timeout=30) as response:
         actions = json.loads(response.read())["actions"]
-    assert {"control": "eject", "value": 3} in [{"control": a["control"], "value": a["value"]} for a in actions]
+    assert [{"control": a["control"], "value": a["value"]} for a in actions] == [{"control": "eject", "value": 3}]
 
 
 def test_replace_asks_first_and_a_cancel_sends_nothing(server: str, page: Any) -> None:

@@ -134,8 +134,8 @@
     replace.title = tr("replace.label", { id });
     actions.append(toggle, replace);
     tile.append(head, list, note, actions);
-    toggle.addEventListener("click", () => ask(i, toggle.dataset.act));
-    replace.addEventListener("click", () =>
+    toggle.addEventListener("click", () => { if (!waiting(toggle)) ask(i, toggle.dataset.act); });
+    replace.addEventListener("click", () => waiting(replace) ||
       confirmThen(tr("confirm.replace", { id }), tr("confirm.replace_yes", { id }), () => ask(i, "replace")));
     return tile;
   }
@@ -169,7 +169,18 @@
     }
     const asked = tile.dataset.asked ? tr("pending", { action: tr(tile.dataset.asked) }) : "";
     if (note.textContent !== asked) note.textContent = asked;
+    markAsked(tile);
   }
+
+  // The action just asked for is not asked twice before it applies: its button says so (aria-disabled, so a
+  // keyboard keeps its place) and ignores presses until the next minute.
+  function markAsked(tile) {
+    for (const button of tile.querySelectorAll("button")) {
+      if (tile.dataset.asked === button.dataset.act) button.setAttribute("aria-disabled", "true");
+      else button.removeAttribute("aria-disabled");
+    }
+  }
+  const waiting = (button) => button.getAttribute("aria-disabled") === "true";
 
   let lastRecord = null;
   let frame = false;
@@ -269,6 +280,7 @@
       tile.dataset.asked = control;
       tile.dataset.askedAt = String(lastRecord ? lastRecord.minute : -1);
       tile.querySelector(".tile-note").textContent = tr("pending", { action: tr(control) });
+      markAsked(tile);
     }
   }
 
