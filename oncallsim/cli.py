@@ -179,7 +179,9 @@ def run(
     ] = None,
     policy: Annotated[str | None, typer.Option(help="Let a policy play: hands-off, textbook, or module:attr.")] = None,
     debrief: Annotated[bool, typer.Option("--debrief", help="Print the debrief at the end.")] = False,
-    engine: Annotated[str, typer.Option(help="minute (the formulas) or request (every request simulated).")] = "minute",
+    engine: Annotated[
+        str | None, typer.Option(help="minute (formulas) or request (every request); default: the scenario's.")
+    ] = None,
 ) -> None:
     """Run a scenario headless and print its minute records, then a one-line summary."""
     overrides = parse_sets(set_ or [])

@@ -23,6 +23,7 @@ from typer._click import exceptions as click_errors  # typer's own click (0.29 v
 from typer.core import TyperGroup
 
 from oncallsim.model import CONTROL_SPECS, SETTINGS, InvalidInput, Params, RunPlan
+from oncallsim.model.controls import WORLD_SETTINGS
 from oncallsim.model.engine import Engine, prepare
 from oncallsim.scenarios import parse_clock
 from oncallsim.simulation import Action, RunFile
@@ -114,7 +115,7 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 
 def check_override_names(names: Iterable[str]) -> None:
     """A parameter or opening control the model does not know: refused with the nearest known name."""
-    known = [*Params.__dataclass_fields__, *SETTINGS]
+    known = [*Params.__dataclass_fields__, *SETTINGS, *WORLD_SETTINGS]
     for name in names:
         if name not in known:
             raise InvalidInput(

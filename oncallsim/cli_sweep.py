@@ -50,7 +50,9 @@ def sweep(
         typer.Option("--resume", help="Continue an interrupted sweep in --out (same settings; --seeds may grow)."),
     ] = False,
     html: Annotated[Path | None, typer.Option(help="Also write an offline HTML plot of the distributions.")] = None,
-    engine: Annotated[str, typer.Option(help="minute (the formulas) or request (every request simulated).")] = "minute",
+    engine: Annotated[
+        str | None, typer.Option(help="minute (formulas) or request (every request); default: the scenario's.")
+    ] = None,
 ) -> None:
     """Run a scenario over many seeds and grid points; one Parquet row per run, a summary at the end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -77,7 +79,7 @@ def sweep(
             engine=engine,
         )
         plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
-        prepare_engine(get_engine(engine))  # compiled once here: the workers load it from the cache
+        prepare_engine(get_engine(plan.spec.engine or engine or "minute"))  # compiled once here: workers load it
         state = sweeping.check_output(plan, out_path, resume)
         executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
         points = len(plan.points)

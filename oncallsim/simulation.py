@@ -25,7 +25,7 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
-from oncallsim.model.controls import CONTROL_SPECS, check_engine, coerce_control_value
+from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, check_engine, coerce_control_value
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.model.state import kernel_inputs
@@ -101,7 +101,7 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
     for name, value in (overrides or {}).items():
         if name in known_params:
             params[name] = value
-        elif name in SETTINGS:
+        elif name in SETTINGS or name in WORLD_SETTINGS:
             controls[name] = value
         else:
             raise InvalidInput(
@@ -109,7 +109,7 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
                 "unknown parameter or control; parameters: "
                 + ", ".join(sorted(known_params))
                 + "; controls: "
-                + ", ".join(SETTINGS),
+                + ", ".join((*SETTINGS, *WORLD_SETTINGS)),
             )
     return params, controls
 
@@ -155,9 +155,10 @@ class Simulation:
         noise: bool = True,
         minutes: int | None = None,
         clock: str | None = None,
-        engine: str = DEFAULT_ENGINE,
+        engine: str | None = None,
     ) -> None:
-        self.engine: Engine = get_engine(engine)
+        if engine is not None:
+            get_engine(engine)  # a bad name is refused before anything else
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
         if minutes is not None and (
@@ -167,6 +168,8 @@ class Simulation:
         if clock is not None:
             parse_clock(clock, "clock")
         self.scenario = load_scenario(scenario)
+        # the engine asked for; else the scenario's (a fleet scenario needs the request engine); else the minute
+        self.engine: Engine = get_engine(engine or self.scenario.engine or DEFAULT_ENGINE)
         self.seed = seed
         self.overrides = dict(overrides or {})
         self.noise = noise

@@ -138,7 +138,7 @@ def test_json_contract_fields() -> None:
         "counterfactuals",
     ):
         assert key in data
-    assert set(data["budget_spent_by_cause"]) == {"overload", "timeout", "bad_build"}
+    assert set(data["budget_spent_by_cause"]) == {"overload", "timeout", "bad_build", "dead_instance"}
     assert {"name", "passed", "value", "target"} <= set(data["objectives"][0])
     numeric = (
         "budget_spent",

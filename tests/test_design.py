@@ -56,7 +56,9 @@ def test_every_parameter_is_documented_with_unit_source_and_range() -> None:
 def test_every_control_has_a_label_and_help() -> None:
     for spec in CONTROL_SPECS.values():
         assert spec.label and spec.help
-        if spec.kind not in {"bool", "button"}:
+        if spec.kind == "choice":
+            assert spec.default in spec.choices, spec.name
+        elif spec.kind not in {"bool", "button", "instance"}:
             assert spec.min is not None and spec.max is not None and spec.min <= spec.default <= spec.max
 
 

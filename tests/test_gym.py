@@ -78,7 +78,15 @@ def test_example_prints_both_returns() -> None:
 
 
 def test_module_exports() -> None:
-    assert set(oncallsim.gym.ENV_IDS.values()) == {"free-play", "bad-deploy", "surge", "cache-flush"}
+    assert set(oncallsim.gym.ENV_IDS.values()) == {
+        "tutorial",
+        "free-play",
+        "bad-deploy",
+        "surge",
+        "cache-flush",
+        "slow-instance",
+        "zone-outage",
+    }
 
 
 def test_vector_env_runs_each_seed_as_the_single_env() -> None:

@@ -271,7 +271,7 @@ def test_share_link_page(client: TestClient) -> None:
         page = client.get(link)
         assert page.status_code == 422 and page.headers["content-type"].startswith("text/html"), link
         assert "seed: a share link needs a seed, a whole number from 0 to 4294967295" in page.text
-    assert "known: free-play, bad-deploy" in client.get("/play?seed=1").text
+    assert "known: tutorial, free-play, bad-deploy" in client.get("/play?seed=1").text
 
 
 def test_every_state_is_numbered_so_the_newest_wins(client: TestClient) -> None:

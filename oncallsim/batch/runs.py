@@ -46,13 +46,15 @@ def run_seeds(
     noise: bool = True,
     minutes: int | None = None,
     clock: str | None = None,
-    engine: str = DEFAULT_ENGINE,
+    engine: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per seed (in the order given): outcome, budget by cause, objectives passed and their values.
 
     The vectorized path needs a vectorized engine and a vectorized policy; otherwise runs go one by one.
+    ``engine`` None: the scenario's, else the minute model.
     """
     spec = load_scenario(scenario)
+    engine = engine or spec.engine or DEFAULT_ENGINE
     vector = vectorized(policy) if get_engine(engine).vectorized else None
     if vector is not None:
         batch = BatchRun(spec, seeds, overrides, noise, minutes, clock, keep=())

@@ -139,7 +139,7 @@ class SweepSpec:
     minutes: int | None = None
     clock: str | None = None
     rows_per_task: int | None = field(default_factory=rows_per_task)  # None: sized from the sweep and workers
-    engine: str = DEFAULT_ENGINE
+    engine: str | None = None  # None: the scenario's engine, else the minute model
 
 
 @dataclass
@@ -199,7 +199,7 @@ class SweepPlan:
                     self.spec.minutes,
                     self.spec.clock,
                     p,
-                    self.spec.engine,
+                    self.spec.engine or DEFAULT_ENGINE,
                 )
                 index += 1
 
@@ -240,8 +240,11 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         raise InvalidInput("--seeds", f"must be from 1 to {room} (seeds stay within 0–{MAX_SEED}), got {spec.seeds}")
     if spec.rows_per_task is not None and spec.rows_per_task < 1:
         raise InvalidInput("rows per task", f"must be at least 1, got {spec.rows_per_task}")
-    engine = get_engine(spec.engine)
+    if spec.engine is not None:
+        get_engine(spec.engine)  # a bad name is refused first
     scenario = load_scenario(spec.scenario)
+    spec.engine = get_engine(spec.engine or scenario.engine or DEFAULT_ENGINE).name
+    engine = get_engine(spec.engine)
     if spec.policy is not None:
         load_policy(spec.policy)  # a policy path that does not import fails here, before any output
     names = list(spec.grid)

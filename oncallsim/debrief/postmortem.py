@@ -74,6 +74,12 @@ MOVES = {
     "recommendations.off": "switched the recommendations feature off",
     "warmup": "started warming up the cache",
     "rollback": "rolled back",
+    "eject": "ejected instance %(value)s",
+    "readmit": "put instance %(value)s back in rotation",
+    "replace": "replaced instance %(value)s",
+    "balancer": "switched the balancer to %(value)s",
+    "self_protection.on": "switched registry self-protection on",
+    "self_protection.off": "switched registry self-protection off",
 }
 
 

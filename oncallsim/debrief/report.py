@@ -96,6 +96,8 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
 
 
 HEADLINES = {
+    "balancer": "With %(balancer)s balancing from the start and the same decisions, %(other)s of the error budget "
+    "would have burned instead of %(mine)s.",
     "all": "Had you done nothing, %(hands_off)s of the error budget would have burned; you spent %(mine)s; "
     "the playbook spends %(textbook)s.",
     "mine": "You spent %(mine)s of the error budget.",
@@ -137,6 +139,14 @@ def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[s
     else:
         parts.append((HEADLINES["mine"], {"mine": f"{mine.budget_spent:.1%}"}))
         parts.append((HEADLINES["cost"], {"mine": f"${mine.cost:.2f}"}))
+    p2c = others.get("p2c")
+    if p2c is not None:
+        parts.append(
+            (
+                HEADLINES["balancer"],
+                {"balancer": "p2c", "other": f"{p2c.budget_spent:.1%}", "mine": f"{mine.budget_spent:.1%}"},
+            )
+        )
     if mine.time_to_recovery_min is not None and mine.incident_minute is not None:
         parts.append((HEADLINES["recovered"], {"minutes": str(mine.time_to_recovery_min)}))
     elif mine.incident_minute is not None:

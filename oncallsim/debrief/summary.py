@@ -19,7 +19,7 @@ from oncallsim.simulation import Action
 
 __all__ = ["CostSplit", "Decision", "Outcome", "Phase", "cost_split", "decisions", "outcome", "phases"]
 
-CAUSES = ("overload", "timeout", "bad_build")
+CAUSES = ("overload", "timeout", "bad_build", "dead_instance")
 EFFECT_BEFORE_MIN = 5
 EFFECT_AFTER_MIN = 10
 
@@ -186,6 +186,8 @@ def describe(action: Action) -> str:
         return f"{label}: {'on' if value else 'off'}"
     if spec is not None and spec.kind == "fraction":
         return f"{label} = {100 * float(value):g} %"
+    if spec is not None and spec.kind == "instance":
+        return f"{label} instance {value}"
     unit = f" {spec.unit}" if spec is not None and spec.unit else ""
     return f"{label} = {float(value):g}{unit}" if isinstance(value, (int, float)) else f"{label} = {value}"
 

@@ -13,6 +13,8 @@ import numpy as np
 from gymnasium import spaces
 
 from oncallsim.model import CONTROL_SPECS, SETTINGS, Controls, MinuteRecord
+from oncallsim.model.controls import INSTANCE_ACTIONS, WORLD_SETTINGS
+from oncallsim.model.errors import InvalidInput
 from oncallsim.simulation import MAX_SEED, Simulation
 
 __all__ = ["OBSERVATION", "REWARD_WEIGHTS", "OncallEnv", "action_space"]
@@ -75,11 +77,16 @@ def observation_space() -> spaces.Box:
     return spaces.Box(_LOWS, _HIGHS, dtype=np.float32)
 
 
-def action_space() -> spaces.Dict:
-    """One entry per control of the registry: whole numbers, switches, choices and buttons are discrete."""
+def action_space(engine: str = "minute", instances: int = 40) -> spaces.Dict:
+    """One entry per control of the registry that ``engine`` has: whole numbers, switches, choices and buttons
+    are discrete; an action on an instance is 0 (none) or 1 + the instance's id (``instances`` of them)."""
     entries: dict[str, spaces.Space[Any]] = {}
     for name, spec in CONTROL_SPECS.items():
-        if spec.kind == "int":
+        if engine not in spec.engines:
+            continue
+        if spec.kind == "instance":
+            entries[name] = spaces.Discrete(instances + 1)
+        elif spec.kind == "int":
             assert spec.min is not None and spec.max is not None
             entries[name] = spaces.Discrete(int(spec.max) - int(spec.min) + 1, start=int(spec.min))
         elif spec.kind in ("bool", "button"):
@@ -164,7 +171,7 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         overrides: dict[str, Any] | None = None,
         noise: bool = True,
         render_mode: str | None = None,
-        engine: str = "minute",
+        engine: str | None = None,
     ) -> None:
         self.scenario = scenario
         self.overrides = dict(overrides or {})
@@ -174,8 +181,12 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         probe = Simulation(scenario, overrides=self.overrides, noise=noise, minutes=1, engine=engine)
         self.latency_target_ms = probe.scenario.latency_target_ms
         self.observation_space = observation_space()
-        self.action_space = action_space()
+        self.engine = probe.engine.name
+        self.action_space = action_space(self.engine, probe.params.max_fleet)
+        self.settings = SETTINGS + (WORLD_SETTINGS if self.engine == "request" else ())
+        self.instance_actions = tuple(n for n in CONTROL_SPECS if n in INSTANCE_ACTIONS and self.engine == "request")
         self.sim: Simulation | None = None
+        self.refused: list[str] = []  # the last step's instance actions that could not be taken (no-ops)
 
     def _observe(self, record: MinuteRecord | None) -> np.ndarray:
         assert self.sim is not None
@@ -202,11 +213,20 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         assert self.sim is not None
         controls = self.sim.state.controls
         out: list[tuple[str, Any]] = []
-        for name in SETTINGS:
+        for name in self.settings:
             value = wanted_value(name, action[name])
             if getattr(controls, name) != value:
                 out.append((name, value))
         out += [(button, None) for button in BUTTONS_IN_ORDER if int(action[button])]
+        self.refused = []
+        for name in self.instance_actions:  # an action on an instance that cannot take it is a no-op
+            if int(action[name]):
+                try:
+                    self.sim.engine.check_action(self.sim.state, name, int(action[name]) - 1)
+                except InvalidInput as exc:
+                    self.refused.append(str(exc))
+                    continue
+                out.append((name, int(action[name]) - 1))
         return out
 
     def step(self, action: dict[str, Any]) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -222,21 +242,23 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
             record.shed_per_s,
             self.latency_target_ms,
         )
-        return self._observe(record), float(reward), self.sim.done, False, {"record": record.to_dict()}
+        info = {"record": record.to_dict(), "refused": self.refused}
+        return self._observe(record), float(reward), self.sim.done, False, info
 
     def hold(self) -> dict[str, Any]:
         """The action that changes nothing (the controls in force, no button)."""
         assert self.sim is not None
         c = self.sim.state.controls
-        action = {name: action_entry(name, getattr(c, name)) for name in SETTINGS}
+        action = {name: action_entry(name, getattr(c, name)) for name in self.settings}
         action.update({button: 0 for button in BUTTONS_IN_ORDER})
+        action.update({name: 0 for name in self.instance_actions})
         return action
 
     def action_from(self, actions: list[tuple[str, Any]]) -> dict[str, Any]:
         """An action dict from (control, value) pairs, e.g. what a ``Policy`` decided; the rest held."""
         action = self.hold()
         for name, value in actions:
-            action[name] = action_entry(name, value)
+            action[name] = int(value) + 1 if name in INSTANCE_ACTIONS else action_entry(name, value)
         return action
 
     def render(self) -> str | None:

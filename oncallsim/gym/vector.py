@@ -28,6 +28,7 @@ from oncallsim.gym.env import (
 from oncallsim.model import SETTINGS, InvalidInput
 from oncallsim.model.engine import get_engine
 from oncallsim.model.fields import ST
+from oncallsim.scenarios import load_scenario
 from oncallsim.simulation import MAX_SEED, Simulation
 
 __all__ = ["OncallVectorEnv"]
@@ -44,8 +45,9 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
         scenario: str = "bad-deploy",
         overrides: dict[str, Any] | None = None,
         noise: bool = True,
-        engine: str = "minute",
+        engine: str | None = None,
     ) -> None:
+        engine = engine or load_scenario(scenario).engine or "minute"  # the scenario's engine unless told
         if not get_engine(engine).vectorized:
             raise InvalidInput(
                 "engine",

@@ -25,16 +25,21 @@ from oncallsim.model.placeholders import fill
 __all__ = [
     "BUTTONS",
     "CONTROL_SPECS",
+    "INSTANCE_ACTIONS",
     "SETTINGS",
+    "WORLD_SETTINGS",
     "ControlSpec",
     "Controls",
     "apply_to_vector",
+    "check_engine",
     "coerce_control_value",
 ]
 
 # int/fraction/seconds: numbers with a unit and range; bool: a switch; choice: one of named values
-# (stored as its index); button: an action without a value.
-Kind = Literal["int", "fraction", "seconds", "bool", "choice", "button"]
+# (stored as its index); button: an action without a value; instance: an action on one instance (its id).
+Kind = Literal["int", "fraction", "seconds", "bool", "choice", "button", "instance"]
+BOTH = ("minute", "request")
+REQUEST_ONLY = ("request",)
 
 
 @dataclass(frozen=True)
@@ -51,16 +56,25 @@ class ControlSpec:
     choices: tuple[str, ...] = ()
     step: float | None = None  # a slider's step, in the control's unit
     danger: bool = False  # the console asks for a second look (a red button)
+    engines: tuple[str, ...] = BOTH  # the engines that have it; the others refuse it, naming these
+    section: str = ""  # the model page's section that explains it (an anchor)
 
     @property
     def is_setting(self) -> bool:
-        return self.kind != "button"
+        return self.kind not in ("button", "instance")
+
+    @property
+    def in_vector(self) -> bool:
+        """A setting the state vector holds (both engines); the request engine's own live in its world."""
+        return self.is_setting and self.engines == BOTH
 
     def describe_range(self) -> str:
         if self.kind == "bool":
             return "true or false"
         if self.kind == "button":
             return "no value (a button)"
+        if self.kind == "instance":
+            return "an instance id (a whole number from 0)"
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         kind = "a whole number" if self.kind == "int" else "a number"
@@ -85,6 +99,7 @@ class ControlSpec:
             "unit": self.unit,
             "choices": list(self.choices),
             "range": self.describe_range(),
+            "engines": list(self.engines),
         }
 
 
@@ -169,11 +184,71 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             effect=PRESS_ROLLBACK,
             danger=True,
         ),
+        ControlSpec(
+            "balancer",
+            "choice",
+            "Balancer",
+            "How each request's instance is chosen: pooled (one queue, any free worker), round-robin, random, "
+            "least-outstanding, or p2c (two random instances, the less loaded by latency × in-flight × CPU wins).",
+            "pooled",
+            choices=("pooled", "round-robin", "random", "least-outstanding", "p2c"),
+            engines=REQUEST_ONLY,
+            section="balancers",
+        ),
+        ControlSpec(
+            "self_protection",
+            "bool",
+            "Registry self-protection",
+            "While fewer than ⟪self_protection_threshold%⟫ of the expected renewals arrive, the registry evicts "
+            "nobody: it guards against a network split, and so keeps dead instances in rotation.",
+            True,
+            engines=REQUEST_ONLY,
+            section="discovery",
+        ),
+        ControlSpec(
+            "eject",
+            "instance",
+            "Eject",
+            "Take one instance out of rotation at every balancer (it finishes what it holds). Readmit puts it back.",
+            engines=REQUEST_ONLY,
+            section="fleet",
+        ),
+        ControlSpec(
+            "readmit",
+            "instance",
+            "Readmit",
+            "Put an ejected instance back into rotation.",
+            engines=REQUEST_ONLY,
+            section="fleet",
+        ),
+        ControlSpec(
+            "replace",
+            "instance",
+            "Replace",
+            "Boot a fresh instance (⟪boot_delay_min⟫ min, billed); when it is ready it takes this one's place and "
+            "the old one leaves.",
+            engines=REQUEST_ONLY,
+            section="fleet",
+            danger=True,
+        ),
     )
 }
 
 BUTTONS = frozenset(name for name, s in CONTROL_SPECS.items() if s.kind == "button")
-SETTINGS = tuple(name for name, s in CONTROL_SPECS.items() if s.kind != "button")
+INSTANCE_ACTIONS = frozenset(name for name, s in CONTROL_SPECS.items() if s.kind == "instance")
+SETTINGS = tuple(name for name, s in CONTROL_SPECS.items() if s.in_vector)  # both engines', in the state vector
+WORLD_SETTINGS = tuple(name for name, s in CONTROL_SPECS.items() if s.is_setting and not s.in_vector)
+
+
+def check_engine(name: str, engine: str) -> None:
+    """Refuse a control the run's engine does not have, naming the engine that has it."""
+    spec = CONTROL_SPECS.get(name)
+    if spec is not None and engine not in spec.engines:
+        raise InvalidInput(
+            name,
+            f"belongs to the {' and '.join(spec.engines)} engine; this run uses the {engine} engine "
+            f"(start it with --engine {spec.engines[0]})",
+        )
 
 
 def coerce_control_value(name: str, value: Any) -> Any:
@@ -185,6 +260,12 @@ def coerce_control_value(name: str, value: Any) -> Any:
         if value is not None:
             raise InvalidInput(name, f"is a button and takes no value, got {value!r}")
         return None
+    if spec.kind == "instance":
+        if isinstance(value, str) and value.strip().removeprefix("i-").isdigit():
+            value = int(value.strip().removeprefix("i-"))
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 100_000:
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
+        return value
     if spec.kind == "choice":
         if not isinstance(value, str) or value not in spec.choices:
             raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
@@ -224,9 +305,11 @@ class Controls:
     ttl_s: float = 60.0
     shed_share: float = 0.0
     recommendations: bool = True
+    balancer: str = "pooled"  # the request engine's (its world holds them)
+    self_protection: bool = True
 
     def __post_init__(self) -> None:
-        for name in SETTINGS:
+        for name in (*SETTINGS, *WORLD_SETTINGS):
             object.__setattr__(self, name, coerce_control_value(name, getattr(self, name)))
 
     @classmethod
@@ -246,7 +329,13 @@ class Controls:
             else:
                 value = float(raw)
             object.__setattr__(new, name, value)
+        for name in WORLD_SETTINGS:
+            object.__setattr__(new, name, CONTROL_SPECS[name].default)
         return new
+
+    def world_settings(self) -> dict[str, Any]:
+        """The request engine's settings among these (its world holds them)."""
+        return {name: getattr(self, name) for name in WORLD_SETTINGS}
 
     def to_vector(self) -> npt.NDArray[np.float64]:
         """The settings laid out as the state vector holds them (the rest of the vector zero)."""
@@ -260,15 +349,15 @@ class Controls:
         """Controls with the given names set (validated and coerced); the rest at their defaults."""
         coerced = {}
         for name, value in (values or {}).items():
-            if name in BUTTONS:
-                raise InvalidInput(name, "is a button, not a setting")
+            if name in BUTTONS or name in INSTANCE_ACTIONS:
+                raise InvalidInput(name, "is an action, not a setting")
             coerced[name] = coerce_control_value(name, value)
         return cls(**coerced)
 
 
 def stored_value(spec: ControlSpec, value: Any) -> float:
     """A control's value as the state vector holds it (a choice by its index; a button holds nothing)."""
-    if spec.kind == "button":
+    if not spec.is_setting:
         return 0.0
     return float(spec.choices.index(value)) if spec.kind == "choice" else float(value)
 
@@ -293,10 +382,12 @@ def apply_to_vector(
     events: list[Event] = []
     for name, value in actions:
         spec, index = _APPLY[name]
+        if spec.engines != BOTH:  # the request engine applied it to its world
+            continue
         codes = apply_effect(spec.effect, index, stored_value(spec, value), vec, boot, p)
         events.extend(effect_events(spec, value, codes))
     return events
 
 
 # each control with its place in the state vector (buttons have none)
-_APPLY = {name: (spec, getattr(ST, name) if spec.is_setting else 0) for name, spec in CONTROL_SPECS.items()}
+_APPLY = {name: (spec, getattr(ST, name) if spec.in_vector else 0) for name, spec in CONTROL_SPECS.items()}

@@ -19,7 +19,7 @@ from oncallsim.model.rng import Mulberry32
 from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import advance
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine", "prepare"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine", "prepare", "refuse_faults"]
 
 
 class Engine(Protocol):
@@ -36,6 +36,10 @@ class Engine(Protocol):
         """The next minute; ``state`` may be reused for the next state (the caller drops it)."""
         ...
 
+    def check_action(self, state: State, control: str, value: Any) -> None:
+        """Refuse (``InvalidInput``) an action the run's state cannot take now (an instance that is not there)."""
+        ...
+
 
 class MinuteEngine:
     """The minute model: textbook formulas, one compiled minute (``model.stages``)."""
@@ -44,12 +48,26 @@ class MinuteEngine:
     vectorized = True
 
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
+        refuse_faults(plan, self.name)
         return initial_state(plan, controls, params)
 
     def step(
         self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
     ) -> tuple[State, MinuteRecord]:
         return advance(state, actions, rng, params)
+
+    def check_action(self, state: State, control: str, value: Any) -> None:
+        return None
+
+
+def refuse_faults(plan: RunPlan, engine: str) -> None:
+    """The minute model has no instances: a plan with instance or zone events needs the request engine."""
+    if plan.faults:
+        raise InvalidInput(
+            "events",
+            f"instance and zone events belong to the request engine; this run uses the {engine} engine "
+            "(start it with --engine request)",
+        )
 
 
 def _engines() -> dict[str, Engine]:

@@ -49,6 +49,30 @@ EVENT_TEXTS: dict[str, tuple[str, str]] = {
     "instances_ready": ("{n} instance ready", "{n} instances ready"),
     "scaled_out": ("scaled out: {n} instance starting", "scaled out: {n} instances starting"),
     "scaled_in": ("scaled in: {n} instance removed", "scaled in: {n} instances removed"),
+    # the request engine's fleet (instances.py, discovery.py)
+    "instance_slow": ("instance {instance} slowed down", "instance {instance} slowed down"),
+    "instance_crashed": ("instance {instance} crashed", "instance {instance} crashed"),
+    "instance_hung": ("instance {instance} hung", "instance {instance} hung"),
+    "instance_revived": ("instance {instance} recovered", "instance {instance} recovered"),
+    "zone_down": ("a zone went offline: {n} instance unreachable", "a zone went offline: {n} instances unreachable"),
+    "zone_back": ("the zone is back online", "the zone is back online"),
+    "instance_evicted": (
+        "instance {instance} evicted from the registry",
+        "instance {instance} evicted from the registry",
+    ),
+    "self_protection_engaged": (
+        "registry self-protection engaged: evictions stopped",
+        "registry self-protection engaged: evictions stopped",
+    ),
+    "self_protection_cleared": ("registry self-protection cleared", "registry self-protection cleared"),
+    "instance_ejected": ("instance {instance} ejected from rotation", "instance {instance} ejected from rotation"),
+    "instance_readmitted": ("instance {instance} back in rotation", "instance {instance} back in rotation"),
+    "replacement_started": ("replacing instance {instance}", "replacing instance {instance}"),
+    "instance_replaced": ("instance {instance} replaced by a fresh one", "instance {instance} replaced by a fresh one"),
+    "instance_gone": (
+        "instance {instance} is gone: {name} not applied",
+        "instance {instance} is gone: {name} not applied",
+    ),
 }
 
 # Who caused an event: the operator's inputs, the page, or the system itself (the console colours them).
@@ -61,6 +85,9 @@ OPERATOR_EVENTS = frozenset(
         "warmup_started",
         "rollback_started",
         "rollback_restarted",
+        "instance_ejected",
+        "instance_readmitted",
+        "replacement_started",
     }
 )
 

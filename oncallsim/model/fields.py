@@ -65,6 +65,12 @@ RECORD_SCHEMA: tuple[Field, ...] = (
     Field("error_overload", "float", "fraction", "errors by overload (`errors_by_cause.overload` in JSON)"),
     Field("error_timeout", "float", "fraction", "errors by timeout (`errors_by_cause.timeout` in JSON)"),
     Field("error_bad_build", "float", "fraction", "errors by the bad build (`errors_by_cause.bad_build` in JSON)"),
+    Field(
+        "error_dead_instance",
+        "float",
+        "fraction",
+        "errors at dead instances: refused, or never answered (`errors_by_cause.dead_instance`; request engine)",
+    ),
     Field("p99_ms", "float", "ms", "approximate 99th percentile latency, capped at the timeout"),
     Field("burn", "float", "×", "this minute's burn rate"),
     Field("burn_1h", "float", "×", "burn rate over the long window (1 h)"),
@@ -123,10 +129,10 @@ def markdown_table() -> str:
     """The record's fields as docs/records.md lists them (the per-cause errors folded into one object)."""
     lines = ["| field | unit | meaning |", "|---|---|---|"]
     for f in RECORD_SCHEMA:
-        if f.name in ("error_timeout", "error_bad_build"):
+        if f.name in ("error_timeout", "error_bad_build", "error_dead_instance"):
             continue
         if f.name == "error_overload":
-            causes = "`overload`, `timeout`, `bad_build`: shares that add up to `error_rate`"
+            causes = "`overload`, `timeout`, `bad_build`, `dead_instance`: shares that add up to `error_rate`"
             lines.append(f"| `errors_by_cause` | object | {causes} |")
             continue
         lines.append(f"| `{f.name}` | {f.unit} | {f.meaning} |")

@@ -99,6 +99,31 @@ class Params:
     page_burn_threshold: float = _p(14.4, "×", "ref", "Burn rate that pages (1 h and 5 min windows).", 0.1, 10_000.0)
     burn_long_window_min: int = _p(60, "min", "ref", "Long burn-rate window.", 1, 10_000, True)
     burn_short_window_min: int = _p(5, "min", "decision", "Short burn-rate window.", 1, 10_000, True)
+    # the request engine's fleet (reference §1, §7): client-side balancers and service discovery
+    clients: int = _p(
+        1, "clients", "decision",
+        "Client-side balancers, each with its own view (1 = one proxy). Request engine.",
+        1, 64, True,
+    )  # fmt: skip
+    renew_interval_s: float = _p(
+        30.0, "s", "ref", "An instance renews its registration this often (Eureka). Request engine.", 1.0, 600.0
+    )
+    evict_after_s: float = _p(
+        90.0, "s", "ref", "The registry evicts an instance not renewed for this long. Request engine.", 1.0, 3600.0
+    )
+    evict_check_s: float = _p(
+        60.0, "s", "ref", "The registry looks for instances to evict this often. Request engine.", 1.0, 3600.0
+    )
+    registry_poll_s: float = _p(
+        30.0, "s", "ref", "Balancers learn of a registry change within this long (long-poll). Request engine.", 0.0,
+        600.0,
+    )  # fmt: skip
+    self_protection_threshold: float = _p(
+        0.85, "fraction", "ref",
+        "Self-protection: below this share of the expected renewals in the last minute, nobody is evicted. "
+        "Request engine.",
+        0.0, 1.0,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from oncallsim.model.traffic import Surge
 
-__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "RunPlan", "time_label"]
+__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "InstanceFault", "RunPlan", "time_label"]
 
 MAX_RUN_MINUTES = 7 * 1440  # the longest run: a week
 
@@ -25,6 +25,22 @@ def time_label(clock_start_min: int, minute: int, days: bool) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceFault:
+    """Something that happens to instances at a minute's start (the request engine's; instances.py).
+
+    ``what``: slow, crash, hang, revive (one instance) or zone (a share of the slots off the network for
+    ``minutes``). ``pick`` chooses the instance: in [0, 1) a share of the serving fleet (drawn), −1 − id a
+    named one."""
+
+    minute: int
+    what: str
+    pick: float
+    speed: float = 1.0
+    share: float = 0.0
+    minutes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     clock_start_min: int = 8 * 60
     minutes: int = 1440
@@ -32,10 +48,11 @@ class RunPlan:
     deploy_minutes: frozenset[int] = frozenset()
     flush_minutes: frozenset[int] = frozenset()
     budget_start: float = 1.0
+    faults: tuple[InstanceFault, ...] = ()  # the request engine's instance events, in minute order
 
     def first_event(self, minutes: int) -> int | None:
         """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""
-        starts = [*self.deploy_minutes, *self.flush_minutes]
+        starts = [*self.deploy_minutes, *self.flush_minutes, *(f.minute for f in self.faults if f.what != "revive")]
         if self.surge is not None:
             starts.append(math.ceil(self.surge.onset_min))
         starts = [m for m in starts if m < minutes]

@@ -43,6 +43,7 @@ class MinuteRecord(NamedTuple):
     error_overload: float
     error_timeout: float
     error_bad_build: float
+    error_dead_instance: float
     p99_ms: float
     burn: float
     burn_1h: float
@@ -64,13 +65,18 @@ class MinuteRecord(NamedTuple):
 
     @property
     def errors_by_cause(self) -> dict[str, float]:
-        return {"overload": self.error_overload, "timeout": self.error_timeout, "bad_build": self.error_bad_build}
+        return {
+            "overload": self.error_overload,
+            "timeout": self.error_timeout,
+            "bad_build": self.error_bad_build,
+            "dead_instance": self.error_dead_instance,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the contract's field order, ``errors_by_cause`` as an object, events as a list."""
         out: dict[str, Any] = dict(zip(_BEFORE_CAUSES, self[: len(_BEFORE_CAUSES)], strict=True))
         out["errors_by_cause"] = self.errors_by_cause
-        out.update(zip(_AFTER_CAUSES, self[len(_BEFORE_CAUSES) + 3 : -2], strict=True))
+        out.update(zip(_AFTER_CAUSES, self[len(_BEFORE_CAUSES) + len(_CAUSES) : -2], strict=True))
         out["events"] = list(self.events)
         if self.extras is not None:
             out["extras"] = self.extras
@@ -83,11 +89,11 @@ class MinuteRecord(NamedTuple):
         return row
 
 
-_CAUSES = ("error_overload", "error_timeout", "error_bad_build")
+_CAUSES = ("error_overload", "error_timeout", "error_bad_build", "error_dead_instance")
 CSV_FIELDS: tuple[str, ...] = MinuteRecord._fields[:-1]  # the extras are JSON only
 # JSON order: the per-cause columns fold into one object placed after error_rate.
 RECORD_FIELDS: tuple[str, ...] = tuple(
     "errors_by_cause" if f == "error_overload" else f for f in CSV_FIELDS if f not in _CAUSES[1:]
 )
 _BEFORE_CAUSES = MinuteRecord._fields[: MinuteRecord._fields.index("error_overload")]
-_AFTER_CAUSES = MinuteRecord._fields[MinuteRecord._fields.index("error_bad_build") + 1 : -2]
+_AFTER_CAUSES = MinuteRecord._fields[MinuteRecord._fields.index("error_dead_instance") + 1 : -2]

@@ -133,6 +133,7 @@ def formula_physics(p: Any, st: Any, rec: Any, ln_factorial: Any) -> None:
     rec[REC.error_overload] = e_overload
     rec[REC.error_timeout] = e_timeout
     rec[REC.error_bad_build] = e_bad
+    rec[REC.error_dead_instance] = 0.0  # the minute model has no instances
     rec[REC.p99_ms] = p99_s * 1000.0
     st[ST.cache_warm] = refill(warm, db_headroom_factor(demand, p), warmup_active, p)
 

@@ -7,6 +7,7 @@ copies the arrays before the minute changes them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -70,7 +71,12 @@ class State(NamedTuple):
 
     @property
     def controls(self) -> Controls:
-        return Controls.from_vector(self.vec)
+        controls = Controls.from_vector(self.vec)
+        if self.world is not None:  # the request engine's own settings live in its world
+            from oncallsim.model.request.world import world_settings
+
+            controls = replace(controls, **world_settings(self.world))
+        return controls
 
     @property
     def fleet(self) -> Fleet:

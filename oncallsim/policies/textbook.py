@@ -8,6 +8,7 @@
   when new instances finish booting, at a lower target utilization; shed the low-priority traffic while the
   fleet is saturated and take it back once there is room; follow the wave down at the normal target, and
   restore the opening floor once traffic is back to normal.
+- On the request engine, the fleet view: eject (and replace) instances that fail or lag (policies/fleet.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, compiled, kernel_params
 from oncallsim.model.traffic import diurnal_rate
 from oncallsim.policies.base import register
+from oncallsim.policies.fleet import FleetPlaybook
 from oncallsim.simulation import Observation
 
 __all__ = ["MAX_ACTIONS", "Textbook", "decide_k", "to_actions"]
@@ -216,6 +218,7 @@ class Textbook:
         self.memory = np.zeros(3, dtype=np.int64)
         self.codes = np.zeros(MAX_ACTIONS, dtype=np.int64)
         self.values = np.zeros(MAX_ACTIONS)
+        self.fleet = FleetPlaybook()
 
     def decide(self, observation: Observation) -> Iterable[tuple[str, Any]]:
         if self.opening is None:
@@ -237,4 +240,4 @@ class Textbook:
             self.codes,
             self.values,
         )
-        return to_actions(self.codes, self.values, count)
+        return to_actions(self.codes, self.values, count) + self.fleet.decide(observation)

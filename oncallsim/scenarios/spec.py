@@ -6,6 +6,7 @@ events that happen on their own (a bad deploy, a cache flush, a surge whose shap
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -13,10 +14,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.engine import get_engine
-from oncallsim.model.plan import MAX_RUN_MINUTES
+from oncallsim.model.plan import MAX_RUN_MINUTES, InstanceFault
 from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 
-__all__ = ["SCHEMA_VERSION", "DeployEvent", "FlushEvent", "Scenario", "SurgeEvent", "parse_clock"]
+__all__ = [
+    "REQUEST_EVENT_KINDS",
+    "SCHEMA_VERSION",
+    "DeployEvent",
+    "FlushEvent",
+    "InstanceEvent",
+    "Scenario",
+    "SurgeEvent",
+    "ZoneOutageEvent",
+    "parse_clock",
+]
 
 SCHEMA_VERSION = 1
 _CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
@@ -121,7 +132,55 @@ class SurgeEvent(_Strict):
         return v
 
 
-Event = Annotated[DeployEvent | FlushEvent | SurgeEvent, Field(discriminator="kind")]
+class InstanceEvent(_Strict):
+    """Something happens to one instance (request engine): it turns slow, crashes (connections refused), hangs
+    (accepts, never answers, still renews its registration) or recovers. When is drawn between two clocks,
+    which instance with the run's generator unless ``instance`` names it."""
+
+    kind: Literal["instance"]
+    what: Literal["slow", "crash", "hang", "revive"]
+    at_between: tuple[Clock, Clock] = Field(strict=False)
+    instance: int | None = Field(default=None, ge=0, le=999, description="the instance id; none: drawn")
+    slowdown: Range = Field(
+        default_factory=lambda: Range(low=1.0, high=1.0), description="slow: how many times slower (≥ 1)"
+    )
+
+    @field_validator("slowdown")
+    @classmethod
+    def _at_least_one(cls, v: Range) -> Range:
+        if v.low < 1.0 or v.high > 1000.0:
+            raise ValueError("the slowdown must be from 1 to 1000 (times slower)")
+        return v
+
+
+class ZoneOutageEvent(_Strict):
+    """A zone drops off the network (request engine): its instances neither answer nor renew their
+    registration, for ``minutes`` (then it is back). The zone holds a ``share`` of the instance slots."""
+
+    kind: Literal["zone_outage"]
+    at_between: tuple[Clock, Clock] = Field(strict=False)
+    share: Range
+    minutes: Range
+
+    @field_validator("share")
+    @classmethod
+    def _a_share(cls, v: Range) -> Range:
+        if v.low <= 0.0 or v.high >= 1.0:
+            raise ValueError("the zone's share of the fleet must be above 0 and below 1")
+        return v
+
+    @field_validator("minutes")
+    @classmethod
+    def _some_minutes(cls, v: Range) -> Range:
+        if v.low < 1.0 or v.high > MAX_RUN_MINUTES:
+            raise ValueError(f"must be from 1 to {MAX_RUN_MINUTES} minutes")
+        return v
+
+
+# the kinds that only the request engine plays (its instances)
+REQUEST_EVENT_KINDS = ("instance", "zone_outage")
+
+Event = Annotated[DeployEvent | FlushEvent | SurgeEvent | InstanceEvent | ZoneOutageEvent, Field(discriminator="kind")]
 
 
 class BudgetLeftObjective(_Objective):
@@ -283,11 +342,20 @@ class Scenario(_Strict):
         deploys: set[int] = set()
         flushes: set[int] = set()
         surge: Surge | None = None
+        faults: list[InstanceFault] = []
         for event in self.events:
             if isinstance(event, DeployEvent):
                 deploys.add(_offset(event.at, start))
             elif isinstance(event, FlushEvent):
                 flushes.add(_offset(event.at, start))
+            elif isinstance(event, InstanceEvent):
+                at = _between(event.at_between, start, rng)
+                pick = -1.0 - event.instance if event.instance is not None else rng.uniform(0.0, 1.0)
+                faults.append(InstanceFault(at, event.what, pick, speed=1.0 / event.slowdown.draw(rng)))
+            elif isinstance(event, ZoneOutageEvent):
+                at = _between(event.at_between, start, rng)
+                share = event.share.draw(rng)
+                faults.append(InstanceFault(at, "zone", 0.0, share=share, minutes=round(event.minutes.draw(rng))))
             else:
                 lo, hi = (_offset(c, start) for c in event.onset_between)
                 onset = Range(low=lo, high=hi if hi >= lo else hi + 1440).draw(rng)
@@ -299,7 +367,16 @@ class Scenario(_Strict):
             deploy_minutes=frozenset(deploys),
             flush_minutes=frozenset(flushes),
             budget_start=self.budget_start,
+            faults=tuple(sorted(faults, key=lambda f: f.minute)),
         )
+
+
+def _between(clocks: tuple[str, str], start: int, rng: Mulberry32) -> int:
+    """A minute drawn uniformly between two clocks (the same clock twice: that minute, no draw)."""
+    lo, hi = (_offset(c, start) for c in clocks)
+    if lo == hi:
+        return lo
+    return math.floor(Range(low=lo, high=hi if hi >= lo else hi + 1440).draw(rng))
 
 
 def _offset(clock: str, start: int) -> int:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
+from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
 from oncallsim.verify.pipeline import CachePoint, DbPoint, cache_grid, db_grid
 from oncallsim.verify.queue import QueuePoint, queue_grid
 
@@ -29,6 +30,8 @@ class Results(NamedTuple):
     db: list[DbPoint]
     engines: list[EngineRow]
     timelines: dict[tuple[str, str, int], Timeline]
+    balancers: tuple[BalancerPoint, ...] = ()
+    discovery: tuple[DiscoveryCheck, ...] = ()
 
 
 def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -41,7 +44,8 @@ def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Re
     db = db_grid(quick)
     progress("built-in scenarios on both engines")
     rows, timelines = compare_scenarios(quick)
-    return Results(quick, queue, cache, db, rows, timelines)
+    progress("balancers and discovery")
+    return Results(quick, queue, cache, db, rows, timelines, tuple(balancer_grid(quick)), tuple(discovery_checks()))
 
 
 def _pct(x: float) -> str:
@@ -268,8 +272,47 @@ def render(res: Results, images_rel: Path = IMAGES) -> str:
         f"![cache and database]({img}/cache_db.png)",
         "",
         engines_section(res, img),
+        "",
+        _fleet_section(res),
     ]
     return "\n".join(parts) + "\n"
+
+
+def _fleet_section(res: Results) -> str:
+    """Balancers against queueing theory and discovery against its rules (verify/fleet.py)."""
+    if not res.balancers and not res.discovery:
+        return ""
+    return "\n".join(
+        [
+            "## The fleet: balancers and discovery",
+            "",
+            "Queue-only mode, one worker per instance, exponential service S = 50 ms, ρ = 0.8 per instance. "
+            "`random` is M/M/1 per instance; `pooled` is M/M/N; `p2c` (Kratos's, with its EWMA latency as the "
+            "signal) approaches the supermarket model's limit as the instances grow, but from above: it reads a "
+            "latency average, not the queue length JSQ(2) compares.",
+            "",
+            _table(
+                ["balancer", "instances", "mean time in system ms", "theory ms", "theory", "gap", "in CI"],
+                [
+                    [
+                        b.balancer,
+                        str(b.instances),
+                        _ci(*b.mean_time_s, scale=1000.0),
+                        f"{1000 * b.theory_s:.4g}",
+                        b.theory,
+                        _pct(b.relative_gap),
+                        _inside(*b.mean_time_s, b.theory_s, b.balancer != "p2c"),
+                    ]
+                    for b in res.balancers
+                ],
+            ),
+            "",
+            _table(
+                ["discovery check", "measured", "expected", "holds"],
+                [[d.what, d.measured, d.expected, "yes" if d.ok else "**no**"] for d in res.discovery],
+            ),
+        ]
+    )
 
 
 def write_report(res: Results, out: Path) -> list[Path]:

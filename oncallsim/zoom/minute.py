@@ -159,6 +159,7 @@ _PHYSICS = frozenset(
         "error_overload",
         "error_timeout",
         "error_bad_build",
+        "error_dead_instance",
         "p99_ms",
     }
 )

@@ -15,7 +15,9 @@ minute model's M/M/N). The others choose an instance per request, which queues i
   CPU the server reports.
 
 Every balancer but ``pooled`` runs in ``clients`` independent copies (client-side balancing): a request comes
-from one client, chosen uniformly, and only that client's view and state are used and updated.
+from one client, chosen uniformly, and only that client's view and state are used and updated. Each client
+chooses among the instances in its rotation: those its view of the registry lists, not ejected
+(instances.py); round-robin steps through that list.
 """
 
 from __future__ import annotations
@@ -61,17 +63,20 @@ def _p2c_valid(w: Any, c: int, i: int) -> bool:
 
 
 @unmanaged
-def _p2c(w: Any, c: int, serving: int, x: float) -> int:
-    if serving == 1:
-        return 0
+def _p2c(w: Any, c: int, n: int, x: float) -> int:
+    rot = w.rot[c]
+    if n == 1:
+        return rot[0]
     g = w.gen
     a = 0
     z = 1
     for _ in range(3):
-        a = uniform_int(g, serving)
-        z = uniform_int(g, serving - 1)
+        a = uniform_int(g, n)
+        z = uniform_int(g, n - 1)
         if z >= a:
             z += 1
+        a = rot[a]
+        z = rot[z]
         if _p2c_valid(w, c, a) or _p2c_valid(w, c, z):
             break
     b = w.bal
@@ -88,11 +93,13 @@ def _p2c(w: Any, c: int, serving: int, x: float) -> int:
 
 
 @unmanaged
-def _least(w: Any, c: int, serving: int) -> int:
+def _least(w: Any, c: int, n: int) -> int:
     out = w.bal[B_OUT, c]
-    best = 0
+    rot = w.rot[c]
+    best = rot[0]
     ties = 0
-    for i in range(serving):
+    for j in range(n):
+        i = rot[j]
         if out[i] < out[best]:
             best = i
             ties = 1
@@ -104,20 +111,25 @@ def _least(w: Any, c: int, serving: int) -> int:
 
 
 @unmanaged
-def choose(w: Any, serving: int, x: float) -> tuple[int, int]:
-    """(client, instance) for a request arriving at ``x`` (not ``pooled``; ``serving`` ≥ 1)."""
+def choose(w: Any, x: float) -> tuple[int, int]:
+    """(client, instance) for a request arriving at ``x`` (not ``pooled``), among the instances in that client's
+    rotation (``w.rot``; instances.py); instance −1 when its rotation is empty."""
     kind = w.ints[I_BALANCER]
     clients = w.ints[I_CLIENTS]
     c = uniform_int(w.gen, clients) if clients > 1 else 0
+    n = w.nrot[c]
+    if n == 0:
+        return c, -1
     if kind == ROUND_ROBIN:
-        i = (w.rr[c] + 1) % serving
-        w.rr[c] = i
+        j = (w.rr[c] + 1) % n
+        w.rr[c] = j
+        i = w.rot[c, j]
     elif kind == RANDOM:
-        i = uniform_int(w.gen, serving)
+        i = w.rot[c, uniform_int(w.gen, n)]
     elif kind == LEAST_OUTSTANDING:
-        i = _least(w, c, serving)
+        i = _least(w, c, n)
     else:
-        i = _p2c(w, c, serving, x)
+        i = _p2c(w, c, n, x)
     return c, i
 
 

@@ -11,15 +11,31 @@ from typing import Any
 
 import numpy as np
 
-from oncallsim.model.controls import Controls, apply_to_vector
+from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.events import Event, from_slots
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P
 from oncallsim.model.params import Params
 from oncallsim.model.plan import RunPlan
 from oncallsim.model.record import MinuteRecord
+from oncallsim.model.request.balancers import BALANCERS
+from oncallsim.model.request.discovery import register_initial, registry_minute
+from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
-from oncallsim.model.request.world import INSTANCE_LINES, World, new_world, with_room
+from oncallsim.model.request.world import (
+    HEALTH,
+    I_BALANCER,
+    I_CLIENTS,
+    I_PROTECTING,
+    I_SELF_PROTECTION,
+    INSTANCE_HIST_BIN_S,
+    INSTANCE_LINES,
+    Q_LEN,
+    World,
+    new_world,
+    set_balancer,
+    with_room,
+)
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
 from oncallsim.model.state import State, initial_state
@@ -29,6 +45,7 @@ from oncallsim.model.traffic import diurnal_rate, surge_factor
 __all__ = ["RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
 
 _EXTRA_NAMES = tuple(name for name, _, _ in EXTRA_FIELDS)
+_WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
 
 
 def steady_hit_ratio(admitted_per_s: float, ttl_s: float, hot_objects: float) -> float:
@@ -43,11 +60,34 @@ def minute_count(requests_per_s: float) -> int:
     return math.floor(requests_per_s * 60.0 + 0.5)
 
 
-def extras_of(world: World, ext: np.ndarray[Any, Any], serving: int) -> dict[str, Any]:
-    """The extras vector and the per-instance lines as the record's ``extras`` mapping."""
+def extras_of(world: World, ext: np.ndarray[Any, Any], serving: int, wpi: int = 1) -> dict[str, Any]:
+    """The extras vector, the fleet's settings and the per-instance lines as the record's ``extras`` mapping."""
     out: dict[str, Any] = dict(zip(_EXTRA_NAMES, ext.tolist(), strict=True))
-    out["instances"] = {line: world.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)}
+    out["balancer"] = BALANCERS[int(world.ints[I_BALANCER])]
+    out["clients"] = int(world.ints[I_CLIENTS])
+    out["self_protection"] = bool(world.ints[I_SELF_PROTECTION])
+    out["self_protection_engaged"] = bool(world.ints[I_PROTECTING])
+    out["workers_per_instance"] = wpi
+    lines = {line: world.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)}
+    lines["speed"] = world.speed[:serving].tolist()
+    lines["health"] = [HEALTH[h] for h in world.health[:serving].tolist()]
+    lines["registered"] = world.reg[:serving].tolist()
+    lines["ejected"] = world.ejected[:serving].tolist()
+    lines["replacing"] = [1 if r else 0 for r in world.replacing[:serving].tolist()]
+    lines["in_flight"] = world.inst_busy[:serving].tolist()
+    lines["queue"] = world.qs[Q_LEN, :serving].tolist()
+    lines["p99_ms"] = [_p99_ms(world.inst_hist[i]) for i in range(serving)]
+    out["instances"] = lines
     return out
+
+
+def _p99_ms(hist: np.ndarray[Any, Any]) -> float | None:
+    """The 99th percentile of one instance's answers in the minute (ms, 1 ms bins), None with none."""
+    total = int(hist.sum())
+    if total == 0:
+        return None
+    b = int(np.searchsorted(np.cumsum(hist), 0.99 * total))
+    return float(b + 1) * INSTANCE_HIST_BIN_S * 1000.0
 
 
 class RequestEngine:
@@ -59,6 +99,9 @@ class RequestEngine:
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
         state = initial_state(plan, controls, params)
         world = new_world(params, seed)
+        set_balancer(world, controls.balancer, params.clients)
+        world.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
+        register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params
         surge = state.kernel.surge
@@ -73,8 +116,16 @@ class RequestEngine:
     ) -> tuple[State, MinuteRecord]:
         vec, boot, window = state.vec, state.boot, state.window
         k = state.kernel
+        actions = list(actions)
         events: list[Event] = apply_to_vector(vec, boot, actions, k.params) if actions else []
         t = state.minute
+        world = state.world
+        wpi = params.workers_per_instance
+        mine = [(name, value) for name, value in actions if name in _WORLD_CONTROLS]
+        events.extend(apply_world_actions(world, vec, mine, t, params))
+        serving = int(vec[ST.serving])
+        events.extend(apply_faults(world, state.plan.faults, t, serving, wpi))
+        events.extend(registry_minute(world, t, serving, params, bool(world.ints[I_SELF_PROTECTION])))
         values, slots = k.values, k.slots
         z_count = z_scale = 0.0
         if rng is not None:  # the minute model's one draw: both engines see the same traffic
@@ -85,11 +136,13 @@ class RequestEngine:
             slots,
         )  # fmt: skip
         count = minute_count(values[REC.requests_per_s])
-        world = with_room(state.world, count)
+        world = with_room(world, count)
         ext = np.zeros(len(EXTRA_FIELDS))
-        serving = int(vec[ST.serving])
         request_minute(k.params, world, t, flags, vec, values, ext, MODE_PIPELINE, count, 0.0, 0)
         if close_minute(k.params, t, vec, boot, window, values, slots):
             events.extend(from_slots(slots.tolist()))
-        record = make_record(t, state.plan.clock(t), values, events, extras_of(world, ext, serving))
+        record = make_record(t, state.plan.clock(t), values, events, extras_of(world, ext, serving, wpi))
         return State(t + 1, state.plan, vec, boot, window, k, world), record
+
+    def check_action(self, state: State, control: str, value: Any) -> None:
+        check_instance_action(state.world, int(state.vec[ST.serving]), control, value)

@@ -28,11 +28,16 @@ from oncallsim.model.request.world import (
     M_PRESENT,
     M_QUERIES,
     M_QUERY_TIME,
+    M_REFUSED,
     M_SERVICE,
     M_SHED,
     M_STARTED,
     M_STARTED_BAD,
     M_TIMEOUT,
+    M_TO_DEAD,
+    M_TO_QUEUE,
+    M_TO_SERVICE,
+    M_TO_SLOW,
     M_WAIT_COUNT,
     M_WAIT_SUM,
     M_WAITED,
@@ -54,6 +59,10 @@ EXTRA_FIELDS = (
     ("cache_present_share", "fraction", "hot objects in the cache at the minute's start"),
     ("dropped_per_s", "req/s", "answered at once with an error by a queue discipline or a full queue"),
     ("abandoned_per_s", "req/s", "work dropped because its deadline had passed (deadline propagation)"),
+    ("refused_per_s", "req/s", "connections refused by crashed instances"),
+    ("timeout_queue", "fraction", "timeouts of requests that spent their time waiting in a queue (of decided)"),
+    ("timeout_slow_instance", "fraction", "timeouts of requests on a slow instance (of decided)"),
+    ("timeout_service", "fraction", "timeouts of requests in service: CPU and database reads (of decided)"),
 )
 (
     E_P50,
@@ -67,6 +76,10 @@ EXTRA_FIELDS = (
     E_PRESENT,
     E_DROPPED,
     E_ABANDONED,
+    E_REFUSED,
+    E_TO_QUEUE,
+    E_TO_SLOW,
+    E_TO_SERVICE,
 ) = range(len(EXTRA_FIELDS))
 
 
@@ -101,7 +114,7 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     # busy time is a sum of many intervals: a fully busy minute can add up to N × 60 s plus round-off
     rec[REC.utilization] = min(1.0, m[M_BUSY] / (servers * 60.0)) if servers > 0 else 1.0
     decided = m[M_DECIDED]
-    served = decided - m[M_OVERLOAD]
+    served = decided - m[M_OVERLOAD] - m[M_REFUSED]
     if served > 0:
         rec[REC.wait_probability] = m[M_WAITED] / served
         rec[REC.timeout_share] = m[M_TIMEOUT] / served
@@ -110,15 +123,20 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
         rec[REC.timeout_share] = 0.0
     if decided > 0:
         e_overload = m[M_OVERLOAD] / decided
-        e_timeout = m[M_TIMEOUT] / decided
+        e_timeout = (m[M_TIMEOUT] - m[M_TO_DEAD]) / decided
         e_bad = m[M_BAD_ERROR] / decided
+        e_dead = (m[M_REFUSED] + m[M_TO_DEAD]) / decided
+        ext[E_TO_QUEUE] = m[M_TO_QUEUE] / decided
+        ext[E_TO_SLOW] = m[M_TO_SLOW] / decided
+        ext[E_TO_SERVICE] = m[M_TO_SERVICE] / decided
     else:
-        e_overload = e_timeout = e_bad = 0.0
+        e_overload = e_timeout = e_bad = e_dead = 0.0
     rec[REC.overload_share] = e_overload
     rec[REC.error_overload] = e_overload
     rec[REC.error_timeout] = e_timeout
     rec[REC.error_bad_build] = e_bad
-    rec[REC.error_rate] = e_overload + e_timeout + e_bad
+    rec[REC.error_dead_instance] = e_dead
+    rec[REC.error_rate] = e_overload + e_timeout + e_bad + e_dead
     if m[M_STARTED] > 0:
         rec[REC.bad_build_share] = m[M_STARTED_BAD] / m[M_STARTED]
     else:
@@ -134,3 +152,4 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     ext[E_COMPLETED] = m[M_COMPLETED] / 60.0
     ext[E_DROPPED] = m[M_DROPPED] / 60.0
     ext[E_ABANDONED] = m[M_ABANDONED] / 60.0
+    ext[E_REFUSED] = m[M_REFUSED] / 60.0

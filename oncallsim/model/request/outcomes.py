@@ -7,23 +7,27 @@ from typing import Any
 from oncallsim.model.kernel import inline_step, unmanaged
 from oncallsim.model.request.world import (
     HIST_BIN_S,
+    INSTANCE_HIST_BIN_S,
     M_BAD_ERROR,
     M_DECIDED,
     M_DROPPED,
     M_OVERLOAD,
+    M_REFUSED,
     M_TIMEOUT,
+    M_TO_QUEUE,
     M_WAITED,
     O_BAD,
     O_DROPPED,
     O_OK,
     O_OVERLOAD,
+    O_REFUSED,
     O_TIMEOUT,
     S_ERRORS,
     X_OUTCOME,
     X_RESPONSE,
 )
 
-__all__ = ["decide", "hist_add", "quantile", "second_of"]
+__all__ = ["decide", "hist_add", "inst_hist_add", "quantile", "second_of", "timed_out"]
 
 _PER_BIN = 1.0 / HIST_BIN_S
 
@@ -41,7 +45,9 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
     once, no response time; a drop counts as overload in the record, and on its own in the extras)."""
     m = w.measures
     m[M_DECIDED] += 1.0
-    if outcome == O_OVERLOAD or outcome == O_DROPPED:
+    if outcome == O_REFUSED:  # a dead instance's refused connection: an error at once
+        m[M_REFUSED] += 1.0
+    elif outcome == O_OVERLOAD or outcome == O_DROPPED:
         m[M_OVERLOAD] += 1.0
         if outcome == O_DROPPED:
             m[M_DROPPED] += 1.0
@@ -60,6 +66,22 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
     if tag >= 0:
         w.samples[tag, X_OUTCOME] = outcome
         w.samples[tag, X_RESPONSE] = response * 1000.0
+
+
+@inline_step
+def timed_out(w: Any, where: int, timeout: float, waited: bool, second: int, tag: int) -> None:
+    """A timeout, counted with where the request spent its time (world.WHERE_…)."""
+    decide(w, O_TIMEOUT, timeout, waited, second, tag)
+    w.measures[M_TO_QUEUE + where] += 1.0
+
+
+@unmanaged
+def inst_hist_add(w: Any, instance: int, response: float) -> None:
+    """An instance's answer (or its client's timeout) in its latency histogram (the fleet view's p99)."""
+    hist = w.inst_hist[instance]
+    b = int(response / INSTANCE_HIST_BIN_S)
+    last = len(hist) - 1
+    hist[b if b < last else last] += 1
 
 
 @unmanaged

@@ -26,8 +26,9 @@ from oncallsim.model.request.balancers import POOLED, answered, choose, picked
 from oncallsim.model.request.disciplines import FIFO, drop, full, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import pop, push, replace_top
+from oncallsim.model.request.instances import in_pool, refresh_views, sync_free
 from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
-from oncallsim.model.request.outcomes import decide, hist_add, quantile, second_of
+from oncallsim.model.request.outcomes import decide, hist_add, inst_hist_add, quantile, second_of, timed_out
 from oncallsim.model.request.queues import dequeue, enqueue, room
 from oncallsim.model.request.workers import free_add, free_remove
 from oncallsim.model.request.world import (
@@ -72,16 +73,24 @@ from oncallsim.model.request.world import (
     O_OK,
     O_OVERLOAD,
     O_PENDING,
+    O_REFUSED,
     O_SHED,
-    O_TIMEOUT,
     Q_CURSOR,
     Q_HEAD,
     Q_LEN,
     R_NEXT_STREAM,
+    R_NEXT_VIEW,
+    REFUSE,
+    REFUSED_S,
     S_ARRIVALS,
     S_COMPLETED,
     S_IN_FLIGHT,
     S_QUEUE,
+    UP,
+    WHERE_DEAD,
+    WHERE_QUEUE,
+    WHERE_SERVICE,
+    WHERE_SLOW,
     X_ARRIVAL,
     X_HIT,
     X_INSTANCE,
@@ -132,6 +141,9 @@ def _start(
     w.w_client[k] = client
     instance = w.w_instance[k]
     w.inst_busy[instance] += 1
+    health = w.health[instance]
+    if health != UP:  # a dead instance: refused at once, or held until the client gives up (no work done)
+        return _dead_start(p, w, k, x, arrival, tag, health)
     bad = instance < w.ints[I_NBAD]
     w.w_bad[k] = bad
     m[M_STARTED] += 1.0
@@ -156,6 +168,9 @@ def _start(
                 queries += 1
         if bad:
             cpu_mean = app_s * p[P.bad_build_cpu_factor]
+    speed = w.speed[instance]
+    if speed != 1.0:
+        cpu_mean = cpu_mean / speed
     w.w_miss[k] = miss
     w.w_queries[k] = queries
     if tag >= 0:
@@ -164,6 +179,52 @@ def _start(
         w.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
         w.samples[tag, X_QUERIES] = queries
     return x + exponential(g, cpu_mean)
+
+
+@unmanaged
+def _dead_start(p: Any, w: Any, k: int, x: float, arrival: float, tag: int, health: int) -> float:
+    """Worker ``k`` of a dead instance takes a request: a refused connection ends in ``REFUSED_S``; a hung or
+    unreachable instance holds it until its client gives up. Returns when the worker is done with it."""
+    w.w_bad[k] = False
+    w.w_miss[k] = False
+    w.w_queries[k] = 0
+    if tag >= 0:
+        w.samples[tag, X_INSTANCE] = w.w_instance[k]
+        w.samples[tag, X_WAIT] = (x - arrival) * 1000.0
+    if health == REFUSE:
+        w.w_held[k] = 1
+        return x + REFUSED_S
+    w.w_held[k] = 2
+    gave_up = arrival + p[P.timeout_s]
+    return gave_up if gave_up > x else x
+
+
+@unmanaged
+def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+    """The end of a request on a dead instance: refused (an error at once), or its client gave up (a timeout,
+    where = dead instance). A request that was in service when its instance hung waits for its client too."""
+    arrival = w.w_arrival[k]
+    timeout = p[P.timeout_s]
+    instance = w.w_instance[k]
+    tag = w.w_tag[k]
+    client = w.w_client[k]
+    if w.w_held[k] == 1:
+        decide(w, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag)
+        w.instances[N_ERRORS, instance] += 1.0
+        inst_hist_add(w, instance, REFUSED_S)
+        if client >= 0:
+            answered(w, client, instance, x, REFUSED_S, False, 0.0)
+    else:
+        if x < arrival + timeout:  # hung in service: the client still waits
+            return arrival + timeout
+        if arrival + timeout > t0:
+            timed_out(w, WHERE_DEAD, timeout, w.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
+            w.instances[N_ERRORS, instance] += 1.0
+            inst_hist_add(w, instance, timeout)
+        if client >= 0:
+            answered(w, client, instance, x, timeout, False, 0.0)
+    w.w_held[k] = 0
+    return _release(p, w, k, x, t0, mode, app_s, q_mean)
 
 
 @inline_step
@@ -188,18 +249,22 @@ def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: fl
     own = w.w_instance[k]
     pooled = w.qs.shape[1] - 1
     timeout = p[P.timeout_s]
-    while True:  # its instance's queue first, then the balancer's; the discipline may drop on the way
-        qid = own if w.qs[Q_LEN, own] > 0 else pooled
+    serving = w.ints[I_ENABLED] // int(p[P.workers_per_instance])
+    rotating = in_pool(w, own, serving)
+    while True:  # its instance's queue first, then the balancer's (if in its rotation); the discipline may drop
+        qid = own if (w.qs[Q_LEN, own] > 0 or not rotating) else pooled
         slot = _take(w, qid, x, t0)
-        if slot < 0 and qid == own and w.qs[Q_LEN, pooled] > 0:
+        if slot < 0 and qid == own and rotating and w.qs[Q_LEN, pooled] > 0:
             qid = pooled
             slot = _take(w, qid, x, t0)
         if slot < 0:
-            free_add(w, k)
+            if rotating or w.ints[I_BALANCER] != POOLED:
+                free_add(w, k)
             return _INF
         arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
         if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
-            _abandoned(w, qid, client, arrival, tag, x, t0, timeout)
+            where = WHERE_QUEUE if qid == pooled else _where(w, own, 1.0, 0.0)
+            _abandoned(w, own, client, arrival, tag, x, t0, timeout, where)
             continue
         return _start(p, w, k, x, arrival, obj, tag, client, mode, app_s, q_mean)
 
@@ -214,14 +279,25 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
 
 
 @unmanaged
+def _where(w: Any, instance: int, wait: float, service: float) -> int:
+    """Where a timed-out request spent its time: a slow instance, a queue (waited longer than it was served),
+    or in service (CPU and database reads)."""
+    if w.health[instance] != UP:
+        return WHERE_DEAD
+    if w.speed[instance] < 1.0:
+        return WHERE_SLOW
+    return WHERE_QUEUE if wait > service else WHERE_SERVICE
+
+
+@unmanaged
 def _abandoned(
-    w: Any, instance: int, client: int, arrival: float, tag: int, x: float, t0: float, timeout: float
+    w: Any, instance: int, client: int, arrival: float, tag: int, x: float, t0: float, timeout: float, where: int
 ) -> None:
     """Work dropped because its deadline passed (deadline propagation): the client's timeout, counted in
     its minute unless an earlier minute's end did."""
     w.measures[M_ABANDONED] += 1.0
     if arrival + timeout > t0:
-        decide(w, O_TIMEOUT, timeout, True, second_of(t0, arrival + timeout), tag)
+        timed_out(w, where, timeout, True, second_of(t0, arrival + timeout), tag)
     if client >= 0:
         answered(w, client, instance, x, timeout, False, 0.0)
 
@@ -230,6 +306,8 @@ def _abandoned(
 def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> float:
     """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker.
     Returns when the worker's next phase ends (∞: it is free, or no longer serving)."""
+    if w.w_held[k] != 0:
+        return _dead_complete(p, w, k, x, t0, mode, app_s, q_mean)
     m = w.measures
     arrival = w.w_arrival[k]
     start = w.w_start[k]
@@ -256,14 +334,18 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     if response > timeout:
         m[M_WASTED] += service
         if arrival + timeout > t0:  # else counted by an earlier minute's end
-            decide(w, O_TIMEOUT, timeout, waited, second_of(t0, arrival + timeout), tag)
+            where = _where(w, instance, start - arrival, service)
+            timed_out(w, where, timeout, waited, second_of(t0, arrival + timeout), tag)
             w.instances[N_ERRORS, instance] += 1.0
+            inst_hist_add(w, instance, timeout)
     elif w.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
         decide(w, O_BAD, response, waited, second, tag)
         w.instances[N_ERRORS, instance] += 1.0
+        inst_hist_add(w, instance, response)
     else:
         ok = True
         decide(w, O_OK, response, waited, second, tag)
+        inst_hist_add(w, instance, response)
     client = w.w_client[k]
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
         cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
@@ -297,7 +379,9 @@ def _read_or_abandon(
         w.measures[M_WASTED] += x - start
         if k < w.ints[I_ENABLED]:
             w.measures[M_BUSY] += x - (start if start > t0 else t0)
-        _abandoned(w, w.w_instance[k], w.w_client[k], arrival, w.w_tag[k], x, t0, timeout)
+        instance = w.w_instance[k]
+        where = _where(w, instance, start - arrival, x - start)
+        _abandoned(w, instance, w.w_client[k], arrival, w.w_tag[k], x, t0, timeout, where)
         return _release(p, w, k, x, t0, mode, app_s, q_mean)
     w.w_queries[k] -= 1
     return _query(w, x, part_s)
@@ -333,14 +417,17 @@ def fill_cache(w: Any, present: float, ttl: float, t0: float) -> None:
 
 @unmanaged
 def _strand(p: Any, w: Any, t0: float, serving: int) -> None:
-    """Requests waiting at instances that no longer serve fail at once (their connections are reset)."""
-    for i in range(serving, w.qs.shape[1] - 1):
+    """Requests waiting at instances that no longer serve, or that crashed, fail at once (their connections
+    are reset)."""
+    for i in range(w.qs.shape[1] - 1):
+        if i < serving and w.health[i] != REFUSE:
+            continue
         while w.qs[Q_LEN, i] > 0:
             slot = dequeue(w, i)
             client = w.s_client[slot]
             if client >= 0:
                 answered(w, client, i, t0, 0.0, False, 0.0)
-            decide(w, O_OVERLOAD, 0.0, False, 0, w.s_tag[slot])
+            decide(w, O_OVERLOAD if i >= serving else O_REFUSED, 0.0, False, 0, w.s_tag[slot])
 
 
 @unmanaged
@@ -352,6 +439,7 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
     w.wait_hist[:] = 0
     w.seconds[:, :] = 0.0
     w.instances[:, :] = 0.0
+    w.inst_hist[:, :] = 0
     w.ints[I_NSAMPLES] = 0
     serving = int(st[ST.serving])
     workers = serving * int(p[P.workers_per_instance])
@@ -366,6 +454,9 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
     for k in range(workers):
         if not w.w_busy[k]:
             free_add(w, k)
+    refresh_views(w, t0, serving)
+    if w.ints[I_BALANCER] == POOLED:
+        sync_free(w, int(p[P.workers_per_instance]))
     if mode == MODE_PIPELINE:
         if flags & FLUSH:
             w.expiry[:] = -_INF
@@ -380,8 +471,9 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
         for k in range(i * wpi, (i + 1) * wpi):
             if w.qs[Q_LEN, i] == 0:
                 break
-            if w.free_pos[k] >= 0:
-                free_remove(w, k)
+            if not w.w_busy[k]:
+                if w.free_pos[k] >= 0:
+                    free_remove(w, k)
                 push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
     while w.ints[I_FREE] > 0 and w.qs[Q_LEN, w.qs.shape[1] - 1] > 0:
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
@@ -446,8 +538,19 @@ def _dispatch(
 ) -> None:
     """A balancer other than pooled: its client chooses an instance; a free worker there takes the request,
     else it waits in that instance's queue."""
-    client, i = choose(w, w.ints[I_ENABLED] // int(p[P.workers_per_instance]), x)
+    client, i = choose(w, x)
+    if i < 0:  # nothing in this client's rotation
+        decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        return
     picked(w, client, i)
+    if w.health[i] == REFUSE:  # connection refused: the client learns at once
+        answered(w, client, i, x, REFUSED_S, False, 0.0)
+        decide(w, O_REFUSED, REFUSED_S, False, second, tag)
+        w.instances[N_ERRORS, i] += 1.0
+        inst_hist_add(w, i, REFUSED_S)
+        if tag >= 0:
+            w.samples[tag, X_INSTANCE] = i
+        return
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
         if w.free_pos[k] >= 0:
@@ -484,8 +587,10 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
     count as timeouts now; busy time up to the end counts toward utilization."""
     timeout = p[P.timeout_s]
     qs = w.qs
+    pooled = qs.shape[1] - 1
     for qid in range(qs.shape[1]):  # each queue in arrival order, from the first not counted before
         slot = qs[Q_CURSOR, qid]
+        where = WHERE_QUEUE if qid == pooled else _where(w, qid, 1.0, 0.0)
         while slot >= 0:
             gave_up = w.s_arrival[slot] + timeout
             if gave_up > t1:
@@ -493,7 +598,9 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
             tag = w.s_tag[slot]
             if tag >= 0:  # still waiting when its client gave up: it waited at least the timeout
                 w.samples[tag, X_WAIT] = timeout * 1000.0
-            decide(w, O_TIMEOUT, timeout, True, second_of(t0, gave_up), tag)
+            timed_out(w, where, timeout, True, second_of(t0, gave_up), tag)
+            if qid != pooled:
+                inst_hist_add(w, qid, timeout)
             slot = w.s_next[slot]
         qs[Q_CURSOR, qid] = slot
     enabled = w.ints[I_ENABLED]
@@ -502,8 +609,13 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
             continue
         gave_up = w.w_arrival[k] + timeout
         if t0 < gave_up <= t1:
-            decide(w, O_TIMEOUT, timeout, w.w_start[k] > w.w_arrival[k], second_of(t0, gave_up), w.w_tag[k])
-        if k < enabled:
+            start = w.w_start[k]
+            where = WHERE_DEAD
+            if w.w_held[k] == 0:
+                where = _where(w, w.w_instance[k], start - w.w_arrival[k], gave_up - start)
+            timed_out(w, where, timeout, start > w.w_arrival[k], second_of(t0, gave_up), w.w_tag[k])
+            inst_hist_add(w, w.w_instance[k], timeout)
+        if k < enabled and w.w_held[k] == 0:  # a dead instance's held connections are no work
             start = w.w_start[k]
             w.measures[M_BUSY] += t1 - (start if start > t0 else t0)
     if sample_every > 0:  # a sample belongs to its minute: forget the tags of what is still in flight
@@ -571,6 +683,10 @@ def request_minute(
             x = next_warm
         if x >= t1:
             break
+        if x >= w.reals[R_NEXT_VIEW]:  # a balancer learns of a registry change
+            refresh_views(w, x, w.ints[I_ENABLED] // int(p[P.workers_per_instance]))
+            if w.ints[I_BALANCER] == POOLED:
+                sync_free(w, int(p[P.workers_per_instance]))
         while x >= sec_next and sec < 60:
             w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
             w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]

@@ -15,6 +15,7 @@ from oncallsim.model.errors import InvalidInput
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
+from oncallsim.model.request.discovery import register_initial
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.world import (
     HIST_BIN_S,
@@ -76,7 +77,9 @@ def queue_only_world(
     )
     st = np.zeros(len(STATE_SCHEMA))
     st[ST.serving] = servers // workers_per_instance
-    return kernel_params(params), new_world(params, seed), st
+    world = new_world(params, seed)
+    register_initial(world, servers // workers_per_instance, params)
+    return kernel_params(params), world, st
 
 
 def simulate_mmn(

@@ -62,10 +62,13 @@ MAX_SAMPLES = 2_000
     I_DISCIPLINE,
     I_QUEUE_LIMIT,
     I_DEADLINES,
-) = range(16)
+    I_PROTECTING,
+    I_SELF_PROTECTION,
+    I_ZONE_END,
+) = range(19)
 # qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
-N_INTS = 16
+N_INTS = 19
 # cq[...]: each queue's discipline state (disciplines.py)
 (
     CQ_FIRST_ABOVE,
@@ -83,7 +86,15 @@ B_OUT, B_LAG, B_SUCCESS, B_CPU, B_STAMP, B_PICK = range(6)
 # reals[...]
 R_NEXT_STREAM = 0  # queue-only mode: the next arrival of the Poisson stream
 R_TARGET, R_INTERVAL, R_LIFO_THRESHOLD = 1, 2, 3  # the queue discipline's constants (s, s, share)
-N_REALS = 4
+R_NEXT_VIEW = 4  # the next time a balancer's view of the registry changes (instances.py)
+R_ZONE_SHARE = 5  # the share of the instance slots in the zone that is off the network (0: none)
+N_REALS = 6
+
+# an instance's health (instances.py): serving; connection refused (crashed); accepts and never answers
+# (hung, still renewing its registration); off the network (its zone is out: no answers, no renewals)
+UP, REFUSE, HANG, OFFLINE = range(4)
+HEALTH = ("up", "refuse", "hang", "offline")
+REFUSED_S = 0.001  # a refused connection fails this fast
 
 # measures[...], reset every minute
 (
@@ -112,8 +123,16 @@ N_REALS = 4
     M_PRESENT,
     M_DROPPED,
     M_ABANDONED,
-) = range(25)
-N_MEASURES = 25
+    M_REFUSED,
+    M_TO_QUEUE,
+    M_TO_SLOW,
+    M_TO_DEAD,
+    M_TO_SERVICE,
+) = range(30)
+N_MEASURES = 30
+# where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
+# service (its CPU and database reads)
+WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
 
 # per-second lines: sec[line, second]
 S_ARRIVALS, S_COMPLETED, S_ERRORS, S_QUEUE, S_IN_FLIGHT = range(5)
@@ -135,8 +154,9 @@ SAMPLE_FIELDS = (
     "response_ms",
 )
 (X_ARRIVAL, X_LOW, X_OUTCOME, X_HIT, X_WAIT, X_SERVICE, X_QUERIES, X_INSTANCE, X_RESPONSE) = range(9)
-OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped")
-O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED = range(7)
+OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped", "refused")
+O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED = range(8)
+INSTANCE_HIST_BIN_S = 1e-3  # per-instance latency histograms: 1 ms bins (the fleet view's p99)
 
 
 class World(NamedTuple):
@@ -182,6 +202,21 @@ class World(NamedTuple):
     arrivals: npt.NDArray[np.float64]  # the minute's arrival times (grown before a minute that needs more)
     bal: npt.NDArray[np.float64]  # bal[B_…, client, instance]: what each client's balancer knows
     rr: npt.NDArray[np.int64]  # each client's round-robin position
+    w_held: npt.NDArray[np.bool_]  # the worker holds a connection its dead instance never answers
+    speed: npt.NDArray[np.float64]  # per instance: 1 healthy; a slow one takes 1/speed times the CPU time
+    health: npt.NDArray[np.int64]  # per instance: UP, REFUSE, HANG, OFFLINE
+    ejected: npt.NDArray[np.int64]  # per instance: 1 when the operator took it out of rotation
+    reg: npt.NDArray[np.int64]  # per instance: 1 while the registry lists it (discovery.py)
+    reg_prev: npt.NDArray[np.int64]  # the listing before its last change
+    reg_at: npt.NDArray[np.float64]  # when the listing last changed (s); balancers learn of it later
+    evict_at: npt.NDArray[np.float64]  # a coming eviction within the minute (s), ∞ none
+    renew_stop: npt.NDArray[np.float64]  # since when the instance no longer renews (s), ∞ while it does
+    reg_since: npt.NDArray[np.float64]  # when its listing began: it renews every interval from then (s)
+    replacing: npt.NDArray[np.int64]  # per instance: 1 while a fresh one boots to take its place
+    view_lag: npt.NDArray[np.float64]  # per client: how long after a change its long-poll learns of it (s)
+    rot: npt.NDArray[np.int64]  # rot[client, j]: the instances in that client's rotation
+    nrot: npt.NDArray[np.int64]  # how many; the last row (MAX_CLIENTS) is the pooled balancer's
+    inst_hist: npt.NDArray[np.int64]  # per instance: response times of the minute (1 ms bins, timeouts last)
 
 
 def partitions_of(params: Params) -> tuple[int, float]:
@@ -217,6 +252,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
     ints[I_WFREE] = WARMUP_CONCURRENCY
     ints[I_SFREE] = queue_capacity
     ints[I_CLIENTS] = 1
+    ints[I_SELF_PROTECTION] = 1
     return World(
         gen=seeded(seed),
         ints=ints,
@@ -258,6 +294,21 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         arrivals=np.zeros(1024),
         bal=_balancer_views(params.max_fleet),
         rr=np.full(MAX_CLIENTS, -1, dtype=np.int64),
+        w_held=np.zeros(workers, dtype=np.bool_),
+        speed=np.ones(params.max_fleet),
+        health=np.zeros(params.max_fleet, dtype=np.int64),
+        ejected=np.zeros(params.max_fleet, dtype=np.int64),
+        reg=np.ones(params.max_fleet, dtype=np.int64),  # listed since ever (discovery.register_initial)
+        reg_prev=np.ones(params.max_fleet, dtype=np.int64),
+        reg_at=np.full(params.max_fleet, -np.inf),
+        evict_at=np.full(params.max_fleet, np.inf),
+        renew_stop=np.full(params.max_fleet, np.inf),
+        reg_since=np.zeros(params.max_fleet),
+        replacing=np.zeros(params.max_fleet, dtype=np.int64),
+        view_lag=np.zeros(MAX_CLIENTS),
+        rot=np.zeros((MAX_CLIENTS + 1, params.max_fleet), dtype=np.int64),
+        nrot=np.zeros(MAX_CLIENTS + 1, dtype=np.int64),
+        inst_hist=np.zeros((params.max_fleet, round(params.timeout_s / INSTANCE_HIST_BIN_S) + 2), dtype=np.int64),
     )
 
 
@@ -317,6 +368,13 @@ def _balancer_views(instances: int) -> npt.NDArray[np.float64]:
     bal[B_CPU] = CPU_START
     bal[B_PICK] = -np.inf
     return bal
+
+
+def world_settings(world: World) -> dict[str, Any]:
+    """The operator's settings the world holds (``controls.WORLD_SETTINGS``)."""
+    from oncallsim.model.request.balancers import BALANCERS
+
+    return {"balancer": BALANCERS[int(world.ints[I_BALANCER])], "self_protection": bool(world.ints[I_SELF_PROTECTION])}
 
 
 def set_balancer(world: World, name: str, clients: int = 1) -> None:

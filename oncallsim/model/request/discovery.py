@@ -1,0 +1,101 @@
+"""Service discovery, as Eureka and Bilibili's discovery do it (reference §7), at each minute's start.
+
+Instances register when they are ready and renew every ``renew_interval_s`` from then; a crashed instance, or
+one whose zone is off the network, stops renewing (a hung process still renews: its heartbeat runs). Every
+``evict_check_s`` (checks at whole multiples of it) the registry evicts the instances last renewed more than
+``evict_after_s`` before, so an eviction comes 90–150 s after the last renewal with the defaults — unless
+**self-protection** is on and the renewals of the last minute fell below ``self_protection_threshold`` of those
+expected: then it evicts nobody (a network split looks like mass death; the registry keeps its list). Scale-in
+deregisters an instance cleanly (every balancer stops at once).
+
+Instance health only changes at a minute's start (scenario events, the operator's actions), so every check of
+the minute is computed here in advance; an eviction later in the minute is applied by the compiled loop at its
+time (``instances.refresh_views``), and each balancer learns of a change after its long-poll delay.
+"""
+
+from __future__ import annotations
+
+import math
+
+from oncallsim.model.events import Event
+from oncallsim.model.params import Params
+from oncallsim.model.request.world import HANG, I_CLIENTS, I_PROTECTING, UP, World
+
+__all__ = ["register_initial", "registry_minute"]
+
+_GOLDEN = 0.6180339887498949
+
+
+def register_initial(w: World, serving: int, params: Params) -> None:
+    """The opening fleet, registered long ago, its renewals spread over the interval (no draw); each client's
+    long-poll delay. (A new world lists every slot, so that a minute played on its own balances over all.)"""
+    for i in range(len(w.reg)):
+        listed = 1 if i < serving else 0
+        w.reg[i] = listed
+        w.reg_prev[i] = listed
+        w.reg_at[i] = -math.inf
+        w.reg_since[i] = -params.renew_interval_s * ((i * _GOLDEN) % 1.0)
+    clients = int(w.ints[I_CLIENTS])
+    for c in range(clients):
+        w.view_lag[c] = params.registry_poll_s * (c + 0.5) / clients
+
+
+def _renewals(since: float, stop: float, a: float, b: float, every: float) -> int:
+    """Renewals at since + j·every (j ≥ 0, the registration itself first) in (a, min(b, stop)]."""
+    hi = min(b, stop)
+    if hi < since or hi <= a:
+        return 0
+    last = math.floor((hi - since) / every)
+    if a < since:
+        return last + 1
+    return last - math.floor((a - since) / every)
+
+
+def _last_renewal(since: float, stop: float, at: float, every: float) -> float:
+    hi = min(at, stop)
+    return since + math.floor((hi - since) / every) * every
+
+
+def registry_minute(w: World, t: int, serving: int, params: Params, self_protection: bool) -> list[Event]:
+    """The registry from minute ``t``'s start to its end: who registers, deregisters, stops renewing and is
+    evicted (now or later in the minute). Returns the events the operator sees."""
+    t0 = 60.0 * t
+    events: list[Event] = []
+    every = params.renew_interval_s
+    for i in range(len(w.reg)):
+        if i >= serving:
+            if w.reg[i] or w.reg_prev[i]:  # scale-in (or a slot never used): deregistered, seen at once
+                w.reg[i] = w.reg_prev[i] = 0
+                w.reg_at[i] = t0
+            w.evict_at[i] = math.inf
+            w.renew_stop[i] = math.inf
+            continue
+        renewing = int(w.health[i]) in (UP, HANG)
+        if renewing:
+            w.renew_stop[i] = math.inf
+            if not w.reg[i] and math.isinf(w.evict_at[i]):  # ready, recovered, or back online: it registers
+                w.reg_prev[i] = 0
+                w.reg[i] = 1
+                w.reg_at[i] = t0
+                w.reg_since[i] = t0
+        elif math.isinf(w.renew_stop[i]):
+            w.renew_stop[i] = t0
+    check = params.evict_check_s
+    c = math.ceil(t0 / check) * check
+    while c < t0 + 60.0:
+        listed = [i for i in range(serving) if w.reg[i] and math.isinf(w.evict_at[i])]
+        expected = sum(_renewals(w.reg_since[i], math.inf, c - 60.0, c, every) for i in listed)
+        actual = sum(_renewals(w.reg_since[i], w.renew_stop[i], c - 60.0, c, every) for i in listed)
+        below = expected > 0 and actual < params.self_protection_threshold * expected
+        protecting = below and self_protection
+        if protecting != bool(w.ints[I_PROTECTING]):
+            w.ints[I_PROTECTING] = 1 if protecting else 0
+            events.append(Event("self_protection_engaged" if protecting else "self_protection_cleared"))
+        if not protecting:
+            for i in listed:
+                last = _last_renewal(w.reg_since[i], w.renew_stop[i], c, every)
+                if c - last > params.evict_after_s:
+                    w.evict_at[i] = c
+                    events.append(Event("instance_evicted", instance=i))
+        c += check
+    return events

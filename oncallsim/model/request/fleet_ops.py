@@ -1,0 +1,205 @@
+"""What happens to instances at a minute's start: the scenario's faults (slow, crash, hang, revive, a zone
+off the network) and the operator's actions (the balancer, self-protection, eject, readmit, replace).
+
+Both change the request engine's world only (the minute model has no instances). An action is checked against
+the run's state when it is given (``check_instance_action``: an instance that is not there, ejecting the last
+one in rotation); one that no longer fits when its minute comes (the instance was scaled in meanwhile) is
+reported as an event and changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oncallsim.model.controls import CONTROL_SPECS
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.events import Event
+from oncallsim.model.fields import ST
+from oncallsim.model.params import Params
+from oncallsim.model.plan import InstanceFault
+from oncallsim.model.request.balancers import BALANCERS, CPU_START, SUCCESS_START
+from oncallsim.model.request.world import (
+    B_CPU,
+    B_LAG,
+    B_PICK,
+    B_STAMP,
+    B_SUCCESS,
+    HANG,
+    I_BALANCER,
+    I_SELF_PROTECTION,
+    I_ZONE_END,
+    OFFLINE,
+    R_ZONE_SHARE,
+    REFUSE,
+    UP,
+    World,
+)
+
+__all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "zone_slots"]
+
+_GOLDEN = 0.6180339887498949
+_FAULT_EVENTS = {
+    "slow": "instance_slow",
+    "crash": "instance_crashed",
+    "hang": "instance_hung",
+    "revive": "instance_revived",
+}
+
+
+def in_zone(i: int, share: float) -> bool:
+    """Whether instance slot ``i`` lies in the zone holding ``share`` of the slots (spread evenly, no draw)."""
+    return ((i + 1) * _GOLDEN) % 1.0 < share
+
+
+def zone_slots(count: int, share: float) -> list[int]:
+    return [i for i in range(count) if in_zone(i, share)]
+
+
+def _rotating(w: World, serving: int) -> list[int]:
+    return [i for i in range(serving) if w.reg[i] and not w.ejected[i]]
+
+
+def check_instance_action(w: World, serving: int, control: str, value: Any) -> None:
+    """Refuse an action on an instance the fleet does not have, or one that cannot take it now."""
+    if control not in ("eject", "readmit", "replace"):
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < serving:
+        raise InvalidInput(control, f"no instance {value!r}: the serving instances are 0 to {serving - 1}")
+    if control == "eject":
+        if w.ejected[value]:
+            raise InvalidInput(control, f"instance {value} is already out of rotation (readmit puts it back)")
+        if _rotating(w, serving) == [value]:
+            raise InvalidInput(
+                control, f"instance {value} is the last one in rotation: ejecting it would stop all traffic"
+            )
+    elif control == "readmit" and not w.ejected[value]:
+        raise InvalidInput(control, f"instance {value} is not ejected")
+    elif control == "replace" and w.replacing[value]:
+        raise InvalidInput(control, f"instance {value} is already being replaced")
+
+
+def _hold_in_flight(w: World, i: int, fate: int, wpi: int) -> None:
+    """The requests a dying instance is serving: refused at their next step (a crash), or held until their
+    clients give up (a hang, a lost network)."""
+    for k in range(i * wpi, (i + 1) * wpi):
+        if w.w_busy[k] and w.w_held[k] == 0:
+            w.w_held[k] = fate
+            w.w_queries[k] = 0
+
+
+def _fresh_views(w: World, i: int) -> None:
+    """A new instance at slot ``i``: no client has statistics of it yet."""
+    w.bal[B_LAG, :, i] = 0.0
+    w.bal[B_SUCCESS, :, i] = SUCCESS_START
+    w.bal[B_CPU, :, i] = CPU_START
+    w.bal[B_STAMP, :, i] = 0.0
+    w.bal[B_PICK, :, i] = -np.inf
+
+
+def apply_faults(w: World, faults: Iterable[InstanceFault], t: int, serving: int, wpi: int) -> list[Event]:
+    """The scenario's instance events of minute ``t``, and the zone outage's start, continuation and end."""
+    events: list[Event] = []
+    if w.ints[I_ZONE_END] and t >= w.ints[I_ZONE_END]:
+        for i in range(len(w.health)):
+            if w.health[i] == OFFLINE:
+                w.health[i] = UP
+        w.ints[I_ZONE_END] = 0
+        w.reals[R_ZONE_SHARE] = 0.0
+        events.append(Event("zone_back"))
+    for f in faults:
+        if f.minute != t:
+            continue
+        if f.what == "zone":
+            w.reals[R_ZONE_SHARE] = f.share
+            w.ints[I_ZONE_END] = t + f.minutes if f.minutes > 0 else 1 << 40
+            down = sum(1 for i in zone_slots(serving, f.share))
+            events.append(Event("zone_down", n=down))
+            continue
+        i = -1 - int(f.pick) if f.pick < 0 else math.floor(f.pick * serving)
+        if i >= serving:
+            events.append(Event("instance_gone", instance=i, name=f.what))
+            continue
+        if f.what == "slow":
+            w.speed[i] = f.speed
+        elif f.what == "crash":
+            w.health[i] = REFUSE
+            _hold_in_flight(w, i, 1, wpi)
+        elif f.what == "hang":
+            w.health[i] = HANG
+            _hold_in_flight(w, i, 2, wpi)
+        else:
+            w.health[i] = UP
+            w.speed[i] = 1.0
+        events.append(Event(_FAULT_EVENTS[f.what], instance=i))
+    share = w.reals[R_ZONE_SHARE]
+    if share > 0.0:  # the zone's slots are unreachable, those that booted into it too
+        for i in zone_slots(serving, share):
+            if w.health[i] != OFFLINE:
+                w.health[i] = OFFLINE
+                _hold_in_flight(w, i, 2, wpi)
+    return events
+
+
+def apply_world_actions(
+    w: World,
+    vec: npt.NDArray[np.float64],
+    actions: Iterable[tuple[str, Any]],
+    t: int,
+    params: Params,
+) -> list[Event]:
+    """The operator's request-engine controls, in the order given; and the replacements that are ready."""
+    events: list[Event] = []
+    serving = int(vec[ST.serving])
+    t0 = 60.0 * t
+    for name, value in actions:
+        if name == "balancer":
+            w.ints[I_BALANCER] = BALANCERS.index(value)
+            events.append(Event("setting", name=name, value=value))
+        elif name == "self_protection":
+            w.ints[I_SELF_PROTECTION] = 1 if value else 0
+            events.append(Event("setting", name=name, value=bool(value)))
+        elif name in ("eject", "readmit", "replace"):
+            try:
+                check_instance_action(w, serving, name, value)
+            except InvalidInput:
+                events.append(Event("instance_gone", instance=value, name=name))
+                continue
+            if name == "eject":
+                w.ejected[value] = 1
+                events.append(Event("instance_ejected", instance=value))
+            elif name == "readmit":
+                w.ejected[value] = 0
+                events.append(Event("instance_readmitted", instance=value))
+            else:
+                w.replacing[value] = t + params.boot_delay_min + 1  # the minute it is ready, + 1 (0: none)
+                events.append(Event("replacement_started", instance=value))
+        elif CONTROL_SPECS[name].engines == ("request",):
+            raise AssertionError(f"request-engine control {name!r} has no effect here")
+    for i in range(len(w.replacing)):
+        due = int(w.replacing[i]) - 1
+        if due < 0:
+            continue
+        if i >= serving:  # scaled in meanwhile: nothing to replace
+            w.replacing[i] = 0
+            continue
+        if t < due:  # the fresh instance boots, billed like any instance
+            vec[ST.cost_so_far] += params.instance_price_per_hour / 60.0
+            continue
+        w.replacing[i] = 0
+        w.health[i] = UP
+        w.speed[i] = 1.0
+        w.ejected[i] = 0
+        w.reg_prev[i] = 0  # the old one deregistered, the new one registered: balancers learn of it
+        w.reg[i] = 1
+        w.reg_at[i] = t0
+        w.reg_since[i] = t0
+        w.renew_stop[i] = math.inf
+        w.evict_at[i] = math.inf
+        _fresh_views(w, i)
+        events.append(Event("instance_replaced", instance=i))
+    return events

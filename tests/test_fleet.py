@@ -1,0 +1,180 @@
+"""The fleet as instances (issue 10): health, discovery with self-protection, the operator's instance actions,
+the request-only controls refused on the minute engine, and the two fleet scenarios."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from oncallsim import Simulation
+from oncallsim.batch.runs import run_seeds
+from oncallsim.model import InvalidInput, Params
+from oncallsim.model.request.discovery import registry_minute
+from oncallsim.model.request.fleet_ops import in_zone, zone_slots
+from oncallsim.model.request.world import OFFLINE, REFUSE, new_world
+from oncallsim.policies import load_policy
+
+# A small, quick service: 4 instances of 4 workers, few hot objects.
+SMALL = {"workers_per_instance": 4, "max_fleet": 8, "hot_objects": 2000.0, "base_requests_per_s": 100.0}
+
+
+def small_sim(scenario: str = "free-play", **overrides: object) -> Simulation:
+    return Simulation(
+        scenario,
+        seed=3,
+        overrides={**SMALL, "floor": 4, "autoscaler": False, **overrides},
+        minutes=30,
+        engine="request",
+    )
+
+
+# --- discovery -----------------------------------------------------------------------------------------
+
+
+def _registry(serving: int) -> tuple[object, Params]:
+    params = Params(max_fleet=serving)
+    world = new_world(params, 0)
+    from oncallsim.model.request.discovery import register_initial
+
+    register_initial(world, serving, params)
+    return world, params
+
+
+@pytest.mark.parametrize("phase_instance", range(12))
+def test_eviction_comes_90_to_150_s_after_the_last_renewal(phase_instance: int) -> None:
+    """Renewals every 30 s, checks every 60 s, evict past 90 s: the eviction lands in (90, 150] s."""
+    world, params = _registry(12)
+    registry_minute(world, 0, 12, params, True)
+    world.health[phase_instance] = REFUSE  # crashes at minute 1's start: no renewal from then
+    evicted_at = math.inf
+    for t in range(1, 6):
+        events = registry_minute(world, t, 12, params, True)
+        if any(e.code == "instance_evicted" for e in events):
+            evicted_at = float(world.evict_at[phase_instance])
+            break
+    since = float(world.reg_since[phase_instance])
+    last = since + math.floor((60.0 - since) / params.renew_interval_s) * params.renew_interval_s
+    assert 90.0 < evicted_at - last <= 150.0, (evicted_at, last)
+
+
+@pytest.mark.parametrize(("dead", "protects"), [(3, False), (4, True)])
+def test_self_protection_engages_exactly_below_85_percent_of_expected_renewals(dead: int, protects: bool) -> None:
+    """20 instances, 2 renewals a minute each: 3 dead leave 85 % (not below: evictions go on), 4 leave 80 %."""
+    world, params = _registry(20)
+    registry_minute(world, 0, 20, params, True)
+    for i in range(dead):
+        world.health[i] = OFFLINE
+    codes: list[str] = []
+    for t in range(1, 5):
+        codes += [e.code for e in registry_minute(world, t, 20, params, True)]
+    assert ("self_protection_engaged" in codes) is protects
+    assert ("instance_evicted" in codes) is not protects
+
+
+def test_without_self_protection_the_registry_evicts_the_dead() -> None:
+    world, params = _registry(20)
+    registry_minute(world, 0, 20, params, False)
+    for i in range(8):
+        world.health[i] = OFFLINE
+    codes: list[str] = []
+    for t in range(1, 5):
+        codes += [e.code for e in registry_minute(world, t, 20, params, False)]
+    assert codes.count("instance_evicted") == 8 and "self_protection_engaged" not in codes
+
+
+def test_a_zone_is_an_even_spread_of_the_slots() -> None:
+    for share in (0.3, 0.35, 0.4):
+        members = zone_slots(1000, share)
+        assert abs(len(members) / 1000 - share) < 0.01
+        assert all(in_zone(i, share) for i in members)
+
+
+# --- health and the operator's actions ---------------------------------------------------------------------
+
+
+def test_a_crashed_instance_refuses_at_once_and_p2c_routes_around_it() -> None:
+    rates = {}
+    for balancer in ("round-robin", "p2c"):
+        sim = small_sim(balancer=balancer)
+        sim.run(until=5)
+        sim.inject({"kind": "instance", "what": "crash", "at_between": ["08:06", "08:06"], "instance": 1})
+        records = sim.run(until=12)
+        last = records[-1]
+        assert last.extras is not None and last.extras["instances"]["health"][1] == "refuse"
+        rates[balancer] = sum(r.error_dead_instance for r in records[-5:]) / 5
+        assert last.p99_ms < 1000.0  # refused connections fail fast: no timeouts
+    assert rates["round-robin"] > 0.15  # a quarter of the traffic refused
+    assert rates["p2c"] < rates["round-robin"] / 5
+
+
+def test_eject_readmit_and_replace_change_the_rotation() -> None:
+    sim = small_sim(balancer="round-robin")
+    sim.step()
+    record = sim.step([("eject", 2)])
+    assert any(e.code == "instance_ejected" for e in record.events)
+    record = sim.step()  # it finished what it held last minute; now it gets nothing
+    lines = record.extras["instances"]  # type: ignore[index]
+    assert lines["ejected"][2] == 1 and lines["served"][2] == 0 and lines["served"][1] > 0
+    record = sim.step([("readmit", 2), ("replace", 3)])
+    assert record.extras["instances"]["ejected"][2] == 0  # type: ignore[index]
+    assert record.extras["instances"]["replacing"][3] == 1  # type: ignore[index]
+    codes = [e.code for r in sim.run(until=8) for e in r.events]
+    assert "instance_replaced" in codes
+
+
+@pytest.mark.parametrize(
+    ("action", "value", "words"),
+    [
+        ("eject", 9, "no instance 9"),
+        ("readmit", 1, "not ejected"),
+        ("eject", "fourteen", "instance id"),
+        ("balancer", "fastest", "one of pooled"),
+    ],
+)
+def test_bad_instance_actions_name_the_field_and_change_nothing(action: str, value: object, words: str) -> None:
+    sim = small_sim()
+    sim.step()
+    before = sim.state.vec.copy(), sim.state.world.ejected.copy()
+    with pytest.raises(InvalidInput) as err:
+        sim.step([(action, value)])
+    assert err.value.field == action and words in str(err.value)
+    assert sim.minute == 1 and (sim.state.vec == before[0]).all() and (sim.state.world.ejected == before[1]).all()
+
+
+def test_ejecting_the_last_instance_in_rotation_is_refused() -> None:
+    sim = small_sim(floor=2)
+    sim.step([("eject", 0)])
+    with pytest.raises(InvalidInput, match="last one in rotation"):
+        sim.step([("eject", 1)])
+
+
+def test_the_minute_engine_refuses_the_request_engines_settings_naming_it() -> None:
+    with pytest.raises(InvalidInput, match="request engine") as err:
+        Simulation("free-play", overrides={"balancer": "p2c"}, engine="minute")
+    assert err.value.field == "balancer"
+    sim = Simulation("free-play", engine="minute", minutes=3)
+    with pytest.raises(InvalidInput, match="--engine request"):
+        sim.step([("eject", 0)])
+    with pytest.raises(InvalidInput, match="request engine"):
+        Simulation("slow-instance", engine="minute")
+
+
+def test_fleet_runs_are_deterministic() -> None:
+    def play() -> list[object]:
+        sim = Simulation("zone-outage", seed=11, minutes=40)
+        return [r.to_dict() for r in sim.run(policy=load_policy("textbook"))]
+
+    assert play() == play()
+
+
+# --- the scenarios on held-out seeds -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["slow-instance", "zone-outage"])
+def test_hands_off_fails_and_textbook_passes_on_held_out_seeds(scenario: str) -> None:
+    seeds = [101, 202]
+    hands_off = run_seeds(scenario, seeds)
+    textbook = run_seeds(scenario, seeds, "textbook")
+    assert all(r["objectives_passed"] < r["objectives_total"] for r in hands_off)
+    assert all(r["objectives_passed"] == r["objectives_total"] for r in textbook), textbook
