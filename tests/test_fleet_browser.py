@@ -207,6 +207,31 @@ def test_the_diagrams_fleet_box_opens_the_view(server: str, page: Any) -> None:
     assert page.locator("#fleet-tiles").is_visible()
 
 
+def test_the_view_speaks_the_pages_language(server: str, page: Any) -> None:
+    from oncallsim.i18n import LANGUAGES, translations
+
+    other = next((code for code in LANGUAGES if code != "en"), None)
+    if other is None:
+        pytest.skip("no language but English has a catalog")
+    run_id = _run(server, 1)
+    # a page of its own (the language chosen is remembered in a cookie: the other tests stay in English)
+    own = page.context.browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        _speaks(own, server, run_id, other, translations(other).gettext)
+    finally:
+        own.context.close()
+
+
+def _speaks(page: Any, server: str, run_id: str, other: str, gettext: Any) -> None:
+    page.goto(f"{server}/runs/{run_id}?lang={other}")
+    page.wait_for_function("() => document.getElementById('fleet').dataset.minute === '0'")
+    assert page.locator("#fleet-title").inner_text() == gettext("Fleet")
+    assert _tile(page, 0).locator('[data-field="build"] dt').text_content() == gettext("Build")
+    replace = _tile(page, 0).locator('[data-act="replace"]')
+    assert replace.text_content() == gettext("Replace")
+    assert replace.get_attribute("aria-label") == gettext("Replace {id} with a fresh instance").replace("{id}", "i-00")
+
+
 def test_a_minute_engine_run_has_no_fleet_view(server: str, page: Any) -> None:
     run_id = _run(server, 2, engine="minute")
     page.goto(f"{server}/runs/{run_id}")
