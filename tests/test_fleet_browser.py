@@ -105,7 +105,7 @@ def test_a_request_run_shows_a_tile_per_instance_with_its_fields(server: str, pa
         assert (values[field] != "—") == (line in lists), (field, values[field])
     share = lists["served"][0] / sum(lists["served"])
     assert values["share"] == f"{round(100 * share)} %", values["share"]
-    assert page.locator("#fleet-summary").inner_text().startswith(f"{count} instances")
+    assert page.locator("#fleet-summary").inner_text().startswith(f"Instances: {count} ·")
     # a word on every tile, not a colour alone
     states = page.locator("#fleet-tiles .tile-state").all_inner_texts()
     assert len(states) == count and all(s.strip() for s in states)
@@ -301,7 +301,7 @@ def test_every_state_has_its_colour_and_word_and_a_missing_field_shows_a_dash(se
     dashed = ["health", "speed", "rotation", "in_flight", "queue", "cpu", "p99"]
     assert [_tile(page, 0).locator(f'[data-field="{f}"] dd').inner_text() for f in dashed] == ["—"] * len(dashed)
     assert _tile(page, 1).locator('[data-field="share"] dd').inner_text() == "75 %"
-    assert "— in rotation" in page.locator("#fleet-summary").inner_text()
+    assert "in rotation: —" in page.locator("#fleet-summary").inner_text()
 
 
 OVERFLOW = """() => {
