@@ -22,8 +22,8 @@ import orjson
 
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.model import MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord, RunPlan
-from oncallsim.model.controls import coerce_control_value
+from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord, RunPlan
+from oncallsim.model.controls import WORLD_SETTINGS, check_engine, coerce_control_value
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
 from oncallsim.simulation import Action, RunFile, Simulation, load_actions
@@ -136,7 +136,11 @@ class LiveRun:
             "minute": self.sim.minute,
             "length": self.sim.length,
             "clock": self.sim.plan.clock(self.sim.minute),
-            "controls": {name: getattr(controls, name) for name in SETTINGS},
+            "controls": {
+                name: getattr(controls, name)
+                for name in (*SETTINGS, *WORLD_SETTINGS)
+                if self.sim.engine.name in CONTROL_SPECS[name].engines
+            },
             "pending": [a.to_dict() for a in self.pending],
         }
 
@@ -222,6 +226,8 @@ class LiveRun:
         if not isinstance(control, str):
             raise InvalidInput("control", f"must be a control name, got {control!r}"[:200])
         checked = coerce_control_value(control, value)
+        check_engine(control, self.sim.engine.name)  # the run's engine has it, and its state can take it now
+        self.sim.engine.check_action(self.sim.state, control, checked)
         self._check_rate()
         async with self._writing:
             if self.done:

@@ -25,6 +25,7 @@ from oncallsim.model.request.engine import minute_count
 from oncallsim.model.request.generator import splitmix64
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
 from oncallsim.model.request.world import (
+    HEALTH,
     HIST_BIN_S,
     I_NSAMPLES,
     INSTANCE_LINES,
@@ -32,7 +33,9 @@ from oncallsim.model.request.world import (
     SAMPLE_FIELDS,
     SECOND_LINES,
     X_OUTCOME,
+    World,
     new_world,
+    set_balancer,
     with_room,
 )
 from oncallsim.simulation import RunFile, Simulation
@@ -81,6 +84,7 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
     st[ST.bad_build_share] = record.bad_build_share
     st[ST.warmup_left] = 1.0 if record.warmup_active else 0.0
     world = new_world(params, _seed_for(seed, record.minute))
+    restore_fleet(world, record.extras or {})
     count = minute_count(record.requests_per_s)
     world = with_room(world, count)
     rec = np.zeros(len(NUMERIC_FIELDS))
@@ -93,6 +97,19 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
     every = max(1, count // SAMPLED)
     request_minute(p, world, 1, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, every)
     return _describe(record, params, world, rec, ext, stable, source_engine, every)
+
+
+def restore_fleet(world: World, extras: dict[str, Any]) -> None:
+    """A request-engine record's fleet as the zoom replays it: its balancer, and each instance's health, speed,
+    listing and ejection as they stood at the minute's end (a change within the minute is not replayed)."""
+    if "balancer" in extras:
+        set_balancer(world, extras["balancer"], int(extras.get("clients", 1)))
+    lines = extras.get("instances", {})
+    for i, health in enumerate(lines.get("health", ())):
+        world.health[i] = HEALTH.index(health)
+        world.speed[i] = float(lines["speed"][i])
+        world.reg[i] = world.reg_prev[i] = int(lines["registered"][i])
+        world.ejected[i] = int(lines["ejected"][i])
 
 
 def _describe(
