@@ -188,6 +188,26 @@ def test_a_refused_action_shows_the_servers_message(server: str, page: Any) -> N
     assert _tile(page, 0).locator(".tile-note").inner_text() == ""
 
 
+def test_the_server_refuses_a_stale_tiles_action_and_the_view_says_why(server: str, page: Any) -> None:
+    if not _has_instance_actions(server):
+        pytest.skip("the engine's instance actions (eject, readmit, replace) are not in this build yet")
+    run_id = _run(server, 1)
+    _open(page, server, run_id, 0)
+    # a tile that shows i-03 ejected when it is not (a record the page drew late): its Readmit is refused
+    record = _last_record(server, run_id)
+    lines = record["extras"]["instances"]
+    lines["ejected"] = [1 if i == 3 else 0 for i in range(len(lines["ejected"]))]
+    record["minute"] = 5
+    page.evaluate("(r) => document.dispatchEvent(new CustomEvent('oncallsim:record', {detail: r}))", record)
+    page.wait_for_function("() => document.getElementById('fleet').dataset.minute === '5'")
+    _tile(page, 3).get_by_role("button", name="Put i-03 back in rotation").click()
+    page.wait_for_function("() => document.getElementById('fleet').dataset.result === 'refused'")
+    banner = page.locator("#error")
+    assert banner.is_visible()
+    assert banner.inner_text().startswith("readmit:"), banner.inner_text()
+    assert "3" in banner.inner_text()
+
+
 def test_the_actions_are_off_once_the_run_is_over(server: str, page: Any) -> None:
     run_id = _run(server, 1)
     _open(page, server, run_id, 0)
