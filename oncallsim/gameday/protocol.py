@@ -56,7 +56,7 @@ class Say(_Message):
     text: StrictStr = Field(max_length=2 * MAX_TEXT)  # checked precisely by check_text
 
 
-class Clock(_Message):
+class Pace(_Message):
     type: Literal["pause", "resume", "step", "close"]
 
 
@@ -84,7 +84,7 @@ class Reveal(_Message):
     seq: StrictInt = Field(ge=0, le=2**31)
 
 
-Message = Annotated[Join | Act | Say | Clock | Speed | Inject | Reveal, Field(discriminator="type")]
+Message = Annotated[Join | Act | Say | Pace | Speed | Inject | Reveal, Field(discriminator="type")]
 ClientMessage: TypeAdapter[Any] = TypeAdapter(Message)
 
 

@@ -1,16 +1,19 @@
 """A game-day room: one live run shared by a facilitator and a team, its players, and its log.
 
-The run is an ordinary live run (``web.live.LiveRun``: the server's clock, actions logged before they apply)
-whose messages go through the room: each person gets what their role may see (a hidden fault's own events
-are masked from the players; its symptoms are not). Every change is written to the store first, then applied
-and sent to everyone in the order it was applied. A refusal goes to the one who sent it, and nothing changes.
+The run is an ordinary live run (the web console's ``LiveRun``, made by the ``RunFactory`` the web layer passes
+in: the server's clock, actions logged before they apply) whose messages go through the room: each person gets
+what their role may see (a hidden fault's own events are masked from the players; its symptoms are not). Every
+change is written to the store first, then applied and sent to everyone in the order it was applied. A refusal
+goes to the one who sent it, and nothing changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -25,10 +28,26 @@ from oncallsim.scenarios.spec import Scenario
 from oncallsim.simulation import Action, Simulation, load_actions
 from oncallsim.store.rooms import LogEntry, RoomRow, RoomStore
 from oncallsim.store.sqlite import RunStore
-from oncallsim.web.clock import Clock, spawn
-from oncallsim.web.live import LiveRun, check_speed, wire_record
 
-__all__ = ["Room", "RoomManager", "Seat"]
+__all__ = ["Room", "RoomManager", "RunFactory", "Seat", "SharedRun"]
+
+log = logging.getLogger("oncallsim.web")
+_tasks: set[asyncio.Task[Any]] = set()
+
+
+def _spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+    """A background task kept until it ends (the loop holds only a weak reference), its failure logged."""
+    task = asyncio.get_running_loop().create_task(coro, name=name)
+    _tasks.add(task)
+
+    def done(t: asyncio.Task[Any]) -> None:
+        _tasks.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.error("background task %s failed", t.get_name(), exc_info=t.exception())
+
+    task.add_done_callback(done)
+    return task
+
 
 DIFFICULTY = "hard"  # no automatic pauses: the facilitator paces the exercise
 PLAYER_KINDS = {"action", "message", "status", "join", "control", "reveal", "close"}
@@ -46,30 +65,59 @@ class Seat:
         return self.role == roles.FACILITATOR
 
 
-class RoomRun(LiveRun):
-    """A live run whose messages go to the room (which filters them per seat) instead of straight out."""
+class SharedRun(Protocol):
+    """What a room needs of its live run (the web console's ``LiveRun``, whose ``broadcast`` goes to the room)."""
 
-    room: Room | None = None
+    id: str
+    sim: Simulation
+    speed: int
+    pending: list[Action]
+    ended: str | None
+    report: Report | None
+    figure_json: str | None
+    room: Any
+    _writing: asyncio.Lock
 
-    def broadcast(self, message: dict[str, Any]) -> None:
-        if self.room is not None:
-            self.room.relay(message)
+    @property
+    def done(self) -> bool: ...
+    def _check_rate(self) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def subscribe(self) -> asyncio.Queue[str | None]: ...
+    def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None: ...
+    async def pause(self, held_by: str = "user") -> None: ...
+    async def resume(self) -> None: ...
+    async def set_speed(self, speed: Any) -> None: ...
+    async def step_once(self) -> None: ...
+    async def end(self, how: str = "ended") -> None: ...
+    async def debrief_ready(self) -> bool: ...
+    def run_file(self) -> Any: ...
+    def start(self) -> None: ...
+    async def stop(self) -> None: ...
 
-    def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
-        """A minute, its position written every minute (a room is a handful of people for an hour or two: a
-        restart resumes at the minute everyone saw, not a few minutes before)."""
-        super().advance(progress)
-        if self.sim.minute % 15 != 0:
-            self.background_write(self.store.set_progress, self.id, self.sim.minute)
+
+class RunFactory(Protocol):
+    """How the web layer makes a room's live run, and how it shows a minute (its wire form)."""
+
+    def new(self, room_id: str, sim: Simulation, store: RoomStore, speed: int, paused: bool) -> SharedRun: ...
+    def wire(self, record: Any, sim: Simulation) -> dict[str, Any]: ...
+    async def stop(self) -> None: ...
 
 
 class Room:
     def __init__(
-        self, room_id: str, title: str, live: RoomRun, store: RoomStore, facilitator_hash: str, player_token: str
+        self,
+        room_id: str,
+        title: str,
+        live: SharedRun,
+        store: RoomStore,
+        facilitator_hash: str,
+        player_token: str,
+        wire: Any,
     ) -> None:
         self.id = room_id
         self.title = title
         self.live = live
+        self.wire = wire  # record → its wire form (RunFactory.wire)
         self.store = store
         self.facilitator_hash = facilitator_hash
         self.player_token = player_token
@@ -165,7 +213,7 @@ class Room:
     def snapshot(self, seat: Seat) -> dict[str, Any]:
         live = self.live
         full = seat.facilitator or live.done
-        records = [wire_record(r, live.sim.plan) for r in live.sim.timeline]
+        records = [self.wire(r, live.sim) for r in live.sim.timeline]
         if not full:
             records = [self.mask_record(r) for r in records]
         out: dict[str, Any] = {
@@ -284,7 +332,7 @@ class Room:
         roles.require(seat.role, "facilitate")
         live = self.live
         if kind == "speed":
-            await live.set_speed(check_speed(value))
+            await live.set_speed(value)
         elif kind == "pause":
             await live.pause()
         elif kind == "resume":
@@ -305,7 +353,7 @@ class Room:
 
     def debrief_soon(self) -> None:
         if self._debriefing is None and self.debrief is None:
-            self._debriefing = spawn(self._make_debrief(), name=f"debrief-room-{self.id}")
+            self._debriefing = _spawn(self._make_debrief(), name=f"debrief-room-{self.id}")
 
     async def _make_debrief(self) -> None:
         ready = await self.live.debrief_ready()
@@ -370,22 +418,21 @@ def _entry(data: dict[str, Any]) -> LogEntry:
 class RoomManager:
     """The rooms in memory, backed by the store; a room not in memory is rebuilt from its log (off the loop)."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, runs: RunFactory) -> None:
         self.store = RoomStore(store)
+        self.runs = runs
         self.rooms: dict[str, Room] = {}
         self.created: dict[str, str] = {}
-        self.clock = Clock(self.store)
         self._lock = asyncio.Lock()
 
     async def create(self, sim: Simulation, title: str, speed: int) -> tuple[Room, str]:
         """A new room, paused at its first minute (the facilitator starts it); returns it and the facilitator's
         token (kept only as its hash)."""
-        speed = check_speed(speed)
         facilitator, player = tokens.new_token(), tokens.new_token()
         run = sim.run_file().model_copy(update={"difficulty": DIFFICULTY})
         room_id = await self.store.write(self.store.create_room, title, run, speed, tokens.digest(facilitator), player)
-        live = RoomRun(room_id, sim, self.store, speed, True, clock=self.clock, difficulty=DIFFICULTY)
-        room = Room(room_id, title, live, self.store, tokens.digest(facilitator), player)
+        live = self.runs.new(room_id, sim, self.store, speed, True)
+        room = Room(room_id, title, live, self.store, tokens.digest(facilitator), player, self.runs.wire)
         self.rooms[room_id] = room
         live.start()
         return room, facilitator
@@ -417,14 +464,14 @@ class RoomManager:
         sim = Simulation.from_run_file(run)
         logged = load_actions(run.actions)
         sim.run(logged, until=run.played)
-        live = RoomRun(row.id, sim, self.store, row.speed, row.held, clock=self.clock, difficulty=DIFFICULTY)
+        live = self.runs.new(row.id, sim, self.store, row.speed, row.held)
         live.pending = [a for a in logged if a.minute >= sim.minute]
         if row.status in ("finished", "closed") and not sim.done:
             live.ended = "ended"
         if row.summary is not None:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
-        room = Room(row.id, row.title, live, self.store, row.facilitator_hash, row.player_token)
+        room = Room(row.id, row.title, live, self.store, row.facilitator_hash, row.player_token, self.runs.wire)
         room.players = dict(row.players)
         room.log = list(row.log)
         revealed = {e.data.get("seq") for e in row.log if e.kind == "reveal"}
@@ -434,7 +481,7 @@ class RoomManager:
                 room.waiting[e.seq] = (int(e.data["at_minute"]), set(codes))
                 room.masks[e.seq] = set()
         for r in sim.timeline:
-            room._note_minute(wire_record(r, sim.plan))
+            room._note_minute(self.runs.wire(r, sim))
         self.created[row.id] = row.created_at
         return room
 
@@ -450,4 +497,4 @@ class RoomManager:
             if not live.done:
                 await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
             await live.stop()
-        await self.clock.stop()
+        await self.runs.stop()

@@ -19,15 +19,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from oncallsim.gameday import Room, RoomManager, Seat
-from oncallsim.gameday.protocol import MAX_TEXT, Act, Clock, Inject, Join, Reveal, Say, Speed, parse_frame
+from oncallsim.gameday.protocol import MAX_TEXT, Act, Inject, Join, Pace, Reveal, Say, Speed, parse_frame
 from oncallsim.gameday.roles import PLAYER_ROLES, ROLE_LABELS
-from oncallsim.model import CONTROL_SPECS, InvalidInput
+from oncallsim.gameday.room import DIFFICULTY
+from oncallsim.model import CONTROL_SPECS, InvalidInput, MinuteRecord
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED, Simulation
+from oncallsim.store.rooms import RoomStore
 from oncallsim.web.api import MESSAGES_PER_SECOND, NewRun, random_seed
-from oncallsim.web.live import SPEEDS
+from oncallsim.web.clock import Clock
+from oncallsim.web.live import PROGRESS_EVERY_MIN, SPEEDS, LiveRun, check_speed, wire_record
 from oncallsim.web.pages import render
 
 __all__ = ["router"]
@@ -37,12 +40,49 @@ log = logging.getLogger("oncallsim.web")
 JOIN_TIMEOUT_S = 60.0  # a socket that never says who it is
 
 
+class RoomRun(LiveRun):
+    """A live run whose messages go to its room (which filters them per seat) instead of straight out."""
+
+    room: Any = None
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        if self.room is not None:
+            self.room.relay(message)
+
+    def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
+        """A minute, its position written every minute (a room is a handful of people for an hour or two: a
+        restart resumes at the minute everyone saw, not a few minutes before)."""
+        super().advance(progress)
+        if self.sim.minute % PROGRESS_EVERY_MIN != 0:
+            self.background_write(self.store.set_progress, self.id, self.sim.minute)
+
+
+class RoomRuns:
+    """The rooms' live runs: one clock for all of them (on the rooms' store), the console's wire form."""
+
+    def __init__(self) -> None:
+        self.clock: Clock | None = None
+
+    def new(self, room_id: str, sim: Simulation, store: RoomStore, speed: int, paused: bool) -> RoomRun:
+        check_speed(speed)
+        if self.clock is None:
+            self.clock = Clock(store)
+        return RoomRun(room_id, sim, store, speed, paused, clock=self.clock, difficulty=DIFFICULTY)
+
+    def wire(self, record: MinuteRecord, sim: Simulation) -> dict[str, Any]:
+        return wire_record(record, sim.plan)
+
+    async def stop(self) -> None:
+        if self.clock is not None:
+            await self.clock.stop()
+
+
 def rooms_of(request: Request | WebSocket) -> RoomManager:
     """The app's rooms, made on first use (they share the run store: one SQLite file, one writer)."""
     state = request.app.state
     manager = getattr(state, "rooms", None)
     if manager is None:
-        manager = state.rooms = RoomManager(state.store)
+        manager = state.rooms = RoomManager(state.store, RoomRuns())
     return manager  # type: ignore[no-any-return]
 
 
@@ -96,6 +136,7 @@ async def create_room(request: Request, new: NewRoom) -> dict[str, Any]:
     def build() -> Simulation:
         return Simulation(scenario, seed=seed, clock=new.clock or None, minutes=new.minutes, engine=engine)
 
+    check_speed(new.speed)
     sim = await asyncio.to_thread(build)
     title = new.title.strip() or scenario.title
     room, facilitator = await rooms_of(request).create(sim, title, new.speed)
@@ -171,7 +212,7 @@ async def dispatch(room: Room, seat: Seat, message: Any) -> None:
         await room.reveal(seat, message.seq)
     elif isinstance(message, Speed):
         await room.control(seat, "speed", message.value)
-    elif isinstance(message, Clock):
+    elif isinstance(message, Pace):
         await room.control(seat, message.type)
     elif isinstance(message, Join):
         raise InvalidInput("message", "already joined")
