@@ -301,3 +301,28 @@ def test_request_engine_faults_only_on_request_rooms(client: TestClient) -> None
         assert not only & {f["kind"] for f in snap["faults"]}
         fac.send_json({"type": "inject", "kind": sorted(only)[0], "at": "08:05"})
         assert "request engine only" in until(fac, lambda m: m["type"] == "error")["message"]
+
+
+def test_a_hidden_instance_crash_on_the_request_engine_replays(client: TestClient) -> None:
+    if "instance" not in {f["kind"] for f in fault_menu("request")}:
+        pytest.skip("the scenario schema has no instance fault")
+    room = new_room(client, engine="request", minutes=20)
+    path = f"/gameday/{room['id']}/ws"
+    facilitator, player = key(room["facilitator_url"]), key(room["player_url"])
+    with client.websocket_connect(path) as fac, client.websocket_connect(path) as ann:
+        snap = join(fac, facilitator)
+        assert {"instance", "zone_outage"} <= {f["kind"] for f in snap["faults"]}
+        join(ann, player, "Ann", "operations")
+        fac.send_json({"type": "inject", "kind": "instance", "at": "08:02", "values": {"what": "crash", "instance": 0}})
+        log_of(fac, "inject")
+        fac.send_json({"type": "inject", "kind": "instance", "at": "08:03", "values": {"what": "melt"}})
+        assert "fault.what: must be one of" in until(fac, lambda m: m["type"] == "error")["message"]
+        for _ in range(4):
+            fac.send_json({"type": "step"})
+        codes = [e["code"] for m in range(4) for e in minute_of(fac, m)["record"]["events"]]
+        assert "instance_crashed" in codes
+        seen = [e["code"] for m in range(4) for e in minute_of(ann, m)["record"]["events"]]
+        assert "instance_crashed" not in seen
+        run = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": facilitator, "what": "run"})
+    replayed = Simulation.replay(RunFile.model_validate(run.json()))
+    assert any(e.code == "instance_crashed" for r in replayed.timeline for e in r.events if hasattr(e, "code"))

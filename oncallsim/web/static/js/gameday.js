@@ -143,7 +143,10 @@
     revealed.clear();
     for (const r of records) showEvents(r);
     if (records.length) showRecord(records[records.length - 1], true);
-    else spark();
+    else {
+      for (const name of METRICS) $("m-" + name).textContent = S.none; // nothing measured before the first minute
+      spark();
+    }
     for (const entry of snap.log) addLog(entry);
     showPlayers(snap.players);
     buildControls();
