@@ -127,8 +127,11 @@ def test_tokens_roles_attribution_and_refusals(client: TestClient) -> None:
         assert "at most 280" in until(ann, lambda m: m["type"] == "error")["message"]
         ann.send_json({"type": "status", "text": "investigating"})  # the communications role's
         assert until(ann, lambda m: m["type"] == "error")["field"] == "role"
-        fac.send_json({"type": "inject", "kind": "surge", "at": "", "values": {"peak": 99}})
-        assert until(fac, lambda m: m["type"] == "error")["field"].startswith("fault")
+        fac.send_json({"type": "inject", "kind": "meteor", "at": ""})  # an unknown fault
+        assert "must be one of deploy, flush, surge" in until(fac, lambda m: m["type"] == "error")["message"]
+        surge = {"peak": 0.5, "rise_min": 5, "decay_min": 10}  # a fault size out of range
+        fac.send_json({"type": "inject", "kind": "surge", "at": "", "values": surge})
+        assert "peak multiplier must be >= 1" in until(fac, lambda m: m["type"] == "error")["message"]
         fac.send_json({"type": "inject", "kind": "flush", "at": "08:00"})
         assert "too early" in until(fac, lambda m: m["type"] == "error")["message"]
         bob.send_json({"type": "message", "text": "<b>looking</b> at the cache"})

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -50,6 +52,7 @@ def _spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
 
 
 DIFFICULTY = "hard"  # no automatic pauses: the facilitator paces the exercise
+MESSAGES_PER_MINUTE = 30
 PLAYER_KINDS = {"action", "message", "status", "join", "control", "reveal", "close"}
 
 
@@ -128,6 +131,7 @@ class Room:
         self.waiting: dict[int, tuple[int, set[str]]] = {}  # hidden fault's seq → (minute, codes not yet seen)
         self.debrief: dict[str, Any] | None = None
         self._debriefing: asyncio.Task[None] | None = None
+        self._said: dict[str, deque[float]] = {}  # name → when they last wrote (the channel's rate limit)
         live.room = self
 
     # --- who may enter ------------------------------------------------------------------------------------
@@ -284,12 +288,23 @@ class Room:
         (the facilitator: shown to the team in the debrief)."""
         roles.require(seat.role, {"message": "message", "status": "status", "note": "facilitate"}[kind])
         self._open()
+        self._check_chat_rate(seat)
         await self._log(
             kind,
             seat.name,
             seat.role,
             {"text": check_text(text), "clock": self.live.sim.plan.clock(self.live.sim.minute)},
         )
+
+    def _check_chat_rate(self, seat: Seat) -> None:
+        """At most ``MESSAGES_PER_MINUTE`` lines a person in any 60 s (a channel, not a flood)."""
+        now = time.monotonic()
+        recent = self._said.setdefault(seat.name, deque())
+        while recent and now - recent[0] > 60.0:
+            recent.popleft()
+        if len(recent) >= MESSAGES_PER_MINUTE:
+            raise InvalidInput("text", f"at most {MESSAGES_PER_MINUTE} messages a minute; wait a moment")
+        recent.append(now)
 
     async def inject(self, seat: Seat, kind: str, at: str, values: dict[str, Any], hidden: bool) -> LogEntry:
         """A fault from the menu: validated by the scenario schema, added to the run's scenario (so the run file
