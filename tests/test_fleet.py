@@ -178,3 +178,24 @@ def test_hands_off_fails_and_textbook_passes_on_held_out_seeds(scenario: str) ->
     textbook = run_seeds(scenario, seeds, "textbook")
     assert all(r["objectives_passed"] < r["objectives_total"] for r in hands_off)
     assert all(r["objectives_passed"] == r["objectives_total"] for r in textbook), textbook
+
+
+# --- the server side's overload controls, live (issue 11's groundwork) ----------------------------------------
+
+
+def test_queue_discipline_limit_and_deadlines_are_live_controls() -> None:
+    sim = small_sim(balancer="round-robin")
+    sim.step()
+    record = sim.step([("queue_limit", 50), ("queue_discipline", "codel"), ("deadline_propagation", True)])
+    assert [e.code for e in record.events][:3] == ["setting", "setting", "setting"]
+    controls = sim.state.controls
+    assert (controls.queue_limit, controls.queue_discipline, controls.deadline_propagation) == (50, "codel", True)
+    sim.step([("queue_limit", 0)])
+    with pytest.raises(InvalidInput, match="queue_limit first"):
+        sim.step([("queue_discipline", "adaptive-lifo")])
+    sim.step([("queue_limit", 50)])
+    record = sim.step([("queue_discipline", "adaptive-lifo"), ("queue_limit", 0)])  # each fine alone, not together
+    assert [e.code for e in record.events][:2] == ["setting", "not_applied"]
+    assert (sim.state.controls.queue_discipline, sim.state.controls.queue_limit) == ("adaptive-lifo", 50)
+    with pytest.raises(InvalidInput, match="engine"):
+        Simulation("free-play", overrides={"queue_discipline": "codel"}, engine="minute")

@@ -206,6 +206,41 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             section="discovery",
         ),
         ControlSpec(
+            "queue_discipline",
+            "choice",
+            "Queue discipline",
+            "How each instance's queue is served: fifo; codel (drops a request that waited past 5 ms while the "
+            "queue has stood above that for 100 ms: it answers 503 at once); adaptive-lifo (newest first once "
+            "the queue is past 80 % of its limit, with CoDel). A drop is an error at once, not a timeout.",
+            "fifo",
+            choices=("fifo", "codel", "adaptive-lifo"),
+            engines=REQUEST_ONLY,
+            section="overload",
+        ),
+        ControlSpec(
+            "queue_limit",
+            "int",
+            "Queue limit",
+            "Requests a queue may hold (0 = no limit); one more is answered 503 at once. adaptive-lifo needs one.",
+            0,
+            0,
+            100_000,
+            "requests",
+            step=10,
+            engines=REQUEST_ONLY,
+            section="overload",
+        ),
+        ControlSpec(
+            "deadline_propagation",
+            "bool",
+            "Deadline propagation",
+            "Requests carry their client's deadline: an instance drops work whose client has given up, before "
+            "starting it and before each database read, instead of spending capacity on answers nobody waits for.",
+            False,
+            engines=REQUEST_ONLY,
+            section="overload",
+        ),
+        ControlSpec(
             "eject",
             "instance",
             "Eject",
@@ -307,6 +342,9 @@ class Controls:
     recommendations: bool = True
     balancer: str = "pooled"  # the request engine's (its world holds them)
     self_protection: bool = True
+    queue_discipline: str = "fifo"
+    queue_limit: int = 0
+    deadline_propagation: bool = False
 
     def __post_init__(self) -> None:
         for name in (*SETTINGS, *WORLD_SETTINGS):

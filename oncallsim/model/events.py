@@ -69,6 +69,10 @@ EVENT_TEXTS: dict[str, tuple[str, str]] = {
     "instance_readmitted": ("instance {instance} back in rotation", "instance {instance} back in rotation"),
     "replacement_started": ("replacing instance {instance}", "replacing instance {instance}"),
     "instance_replaced": ("instance {instance} replaced by a fresh one", "instance {instance} replaced by a fresh one"),
+    "not_applied": (
+        "{name} = {value} not applied: adaptive-lifo needs a queue limit",
+        "{name} = {value} not applied: adaptive-lifo needs a queue limit",
+    ),
     "instance_gone": (
         "instance {instance} is gone: {name} not applied",
         "instance {instance} is gone: {name} not applied",

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
+from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P
@@ -34,6 +35,7 @@ from oncallsim.model.request.world import (
     World,
     new_world,
     set_balancer,
+    set_resilience,
     with_room,
 )
 from oncallsim.model.rng import Mulberry32, normal_pair_k
@@ -101,6 +103,9 @@ class RequestEngine:
         world = new_world(params, seed)
         set_balancer(world, controls.balancer, params.clients)
         world.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
+        if controls.queue_discipline == "adaptive-lifo" and controls.queue_limit == 0:
+            raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
+        set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
         register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params

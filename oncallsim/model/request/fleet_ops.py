@@ -29,15 +29,23 @@ from oncallsim.model.request.world import (
     B_PICK,
     B_STAMP,
     B_SUCCESS,
+    DISCIPLINES,
     HANG,
     I_BALANCER,
+    I_DISCIPLINE,
+    I_QUEUE_LIMIT,
     I_SELF_PROTECTION,
     I_ZONE_END,
     OFFLINE,
+    R_INTERVAL,
+    R_LIFO_THRESHOLD,
+    R_TARGET,
     R_ZONE_SHARE,
     REFUSE,
     UP,
     World,
+    set_resilience,
+    world_settings,
 )
 
 __all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "zone_slots"]
@@ -66,6 +74,12 @@ def _rotating(w: World, serving: int) -> list[int]:
 
 def check_instance_action(w: World, serving: int, control: str, value: Any) -> None:
     """Refuse an action on an instance the fleet does not have, or one that cannot take it now."""
+    if control == "queue_discipline" and value == "adaptive-lifo" and not w.ints[I_QUEUE_LIMIT]:
+        raise InvalidInput(
+            control, "adaptive-lifo serves the newest first past a share of the queue's limit: set queue_limit first"
+        )
+    if control == "queue_limit" and value == 0 and w.ints[I_DISCIPLINE] == DISCIPLINES.index("adaptive-lifo"):
+        raise InvalidInput(control, "adaptive-lifo needs a queue limit: choose another queue_discipline first")
     if control not in ("eject", "readmit", "replace"):
         return
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < serving:
@@ -163,6 +177,23 @@ def apply_world_actions(
         elif name == "self_protection":
             w.ints[I_SELF_PROTECTION] = 1 if value else 0
             events.append(Event("setting", name=name, value=bool(value)))
+        elif name in ("queue_discipline", "queue_limit", "deadline_propagation"):
+            current = world_settings(w)
+            current[name] = value
+            try:  # two settings of one minute can conflict (adaptive-lifo without a limit): the later one waits
+                set_resilience(
+                    w,
+                    current["queue_discipline"],
+                    current["queue_limit"],
+                    current["deadline_propagation"],
+                    w.reals[R_TARGET] * 1000.0,
+                    w.reals[R_INTERVAL] * 1000.0,
+                    w.reals[R_LIFO_THRESHOLD],
+                )
+            except InvalidInput:
+                events.append(Event("not_applied", name=name, value=value))
+                continue
+            events.append(Event("setting", name=name, value=value))
         elif name in ("eject", "readmit", "replace"):
             try:
                 check_instance_action(w, serving, name, value)

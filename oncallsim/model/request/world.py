@@ -374,7 +374,13 @@ def world_settings(world: World) -> dict[str, Any]:
     """The operator's settings the world holds (``controls.WORLD_SETTINGS``)."""
     from oncallsim.model.request.balancers import BALANCERS
 
-    return {"balancer": BALANCERS[int(world.ints[I_BALANCER])], "self_protection": bool(world.ints[I_SELF_PROTECTION])}
+    return {
+        "balancer": BALANCERS[int(world.ints[I_BALANCER])],
+        "self_protection": bool(world.ints[I_SELF_PROTECTION]),
+        "queue_discipline": DISCIPLINES[int(world.ints[I_DISCIPLINE])],
+        "queue_limit": int(world.ints[I_QUEUE_LIMIT]),
+        "deadline_propagation": bool(world.ints[I_DEADLINES]),
+    }
 
 
 def set_balancer(world: World, name: str, clients: int = 1) -> None:
