@@ -329,3 +329,20 @@ def test_a_hidden_instance_crash_on_the_request_engine_replays(client: TestClien
         run = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": facilitator, "what": "run"})
     replayed = Simulation.replay(RunFile.model_validate(run.json()))
     assert any(e.code == "instance_crashed" for r in replayed.timeline for e in r.events if hasattr(e, "code"))
+
+
+def test_pages_and_bad_requests(client: TestClient) -> None:
+    assert 'href="/gameday"' in client.get("/").text
+    page = client.get("/gameday")
+    assert page.status_code == 200 and "Create the room" in page.text
+    assert client.get("/gameday/0123456789ab").status_code == 404
+    bad = client.post("/api/gameday/rooms", json={"scenario": "nope"})
+    assert bad.status_code == 422 and "scenario" in bad.json()["error"]
+    bad = client.post("/api/gameday/rooms", json={"scenario": "free-play", "speed": 3})
+    assert bad.status_code == 422 and bad.json()["field"] == "speed"
+    room = new_room(client)
+    wrong = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": "x" * 30, "what": "room"})
+    assert wrong.status_code == 422 and wrong.json()["field"] == "token"
+    with client.websocket_connect(f"/gameday/{room['id']}/ws") as ws:
+        ws.send_json({"type": "action", "control": "rollback"})  # acting before joining
+        assert until(ws, lambda m: m["type"] == "refused")["message"].startswith("message: join first")
