@@ -116,6 +116,7 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
         .render(
             language=language,
             direction=direction(language),
+            language_name=LANGUAGE_NAMES.get(language, language),
             number_symbols=number_symbols(language),
             languages=[
                 (code, name, request.url.path + "?" + urlencode([*query, ("lang", code)])) for code, name in pickable
