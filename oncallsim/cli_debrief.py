@@ -11,15 +11,15 @@ from rich.table import Table
 
 from oncallsim.cli_common import load_run_file, write_whole
 from oncallsim.debrief import Report, make_report
-from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, render_html
-from oncallsim.i18n import LANGUAGE_NAMES, languages
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, localize_args, render_html
+from oncallsim.i18n import DEFAULT_LANGUAGE, LANGUAGE_NAMES, languages, translations
 from oncallsim.model import InvalidInput
 from oncallsim.policies import counterfactuals
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import Simulation
 from oncallsim.store.runfiles import vet_run_file
 
-__all__ = ["check_language", "debrief", "make_debrief", "print_debrief", "write_html_report"]
+__all__ = ["check_language", "debrief", "make_debrief", "print_debrief", "print_debrief_in", "write_html_report"]
 
 
 @overload
@@ -72,6 +72,53 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
         )
 
 
+def print_debrief_in(report: Report, title: str, language: str, console: Console | None = None) -> None:
+    """The terminal's debrief in ``language``: the same sentences and labels as the web page's, from the catalog."""
+    if language == DEFAULT_LANGUAGE:
+        print_debrief(report, console)
+        return
+    console = console or Console(highlight=False)
+    tr = translations(language)
+    _ = tr.gettext
+    verdict = f"[green]{_('✔ all objectives met')}[/]" if report.passed else f"[red]{_('✘ objectives missed')}[/]"
+    length = tr.ngettext("%(n)s minute", "%(n)s minutes", report.minutes) % {"n": report.minutes}
+    console.print(f"\n[bold]{_('Debrief')} — {title}[/] ({_('seed')} {report.seed}, {length}): {verdict}")
+    for template, args in report.headline_parts:
+        console.print("  " + (_(template) % localize_args(args, language) if args else _(template)), markup=False)
+    if report.objectives:
+        card = Table(title=_("Score card"), title_justify="left")
+        for column in (_("Objective"), _("Result")):
+            card.add_column(column)
+        card.add_column(_("Measured"), justify="right")
+        for o in report.objectives:
+            name = (_(o.template) % o.args if o.args else _(o.template)) if o.template else o.name
+            passed = f"[green]{_('✔ passed')}[/]" if o.passed else f"[red]{_('✘ failed')}[/]"
+            card.add_row(name, passed, fmt_objective(o, language))
+        console.print(card)
+    compare = Table(title=_("Compared with what would have happened otherwise"), title_justify="left")
+    compare.add_column("")
+    compare.add_column(_("you"), justify="right")
+    for name in report.counterfactuals:
+        compare.add_column(_(name), justify="right")
+    for label, key, kind in COMPARISONS:
+        values = [fmt(getattr(c, key), kind, language) for c in report.counterfactuals.values()]
+        compare.add_row(_(label), fmt(getattr(report, key), kind, language), *values)
+    console.print(compare)
+    causes = ", ".join(
+        f"{_(CAUSE_LABELS.get(k, k))} {fmt(v, 'pct', language)}" for k, v in report.budget_spent_by_cause.items()
+    )
+    console.print(f"{_('Where the error budget went')}: {causes}", markup=False)
+    split = report.cost_split
+    parts = [
+        (_("base fleet"), split.base_fleet),
+        (_("extra instances"), split.extra_instances),
+        (_("rollback's double billing"), split.rollback_double_billing),
+    ]
+    console.print(
+        f"{_('What it cost')}: " + ", ".join(f"{k} {fmt(v, 'usd', language)}" for k, v in parts), markup=False
+    )
+
+
 def check_language(language: str) -> str:
     """--lang: one of the languages the catalogs have (a clear error naming them, never a silent English)."""
     code = language.strip().lower()
@@ -108,7 +155,7 @@ def debrief(
     language = check_language(lang)
     sim = vet_run_file(load_run_file(run_file), str(run_file))
     report, others = make_debrief(sim, with_runs=True)
-    print_debrief(report)
+    print_debrief_in(report, scenario_text(sim.scenario, "title", language), language)
     if json_out is not None:
         write_whole(json_out, report.model_dump_json(indent=2) + "\n")
     if html is not None:

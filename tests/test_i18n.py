@@ -360,6 +360,7 @@ def test_debrief_html_report_in_danish(tmp_path: Path) -> None:
     sim.run_file().save(run_file)
     done = CliRunner().invoke(app, [str(run_file), "--html", str(report), "--lang", "da"])
     assert done.exit_code == 0, done.output
+    assert translations("da").gettext("Compared with what would have happened otherwise") in done.output  # terminal too
     page = report.read_text(encoding="utf-8")
     assert '<html lang="da" dir="ltr">' in page and translations("da").gettext("Score card") in page
     assert translations("da").gettext("Score card") != "Score card"

@@ -222,7 +222,24 @@ def translate_moves(text: str, language: str) -> str | None:
 
 def localize_args(args: Mapping[str, Any], language: str) -> dict[str, Any]:
     """A sentence's arguments (an event, an action the core named in English) in ``language``."""
-    return {k: translate_text(v, language) if isinstance(v, str) else v for k, v in args.items()}
+    return {k: localize_value(v, language) if isinstance(v, str) else v for k, v in args.items()}
+
+
+def localize_value(value: str, language: str) -> str:
+    """An argument the core formatted in English: a number ("3.3%", "$3.42", "1,234") rewritten in the
+    language's symbols, any other text translated."""
+    if language == DEFAULT_LANGUAGE:
+        return value
+    money = re.fullmatch(r"\$(\d[\d,]*(?:\.\d+)?)", value)
+    if money:
+        return format_money(float(money.group(1).replace(",", "")), language)
+    percent = re.fullmatch(r"(\d[\d,]*(?:\.(\d+))?)\s?%", value)
+    if percent:
+        return format_percent(float(percent.group(1).replace(",", "")) / 100, language, len(percent.group(2) or ""))
+    number = re.fullmatch(r"\d[\d,]*(?:\.(\d+))?", value)
+    if number:
+        return format_number(float(value.replace(",", "")), language, len(number.group(1) or ""))
+    return translate_text(value, language)
 
 
 def localize_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
