@@ -60,7 +60,13 @@
       key += has(key + "." + plurals.select(args.n)) ? "." + plurals.select(args.n) : ".other";
     }
     const shown = { ...args };
-    for (const [name, value] of Object.entries(shown)) if (typeof value === "number") shown[name] = number(value, Number.isInteger(value) ? 0 : 2);
+    // a setting's value as its control shows it (a fraction in percent), any other number in the page's symbols
+    const control = event.code === "setting" ? document.getElementById("c-" + args.name) : null;
+    for (const [name, value] of Object.entries(shown)) {
+      if (typeof value !== "number") continue;
+      if (name === "value" && control && control.dataset.kind === "fraction") shown[name] = percent(value, Number.isInteger(100 * value) ? 0 : 1);
+      else shown[name] = number(value, Number.isInteger(value) ? 0 : Math.min(3, (String(value).split(".")[1] || "").length));
+    }
     return has(key) ? t(key, shown) : event.text;
   }
 
