@@ -91,12 +91,28 @@ def page_catalog(language: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
 def negotiate(requested: str | None, accept_language: str | None, remembered: str | None = None) -> str:
     """?lang= first, then the language remembered in the cookie, then the browser's Accept-Language, then English."""
     candidates = [requested or "", remembered or ""]
-    candidates += [part.split(";")[0].strip() for part in (accept_language or "").split(",")]
+    candidates += [tag for _q, tag in sorted(_weighted(accept_language or ""), key=lambda w: -w[0])]
     for candidate in candidates:
         code = candidate.lower().split("-")[0]
         if code in languages():
             return code
     return DEFAULT_LANGUAGE
+
+
+def _weighted(header: str) -> list[tuple[float, str]]:
+    """Accept-Language's tags with their weights (``da, en;q=0.5``); a malformed weight counts as 0."""
+    found = []
+    for part in header.split(",")[:40]:
+        tag, _, params = part.strip().partition(";")
+        weight = 1.0
+        if params.strip().startswith("q="):
+            try:
+                weight = float(params.strip()[2:])
+            except ValueError:
+                weight = 0.0
+        if tag:
+            found.append((weight, tag.strip()))
+    return found
 
 
 # ---- placeholders: a translation keeps every placeholder of its source ------------------------------------------

@@ -56,6 +56,9 @@ def test_server_translations_load() -> None:
         assert negotiate(None, f"{language}-XX,{language};q=0.9,en;q=0.5") == language
     assert negotiate("xx", None) == "en"  # no catalog: English
     assert negotiate(None, "xx-YY,xx;q=0.9") == "en"
+    assert negotiate(None, "en;q=0.3, hy;q=0.8, da;q=0.5") == "hy"  # the browser's weights decide
+    assert negotiate(None, "da;q=oops, ar") == "ar"
+    assert negotiate(None, "da", remembered="zu") == "zu" and negotiate("ar", "da", remembered="zu") == "ar"
 
 
 class _Text(HTMLParser):
