@@ -142,6 +142,7 @@ def test_no_english_text_on_any_page_in_another_language(site: tuple[str, Any]) 
         "/play?scenario=surge&seed=3",
         "/leaderboard?scenario=surge&seed=3",
         "/play?scenario=nope&seed=3",  # an error page
+        "/gameday",  # a game day's facilitator page
         f"/runs/{run_id}",
         f"/runs/{run_id}/debrief",
         f"/runs/{run_id}/whatif?kind=rollback_at_page",
