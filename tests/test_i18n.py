@@ -283,7 +283,7 @@ def test_every_built_in_scenario_has_its_texts_in_every_language() -> None:
             table = data.get(sid, {})
             for field in ("title", "summary", "briefing"):
                 assert str(table.get(field, "")).strip(), f"{language}/scenarios.toml: [{sid}] has no {field}"
-                if scenario is not None:
+                if scenario is not None and field != "title":  # a title may be a loan word ("Flash crowd")
                     assert table[field].strip() != getattr(scenario, field).strip(), f"{language}: [{sid}] {field}"
 
 
