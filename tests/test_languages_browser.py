@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,7 +115,12 @@ def same_in(language: str) -> set[str]:
     with (LOCALES / language / "LC_MESSAGES" / "messages.po").open("rb") as fh:
         same = {m.id for m in read_po(fh) if m.id and isinstance(m.id, str) and m.string == m.id}
     english, local = page_catalog("en"), page_catalog(language)
-    return same | {text for key, text in english.items() if local.get(key) == text}
+    same |= {text for key, text in english.items() if local.get(key) == text}
+    shipped = tomllib.loads((LOCALES / language / "scenarios.toml").read_text(encoding="utf-8"))
+    for scenario in [*builtin_scenarios().values(), tutorial_scenario()]:
+        title = str(shipped.get(scenario.id, {}).get("title", "")).strip()
+        same |= {title} if title == scenario.title.strip() else set()  # a title kept as a loan word
+    return same
 
 
 def visible_pieces(page: Any) -> list[str]:
