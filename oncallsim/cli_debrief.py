@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Literal, overload
 
@@ -9,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from oncallsim.cli_common import load_run_file, write_whole
+from oncallsim.cli_common import load_run_file, trimmed_console, write_whole
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, localize_args, render_html
 from oncallsim.i18n import DEFAULT_LANGUAGE, LANGUAGE_NAMES, languages, translations
@@ -149,13 +150,15 @@ def debrief(
     run_file: Annotated[Path, typer.Argument(help="A run file saved with --save-run (or by the console).")],
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON summary here.")] = None,
-    lang: Annotated[str, typer.Option("--lang", help="The HTML report's language: en, da, zu, hy or ar.")] = "en",
+    lang: Annotated[str, typer.Option("--lang", help="Summary and report language: en, da, zu, hy or ar.")] = "en",
 ) -> None:
     """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
     language = check_language(lang)
     sim = vet_run_file(load_run_file(run_file), str(run_file))
     report, others = make_debrief(sim, with_runs=True)
-    print_debrief_in(report, scenario_text(sim.scenario, "title", language), language)
+    out = trimmed_console(sys.stdout)  # no trailing padding (a pipe, a diff)
+    print_debrief_in(report, scenario_text(sim.scenario, "title", language), language, out)
+    out.file.flush()
     if json_out is not None:
         write_whole(json_out, report.model_dump_json(indent=2) + "\n")
     if html is not None:
