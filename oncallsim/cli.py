@@ -21,7 +21,6 @@ from oncallsim.cli_common import (
     did_you_mean,
     err,
     guarded,
-    load_run_file,
     parse_sets,
     prepare_engine,
     print_trimmed,
@@ -31,13 +30,11 @@ from oncallsim.cli_common import (
     trimmed_console,
     write_whole,
 )
-from oncallsim.cli_debrief import make_debrief, print_debrief
-from oncallsim.debrief.html import render_html
+from oncallsim.cli_debrief import debrief, make_debrief, print_debrief
 from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, DEFAULT_PARAMS, InvalidInput, MinuteRecord, param_info
 from oncallsim.policies import load_policy
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import Simulation
-from oncallsim.store.runfiles import vet_run_file
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -229,26 +226,8 @@ def run_summary(sim: Simulation) -> str:
     )
 
 
-@app.command("debrief")
-@guarded
-def debrief_command(
-    run_file: Annotated[Path, typer.Argument(help="A run file saved with --save-run (or by the console).")],
-    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML report here.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON summary here.")] = None,
-) -> None:
-    """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
-    sim = vet_run_file(load_run_file(run_file), str(run_file))
-    report, others = make_debrief(sim, with_runs=True)
-    out = trimmed_console(sys.stdout)
-    print_debrief(report, out)
-    out.file.flush()
-    if json_out is not None:
-        write_whole(json_out, report.model_dump_json(indent=2) + "\n")
-    if html is not None:
-        page = render_html(
-            report, sim.timeline, sim.plan, sim.params, sim.actions, {name: o.timeline for name, o in others.items()}
-        )
-        write_whole(html, page)
+# the debrief in the language asked for (--lang): cli_debrief.debrief, registered here like the other commands
+app.command("debrief")(guarded(debrief))
 
 
 @app.command()
