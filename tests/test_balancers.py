@@ -17,6 +17,7 @@ from oncallsim.model.errors import InvalidInput
 from oncallsim.model.params import Params
 from oncallsim.model.request.queue_only import QueueRun, simulate_mmn
 from oncallsim.model.request.world import new_world, set_balancer
+from oncallsim.verify.fleet import supermarket_time
 
 S = 0.05  # mean service time, s
 RHO = 0.8
@@ -30,11 +31,6 @@ def _mean_wait_and_se(run: QueueRun) -> tuple[float, float]:
 def _run(balancer: str, instances: int, minutes: int = 30, seed: int = 1, clients: int = 1) -> QueueRun:
     lam = RHO * instances / S
     return simulate_mmn(instances, lam, S, minutes, seed, workers_per_instance=1, balancer=balancer, clients=clients)
-
-
-def supermarket_time(rho: float, d: int = 2) -> float:
-    """Mean time in system, in service times, of JSQ(d) as servers → ∞: Σ_{i≥1} ρ^((dⁱ − d)/(d − 1))."""
-    return sum(rho ** ((d**i - d) / (d - 1)) for i in range(1, 60))
 
 
 def test_random_is_mm1_per_instance() -> None:

@@ -86,6 +86,7 @@ def test_module_exports() -> None:
         "cache-flush",
         "slow-instance",
         "zone-outage",
+        "flash-crowd",
     }
 
 
@@ -139,3 +140,14 @@ def test_make_vec_uses_the_batch_engine() -> None:
     venv = gymnasium.make_vec("oncallsim/Surge-v0", num_envs=4, vectorization_mode="vector_entry_point")
     obs, _ = venv.reset(seed=1)
     assert obs.shape == (4, len(OBSERVATION)) and type(venv.unwrapped).__name__ == "OncallVectorEnv"
+
+
+def test_an_action_the_run_cannot_take_is_a_no_op_with_its_reason() -> None:
+    env = gymnasium.make("oncallsim/FlashCrowd-v0", disable_env_checker=True).unwrapped
+    env.reset(seed=3)
+    action = env.hold()
+    action["queue_discipline"] = 2  # adaptive-lifo, while the queues have no limit
+    action["eject"] = 40  # instance 39: not serving
+    _, _, _, _, info = env.step(action)
+    assert len(info["refused"]) == 2 and "queue_limit first" in info["refused"][0]
+    assert env.sim.state.controls.queue_discipline == "fifo"

@@ -209,24 +209,27 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         return self._observe(None), {"seed": run_seed, "minute": 0}
 
     def to_actions(self, action: dict[str, Any]) -> list[tuple[str, Any]]:
-        """The action's settings that differ from the controls in force, then the buttons pressed."""
+        """The action's settings that differ from the controls in force, then the buttons pressed, then the
+        actions on instances. One the run cannot take now (an instance that is not there, adaptive-lifo without a
+        queue limit) is a no-op, its reason in ``info["refused"]``: an agent explores, it does not crash."""
         assert self.sim is not None
         controls = self.sim.state.controls
-        out: list[tuple[str, Any]] = []
+        wanted: list[tuple[str, Any]] = []
         for name in self.settings:
             value = wanted_value(name, action[name])
             if getattr(controls, name) != value:
-                out.append((name, value))
-        out += [(button, None) for button in BUTTONS_IN_ORDER if int(action[button])]
+                wanted.append((name, value))
+        wanted += [(button, None) for button in BUTTONS_IN_ORDER if int(action[button])]
+        wanted += [(name, int(action[name]) - 1) for name in self.instance_actions if int(action[name])]
         self.refused = []
-        for name in self.instance_actions:  # an action on an instance that cannot take it is a no-op
-            if int(action[name]):
-                try:
-                    self.sim.engine.check_action(self.sim.state, name, int(action[name]) - 1)
-                except InvalidInput as exc:
-                    self.refused.append(str(exc))
-                    continue
-                out.append((name, int(action[name]) - 1))
+        out: list[tuple[str, Any]] = []
+        for name, value in wanted:
+            try:
+                self.sim.engine.check_action(self.sim.state, name, value)
+            except InvalidInput as exc:
+                self.refused.append(str(exc))
+                continue
+            out.append((name, value))
         return out
 
     def step(self, action: dict[str, Any]) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:

@@ -241,6 +241,17 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             section="overload",
         ),
         ControlSpec(
+            "limiter",
+            "choice",
+            "Concurrency limiter",
+            "bbr: each instance rejects with 429 at once the requests beyond its measured capacity (peak "
+            "throughput × least latency) while its CPU stays above 80 % (Kratos's BBR limiter); off: none.",
+            "off",
+            choices=("off", "bbr"),
+            engines=REQUEST_ONLY,
+            section="overload",
+        ),
+        ControlSpec(
             "eject",
             "instance",
             "Eject",
@@ -345,6 +356,7 @@ class Controls:
     queue_discipline: str = "fifo"
     queue_limit: int = 0
     deadline_propagation: bool = False
+    limiter: str = "off"
 
     def __post_init__(self) -> None:
         for name in (*SETTINGS, *WORLD_SETTINGS):

@@ -27,10 +27,12 @@ from oncallsim.model.request.world import (
     HEALTH,
     I_BALANCER,
     I_CLIENTS,
+    I_LIMITER,
     I_PROTECTING,
     I_SELF_PROTECTION,
     INSTANCE_HIST_BIN_S,
     INSTANCE_LINES,
+    LIMITERS,
     Q_LEN,
     World,
     new_world,
@@ -79,6 +81,7 @@ def extras_of(world: World, ext: np.ndarray[Any, Any], serving: int, wpi: int = 
     lines["in_flight"] = world.inst_busy[:serving].tolist()
     lines["queue"] = world.qs[Q_LEN, :serving].tolist()
     lines["p99_ms"] = [_p99_ms(world.inst_hist[i]) for i in range(serving)]
+    lines["cpu_permille"] = world.cpu[:serving].round(1).tolist()  # the limiter's CPU EMA
     out["instances"] = lines
     return out
 
@@ -106,6 +109,7 @@ class RequestEngine:
         if controls.queue_discipline == "adaptive-lifo" and controls.queue_limit == 0:
             raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
         set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
+        world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
         register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params

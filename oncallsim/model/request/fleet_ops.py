@@ -33,9 +33,11 @@ from oncallsim.model.request.world import (
     HANG,
     I_BALANCER,
     I_DISCIPLINE,
+    I_LIMITER,
     I_QUEUE_LIMIT,
     I_SELF_PROTECTION,
     I_ZONE_END,
+    LIMITERS,
     OFFLINE,
     R_INTERVAL,
     R_LIFO_THRESHOLD,
@@ -177,6 +179,9 @@ def apply_world_actions(
         elif name == "self_protection":
             w.ints[I_SELF_PROTECTION] = 1 if value else 0
             events.append(Event("setting", name=name, value=bool(value)))
+        elif name == "limiter":
+            w.ints[I_LIMITER] = LIMITERS.index(value)
+            events.append(Event("setting", name=name, value=value))
         elif name in ("queue_discipline", "queue_limit", "deadline_propagation"):
             current = world_settings(w)
             current[name] = value

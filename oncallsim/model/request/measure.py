@@ -22,6 +22,7 @@ from oncallsim.model.request.world import (
     M_DECIDED,
     M_DROPPED,
     M_HITS,
+    M_LIMITED,
     M_LOOKUPS,
     M_MAX_QUEUE,
     M_OVERLOAD,
@@ -60,6 +61,7 @@ EXTRA_FIELDS = (
     ("dropped_per_s", "req/s", "answered at once with an error by a queue discipline or a full queue"),
     ("abandoned_per_s", "req/s", "work dropped because its deadline had passed (deadline propagation)"),
     ("refused_per_s", "req/s", "connections refused by crashed instances"),
+    ("limited_per_s", "req/s", "rejected with 429 by an instance's concurrency limiter"),
     ("timeout_queue", "fraction", "timeouts of requests that spent their time waiting in a queue (of decided)"),
     ("timeout_slow_instance", "fraction", "timeouts of requests on a slow instance (of decided)"),
     ("timeout_service", "fraction", "timeouts of requests in service: CPU and database reads (of decided)"),
@@ -77,6 +79,7 @@ EXTRA_FIELDS = (
     E_DROPPED,
     E_ABANDONED,
     E_REFUSED,
+    E_LIMITED,
     E_TO_QUEUE,
     E_TO_SLOW,
     E_TO_SERVICE,
@@ -153,3 +156,4 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     ext[E_DROPPED] = m[M_DROPPED] / 60.0
     ext[E_ABANDONED] = m[M_ABANDONED] / 60.0
     ext[E_REFUSED] = m[M_REFUSED] / 60.0
+    ext[E_LIMITED] = m[M_LIMITED] / 60.0

@@ -11,6 +11,7 @@ from oncallsim.model.request.world import (
     M_BAD_ERROR,
     M_DECIDED,
     M_DROPPED,
+    M_LIMITED,
     M_OVERLOAD,
     M_REFUSED,
     M_TIMEOUT,
@@ -18,6 +19,7 @@ from oncallsim.model.request.world import (
     M_WAITED,
     O_BAD,
     O_DROPPED,
+    O_LIMITED,
     O_OK,
     O_OVERLOAD,
     O_REFUSED,
@@ -47,10 +49,12 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
     m[M_DECIDED] += 1.0
     if outcome == O_REFUSED:  # a dead instance's refused connection: an error at once
         m[M_REFUSED] += 1.0
-    elif outcome == O_OVERLOAD or outcome == O_DROPPED:
+    elif outcome == O_OVERLOAD or outcome == O_DROPPED or outcome == O_LIMITED:
         m[M_OVERLOAD] += 1.0
         if outcome == O_DROPPED:
             m[M_DROPPED] += 1.0
+        elif outcome == O_LIMITED:
+            m[M_LIMITED] += 1.0
     else:
         if outcome == O_TIMEOUT:
             m[M_TIMEOUT] += 1.0

@@ -27,6 +27,7 @@ from oncallsim.model.request.disciplines import FIFO, drop, full, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import pop, push, replace_top
 from oncallsim.model.request.instances import in_pool, refresh_views, sync_free
+from oncallsim.model.request.limiter import completed, limited, tick
 from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
 from oncallsim.model.request.outcomes import decide, hist_add, inst_hist_add, quantile, second_of, timed_out
 from oncallsim.model.request.queues import dequeue, enqueue, room
@@ -39,6 +40,7 @@ from oncallsim.model.request.world import (
     I_ENABLED,
     I_FREE,
     I_HEAP,
+    I_LIMITER,
     I_NBAD,
     I_NSAMPLES,
     I_QLEN,
@@ -70,6 +72,7 @@ from oncallsim.model.request.world import (
     N_ERRORS,
     N_SERVED,
     O_BAD,
+    O_LIMITED,
     O_OK,
     O_OVERLOAD,
     O_PENDING,
@@ -79,6 +82,7 @@ from oncallsim.model.request.world import (
     Q_HEAD,
     Q_LEN,
     R_NEXT_STREAM,
+    R_NEXT_TICK,
     R_NEXT_VIEW,
     REFUSE,
     REFUSED_S,
@@ -178,7 +182,9 @@ def _start(
         w.samples[tag, X_INSTANCE] = instance
         w.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
         w.samples[tag, X_QUERIES] = queries
-    return x + exponential(g, cpu_mean)
+    cpu = exponential(g, cpu_mean)
+    w.cpu_acc[instance] += cpu  # the instance's CPU time, as its limiter samples it
+    return x + cpu
 
 
 @unmanaged
@@ -346,6 +352,8 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
         ok = True
         decide(w, O_OK, response, waited, second, tag)
         inst_hist_add(w, instance, response)
+    if w.ints[I_LIMITER] != 0:
+        completed(w, instance, x, response)
     client = w.w_client[k]
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
         cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
@@ -551,6 +559,11 @@ def _dispatch(
         if tag >= 0:
             w.samples[tag, X_INSTANCE] = i
         return
+    if w.ints[I_LIMITER] != 0 and limited(w, i, x):  # the instance's limiter: 429 at once
+        answered(w, client, i, x, 0.0, False, 0.0)
+        decide(w, O_LIMITED, 0.0, False, second, tag)
+        w.instances[N_ERRORS, i] += 1.0
+        return
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
         if w.free_pos[k] >= 0:
@@ -683,6 +696,8 @@ def request_minute(
             x = next_warm
         if x >= t1:
             break
+        if x >= w.reals[R_NEXT_TICK]:  # the limiters' CPU samples
+            tick(w, x, w.ints[I_ENABLED] // int(p[P.workers_per_instance]), int(p[P.workers_per_instance]))
         if x >= w.reals[R_NEXT_VIEW]:  # a balancer learns of a registry change
             refresh_views(w, x, w.ints[I_ENABLED] // int(p[P.workers_per_instance]))
             if w.ints[I_BALANCER] == POOLED:

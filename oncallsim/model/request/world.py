@@ -65,10 +65,11 @@ MAX_SAMPLES = 2_000
     I_PROTECTING,
     I_SELF_PROTECTION,
     I_ZONE_END,
-) = range(19)
+    I_LIMITER,
+) = range(20)
 # qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
-N_INTS = 19
+N_INTS = 20
 # cq[...]: each queue's discipline state (disciplines.py)
 (
     CQ_FIRST_ABOVE,
@@ -88,7 +89,8 @@ R_NEXT_STREAM = 0  # queue-only mode: the next arrival of the Poisson stream
 R_TARGET, R_INTERVAL, R_LIFO_THRESHOLD = 1, 2, 3  # the queue discipline's constants (s, s, share)
 R_NEXT_VIEW = 4  # the next time a balancer's view of the registry changes (instances.py)
 R_ZONE_SHARE = 5  # the share of the instance slots in the zone that is off the network (0: none)
-N_REALS = 6
+R_NEXT_TICK = 6  # the limiter's next CPU sample (every 500 ms; limiter.py)
+N_REALS = 7
 
 # an instance's health (instances.py): serving; connection refused (crashed); accepts and never answers
 # (hung, still renewing its registration); off the network (its zone is out: no answers, no renewals)
@@ -128,8 +130,9 @@ REFUSED_S = 0.001  # a refused connection fails this fast
     M_TO_SLOW,
     M_TO_DEAD,
     M_TO_SERVICE,
-) = range(30)
-N_MEASURES = 30
+    M_LIMITED,
+) = range(31)
+N_MEASURES = 31
 # where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
 # service (its CPU and database reads)
 WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
@@ -154,8 +157,9 @@ SAMPLE_FIELDS = (
     "response_ms",
 )
 (X_ARRIVAL, X_LOW, X_OUTCOME, X_HIT, X_WAIT, X_SERVICE, X_QUERIES, X_INSTANCE, X_RESPONSE) = range(9)
-OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped", "refused")
-O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED = range(8)
+OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped", "refused", "limited")
+O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED, O_LIMITED = range(9)
+LIMITER_BUCKETS = 100  # the limiter's window: 100 buckets of 100 ms (limiter.py)
 INSTANCE_HIST_BIN_S = 1e-3  # per-instance latency histograms: 1 ms bins (the fleet view's p99)
 
 
@@ -217,6 +221,12 @@ class World(NamedTuple):
     rot: npt.NDArray[np.int64]  # rot[client, j]: the instances in that client's rotation
     nrot: npt.NDArray[np.int64]  # how many; the last row (MAX_CLIENTS) is the pooled balancer's
     inst_hist: npt.NDArray[np.int64]  # per instance: response times of the minute (1 ms bins, timeouts last)
+    cpu: npt.NDArray[np.float64]  # per instance: the limiter's CPU EMA (‰), sampled every 500 ms
+    cpu_acc: npt.NDArray[np.float64]  # per instance: CPU seconds of its workers since the last sample
+    drop_at: npt.NDArray[np.float64]  # per instance: the limiter's first drop of this episode (s), −1 none
+    lim_pass: npt.NDArray[np.int64]  # lim_pass[instance, bucket]: completions in that 100 ms bucket
+    lim_rt: npt.NDArray[np.float64]  # … their response times summed (ms, each rounded up)
+    lim_stamp: npt.NDArray[np.int64]  # … the bucket's number (time / 100 ms), to know a stale one
 
 
 def partitions_of(params: Params) -> tuple[int, float]:
@@ -309,6 +319,12 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         rot=np.zeros((MAX_CLIENTS + 1, params.max_fleet), dtype=np.int64),
         nrot=np.zeros(MAX_CLIENTS + 1, dtype=np.int64),
         inst_hist=np.zeros((params.max_fleet, round(params.timeout_s / INSTANCE_HIST_BIN_S) + 2), dtype=np.int64),
+        cpu=np.zeros(params.max_fleet),
+        cpu_acc=np.zeros(params.max_fleet),
+        drop_at=np.full(params.max_fleet, -1.0),
+        lim_pass=np.zeros((params.max_fleet, LIMITER_BUCKETS), dtype=np.int64),
+        lim_rt=np.zeros((params.max_fleet, LIMITER_BUCKETS)),
+        lim_stamp=np.full((params.max_fleet, LIMITER_BUCKETS), -1, dtype=np.int64),
     )
 
 
@@ -380,6 +396,7 @@ def world_settings(world: World) -> dict[str, Any]:
         "queue_discipline": DISCIPLINES[int(world.ints[I_DISCIPLINE])],
         "queue_limit": int(world.ints[I_QUEUE_LIMIT]),
         "deadline_propagation": bool(world.ints[I_DEADLINES]),
+        "limiter": LIMITERS[int(world.ints[I_LIMITER])],
     }
 
 
@@ -396,6 +413,7 @@ def set_balancer(world: World, name: str, clients: int = 1) -> None:
 
 
 DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
+LIMITERS = ("off", "bbr")
 
 
 def set_resilience(

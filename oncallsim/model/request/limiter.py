@@ -1,0 +1,102 @@
+"""The server side's adaptive concurrency limit: Kratos's BBR-like limiter, per instance (reference §3.1,
+aegis / Kratos v2 ``ratelimit/bbr``).
+
+- CPU: every 500 ms the instance's CPU use (its workers' CPU time, not their waits on the database: a
+  database-bound instance does not trip it) is sampled, in ‰, and folded into an EMA: cpu = 0.95·cpu + 0.05·sample
+  (zero samples ignored, as the cgroup sampler does).
+- Window: 100 buckets of 100 ms, the current one left out. maxPass = the most completions in a bucket (≥ 1);
+  minRT = the least average response time of a bucket, ms rounded up (≥ 1); the in-flight cap is
+  floor(maxPass × minRT × 10 / 1000): peak throughput × least latency, Little's law's bandwidth-delay product.
+- A request arriving at the instance is rejected with 429 at once when the CPU EMA is ≥ 800 ‰ and in-flight
+  (being served or waiting at the instance) is above 1 and above the cap; after the CPU falls below, the same
+  in-flight test holds for 1 s counted from the episode's first drop (a cool-down).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oncallsim.model.kernel import unmanaged
+from oncallsim.model.request.world import LIMITER_BUCKETS, Q_LEN, R_NEXT_TICK
+
+__all__ = ["BUCKET_S", "TICK_S", "cap", "completed", "limited", "tick"]
+
+BUCKET_S = 0.1
+TICK_S = 0.5
+DECAY = 0.95
+THRESHOLD = 800.0  # ‰
+COOL_DOWN_S = 1.0
+
+
+@unmanaged
+def tick(w: Any, x: float, serving: int, wpi: int) -> None:
+    """The CPU samples due by ``x``: each instance's EMA updated from its workers' CPU time since the last."""
+    while w.reals[R_NEXT_TICK] <= x:
+        for i in range(serving):
+            sample = 1000.0 * w.cpu_acc[i] / (wpi * TICK_S)
+            if sample > 1000.0:
+                sample = 1000.0
+            if sample > 0.0:
+                w.cpu[i] = w.cpu[i] * DECAY + sample * (1.0 - DECAY)
+            w.cpu_acc[i] = 0.0
+        w.reals[R_NEXT_TICK] += TICK_S
+
+
+@unmanaged
+def completed(w: Any, i: int, x: float, rt: float) -> None:
+    """A completion at instance ``i`` (any outcome) in the window's current bucket."""
+    number = int(x / BUCKET_S)
+    b = number % LIMITER_BUCKETS
+    if w.lim_stamp[i, b] != number:
+        w.lim_stamp[i, b] = number
+        w.lim_pass[i, b] = 0
+        w.lim_rt[i, b] = 0.0
+    w.lim_pass[i, b] += 1
+    ms = math.ceil(rt * 1000.0)
+    if ms > 0:
+        w.lim_rt[i, b] += ms
+
+
+@unmanaged
+def cap(w: Any, i: int, x: float) -> int:
+    """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket; −1 when the
+    window holds no completion yet (nothing to estimate from: no drop)."""
+    current = int(x / BUCKET_S)
+    max_pass = 0
+    min_rt = math.inf
+    for b in range(LIMITER_BUCKETS):
+        number = w.lim_stamp[i, b]
+        if number < 0 or number >= current or number < current - LIMITER_BUCKETS:
+            continue
+        n = w.lim_pass[i, b]
+        if n > max_pass:
+            max_pass = n
+        if n > 0:
+            avg = math.ceil(w.lim_rt[i, b] / n)
+            if avg < min_rt:
+                min_rt = avg
+    if max_pass == 0:
+        return -1
+    if min_rt < 1.0:
+        min_rt = 1.0
+    return math.floor(max_pass * min_rt * (1.0 / BUCKET_S) / 1000.0)
+
+
+@unmanaged
+def limited(w: Any, i: int, x: float) -> bool:
+    """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop)."""
+    in_flight = w.inst_busy[i] + w.qs[Q_LEN, i]
+    if w.cpu[i] < THRESHOLD:
+        if w.drop_at[i] < 0.0:
+            return False
+        if x - w.drop_at[i] <= COOL_DOWN_S:
+            limit = cap(w, i, x)
+            return limit >= 0 and in_flight > 1 and in_flight > limit
+        w.drop_at[i] = -1.0
+        return False
+    limit = cap(w, i, x)
+    drop = limit >= 0 and in_flight > 1 and in_flight > limit
+    if drop and w.drop_at[i] < 0.0:
+        w.drop_at[i] = x
+    return drop

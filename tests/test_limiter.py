@@ -1,0 +1,85 @@
+"""The BBR-like concurrency limiter (issue 11, item 3; reference §3.1): its cap is maxPass × minRT, it sheds only
+when the CPU is hot, a database-bound instance does not trip it, and it turns a flash crowd's collapse into
+serving at capacity."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from oncallsim import Simulation
+from oncallsim.model import Params
+from oncallsim.model.request.limiter import BUCKET_S, cap, completed, limited, tick
+from oncallsim.model.request.world import R_NEXT_TICK, new_world
+
+
+def _world() -> object:
+    return new_world(Params(max_fleet=2, hot_objects=10.0), 0)
+
+
+@pytest.mark.parametrize(
+    ("passes", "rt_ms"), [((5, 12, 7), (40.0, 25.0, 90.0)), ((1,), (3.2,)), ((30, 30), (8.0, 2.5))]
+)
+def test_the_cap_is_max_pass_times_min_rt(passes: tuple[int, ...], rt_ms: tuple[float, ...]) -> None:
+    w = _world()
+    for bucket, (n, rt) in enumerate(zip(passes, rt_ms, strict=True)):
+        for _ in range(n):
+            completed(w, 0, (bucket + 0.5) * BUCKET_S, rt / 1000.0)
+    now = (len(passes) + 0.5) * BUCKET_S  # the current bucket is left out
+    min_rt = max(1, min(math.ceil(r) for r in rt_ms))  # each bucket's average, in whole ms
+    assert cap(w, 0, now) == math.floor(max(passes) * min_rt * 10 / 1000)
+    assert cap(w, 1, now) == -1  # no completion yet: nothing to estimate from
+
+
+def test_it_sheds_only_while_the_cpu_is_hot_then_cools_down_for_a_second() -> None:
+    w = _world()
+    for b in range(20):  # 10 completions per 100 ms at 100 ms: cap = 10 × 100 × 10 / 1000 = 10
+        for _ in range(10):
+            completed(w, 0, (b + 0.5) * BUCKET_S, 0.1)
+    w.inst_busy[0] = 16  # in flight: above the cap
+    assert not limited(w, 0, 2.05)  # CPU EMA 0: no drop
+    for _ in range(60):  # a busy CPU sample every 500 ms: the EMA climbs past 800 ‰ after 32
+        w.cpu_acc[0] = 1.0
+        tick(w, w.reals[R_NEXT_TICK], 1, 1)
+    assert w.cpu[0] >= 800.0
+    assert limited(w, 0, 2.05) and w.drop_at[0] == 2.05
+    w.cpu[0] = 100.0  # cooled: still limited for 1 s after the episode's first drop, then not
+    assert limited(w, 0, 2.9)
+    assert not limited(w, 0, 3.1) and w.drop_at[0] == -1.0
+
+
+def test_a_database_bound_instance_does_not_trip_it() -> None:
+    """Its workers mostly wait on the database: the CPU stays low whatever the load, so no 429."""
+    sim = Simulation(
+        "free-play",
+        seed=2,
+        minutes=6,
+        engine="request",
+        overrides={
+            "balancer": "round-robin",
+            "limiter": "bbr",
+            "app_time_ms": 2.0,
+            "feature_app_time_ms": 0.0,
+            "ttl_s": 0.0,
+            "db_capacity_qps": 2500.0,
+            "workers_per_instance": 8,
+            "hot_objects": 1000.0,
+        },
+    )
+    records = sim.run()
+    assert max(r.db_utilization for r in records) > 0.8 and max(r.utilization for r in records) > 0.5
+    assert all(r.extras["limited_per_s"] == 0.0 for r in records)  # type: ignore[index]
+    assert max(max(r.extras["instances"]["cpu_permille"]) for r in records) < 800  # type: ignore[index]
+
+
+def test_on_a_flash_crowd_the_limiter_serves_what_fifo_loses() -> None:
+    def goodput(limiter: str) -> float:
+        sim = Simulation("flash-crowd", seed=5, minutes=45, overrides={"limiter": limiter})
+        records = sim.run()
+        surge = [r for r in records if r.requests_per_s > 2500][:8]
+        return float(np.mean([r.requests_per_s * (1 - r.error_rate) for r in surge]))
+
+    fifo, bbr = goodput("off"), goodput("bbr")
+    assert fifo < 200 and bbr > 1000  # collapse without it; a fleet's worth of answers with it
