@@ -252,6 +252,16 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             section="overload",
         ),
         ControlSpec(
+            "client_throttle",
+            "bool",
+            "Client throttling",
+            "Each client rejects requests itself, with probability max(0, (requests − K·accepts)/(requests + 1)) "
+            "over the last 3 s (K = ⟪throttle_k⟫): a failing backend is spared the load it would refuse anyway.",
+            False,
+            engines=REQUEST_ONLY,
+            section="overload",
+        ),
+        ControlSpec(
             "eject",
             "instance",
             "Eject",
@@ -357,6 +367,7 @@ class Controls:
     queue_limit: int = 0
     deadline_propagation: bool = False
     limiter: str = "off"
+    client_throttle: bool = False
 
     def __post_init__(self) -> None:
         for name in (*SETTINGS, *WORLD_SETTINGS):

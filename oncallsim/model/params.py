@@ -118,6 +118,10 @@ class Params:
         30.0, "s", "ref", "Balancers learn of a registry change within this long (long-poll). Request engine.", 0.0,
         600.0,
     )  # fmt: skip
+    throttle_k: float = _p(
+        2.0, "×", "ref", "Adaptive client throttling's K: clients send up to K times what the backend accepts. "
+        "Request engine.", 1.0, 10.0,
+    )  # fmt: skip
     self_protection_threshold: float = _p(
         0.85, "fraction", "ref",
         "Self-protection: below this share of the expected renewals in the last minute, nobody is evicted. "

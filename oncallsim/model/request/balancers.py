@@ -27,6 +27,7 @@ from typing import Any
 
 from oncallsim.model.kernel import unmanaged
 from oncallsim.model.request.generator import uniform, uniform_int
+from oncallsim.model.request.throttle import mark
 from oncallsim.model.request.world import (
     B_CPU,
     B_LAG,
@@ -36,6 +37,7 @@ from oncallsim.model.request.world import (
     B_SUCCESS,
     I_BALANCER,
     I_CLIENTS,
+    I_THROTTLE,
 )
 
 __all__ = ["BALANCERS", "LEAST_OUTSTANDING", "P2C", "POOLED", "RANDOM", "ROUND_ROBIN", "answered", "choose", "picked"]
@@ -144,6 +146,8 @@ def answered(w: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permill
     """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
     b = w.bal
     b[B_OUT, c, i] -= 1.0
+    if w.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
+        mark(w, c, x, ok)
     if w.ints[I_BALANCER] != P2C:
         return
     gap = x - b[B_STAMP, c, i]

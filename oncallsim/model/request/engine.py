@@ -30,10 +30,12 @@ from oncallsim.model.request.world import (
     I_LIMITER,
     I_PROTECTING,
     I_SELF_PROTECTION,
+    I_THROTTLE,
     INSTANCE_HIST_BIN_S,
     INSTANCE_LINES,
     LIMITERS,
     Q_LEN,
+    R_THROTTLE_K,
     World,
     new_world,
     set_balancer,
@@ -110,6 +112,8 @@ class RequestEngine:
             raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
         set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
         world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
+        world.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
+        world.reals[R_THROTTLE_K] = params.throttle_k
         register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params

@@ -36,6 +36,7 @@ from oncallsim.model.request.world import (
     I_LIMITER,
     I_QUEUE_LIMIT,
     I_SELF_PROTECTION,
+    I_THROTTLE,
     I_ZONE_END,
     LIMITERS,
     OFFLINE,
@@ -178,6 +179,9 @@ def apply_world_actions(
             events.append(Event("setting", name=name, value=value))
         elif name == "self_protection":
             w.ints[I_SELF_PROTECTION] = 1 if value else 0
+            events.append(Event("setting", name=name, value=bool(value)))
+        elif name == "client_throttle":
+            w.ints[I_THROTTLE] = 1 if value else 0
             events.append(Event("setting", name=name, value=bool(value)))
         elif name == "limiter":
             w.ints[I_LIMITER] = LIMITERS.index(value)

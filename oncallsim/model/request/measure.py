@@ -34,6 +34,7 @@ from oncallsim.model.request.world import (
     M_SHED,
     M_STARTED,
     M_STARTED_BAD,
+    M_THROTTLED,
     M_TIMEOUT,
     M_TO_DEAD,
     M_TO_QUEUE,
@@ -62,6 +63,7 @@ EXTRA_FIELDS = (
     ("abandoned_per_s", "req/s", "work dropped because its deadline had passed (deadline propagation)"),
     ("refused_per_s", "req/s", "connections refused by crashed instances"),
     ("limited_per_s", "req/s", "rejected with 429 by an instance's concurrency limiter"),
+    ("throttled_per_s", "req/s", "rejected by their own client (adaptive throttling)"),
     ("timeout_queue", "fraction", "timeouts of requests that spent their time waiting in a queue (of decided)"),
     ("timeout_slow_instance", "fraction", "timeouts of requests on a slow instance (of decided)"),
     ("timeout_service", "fraction", "timeouts of requests in service: CPU and database reads (of decided)"),
@@ -80,6 +82,7 @@ EXTRA_FIELDS = (
     E_ABANDONED,
     E_REFUSED,
     E_LIMITED,
+    E_THROTTLED,
     E_TO_QUEUE,
     E_TO_SLOW,
     E_TO_SERVICE,
@@ -157,3 +160,4 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     ext[E_ABANDONED] = m[M_ABANDONED] / 60.0
     ext[E_REFUSED] = m[M_REFUSED] / 60.0
     ext[E_LIMITED] = m[M_LIMITED] / 60.0
+    ext[E_THROTTLED] = m[M_THROTTLED] / 60.0

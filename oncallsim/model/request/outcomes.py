@@ -14,6 +14,7 @@ from oncallsim.model.request.world import (
     M_LIMITED,
     M_OVERLOAD,
     M_REFUSED,
+    M_THROTTLED,
     M_TIMEOUT,
     M_TO_QUEUE,
     M_WAITED,
@@ -23,6 +24,7 @@ from oncallsim.model.request.world import (
     O_OK,
     O_OVERLOAD,
     O_REFUSED,
+    O_THROTTLED,
     O_TIMEOUT,
     S_ERRORS,
     X_OUTCOME,
@@ -49,12 +51,14 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
     m[M_DECIDED] += 1.0
     if outcome == O_REFUSED:  # a dead instance's refused connection: an error at once
         m[M_REFUSED] += 1.0
-    elif outcome == O_OVERLOAD or outcome == O_DROPPED or outcome == O_LIMITED:
+    elif outcome == O_OVERLOAD or outcome == O_DROPPED or outcome == O_LIMITED or outcome == O_THROTTLED:
         m[M_OVERLOAD] += 1.0
         if outcome == O_DROPPED:
             m[M_DROPPED] += 1.0
         elif outcome == O_LIMITED:
             m[M_LIMITED] += 1.0
+        elif outcome == O_THROTTLED:
+            m[M_THROTTLED] += 1.0
     else:
         if outcome == O_TIMEOUT:
             m[M_TIMEOUT] += 1.0

@@ -31,6 +31,7 @@ from oncallsim.model.request.limiter import completed, limited, tick
 from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
 from oncallsim.model.request.outcomes import decide, hist_add, inst_hist_add, quantile, second_of, timed_out
 from oncallsim.model.request.queues import dequeue, enqueue, room
+from oncallsim.model.request.throttle import throttled
 from oncallsim.model.request.workers import free_add, free_remove
 from oncallsim.model.request.world import (
     I_BALANCER,
@@ -46,6 +47,7 @@ from oncallsim.model.request.world import (
     I_QLEN,
     I_QUEUE_LIMIT,
     I_SEQ,
+    I_THROTTLE,
     I_WCURSOR,
     I_WFREE,
     M_ABANDONED,
@@ -78,6 +80,7 @@ from oncallsim.model.request.world import (
     O_PENDING,
     O_REFUSED,
     O_SHED,
+    O_THROTTLED,
     Q_CURSOR,
     Q_HEAD,
     Q_LEN,
@@ -549,6 +552,9 @@ def _dispatch(
     client, i = choose(w, x)
     if i < 0:  # nothing in this client's rotation
         decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        return
+    if w.ints[I_THROTTLE] != 0 and throttled(w, client, x):  # the client rejects it itself
+        decide(w, O_THROTTLED, 0.0, False, second, tag)
         return
     picked(w, client, i)
     if w.health[i] == REFUSE:  # connection refused: the client learns at once

@@ -66,10 +66,11 @@ MAX_SAMPLES = 2_000
     I_SELF_PROTECTION,
     I_ZONE_END,
     I_LIMITER,
-) = range(20)
+    I_THROTTLE,
+) = range(21)
 # qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
-N_INTS = 20
+N_INTS = 21
 # cq[...]: each queue's discipline state (disciplines.py)
 (
     CQ_FIRST_ABOVE,
@@ -90,7 +91,8 @@ R_TARGET, R_INTERVAL, R_LIFO_THRESHOLD = 1, 2, 3  # the queue discipline's const
 R_NEXT_VIEW = 4  # the next time a balancer's view of the registry changes (instances.py)
 R_ZONE_SHARE = 5  # the share of the instance slots in the zone that is off the network (0: none)
 R_NEXT_TICK = 6  # the limiter's next CPU sample (every 500 ms; limiter.py)
-N_REALS = 7
+R_THROTTLE_K = 7  # adaptive throttling's K (throttle.py)
+N_REALS = 8
 
 # an instance's health (instances.py): serving; connection refused (crashed); accepts and never answers
 # (hung, still renewing its registration); off the network (its zone is out: no answers, no renewals)
@@ -131,8 +133,9 @@ REFUSED_S = 0.001  # a refused connection fails this fast
     M_TO_DEAD,
     M_TO_SERVICE,
     M_LIMITED,
-) = range(31)
-N_MEASURES = 31
+    M_THROTTLED,
+) = range(32)
+N_MEASURES = 32
 # where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
 # service (its CPU and database reads)
 WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
@@ -157,8 +160,9 @@ SAMPLE_FIELDS = (
     "response_ms",
 )
 (X_ARRIVAL, X_LOW, X_OUTCOME, X_HIT, X_WAIT, X_SERVICE, X_QUERIES, X_INSTANCE, X_RESPONSE) = range(9)
-OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped", "refused", "limited")
-O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED, O_LIMITED = range(9)
+OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped", "refused", "limited", "throttled")
+O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED, O_LIMITED, O_THROTTLED = range(10)
+THROTTLE_BUCKETS = 10  # adaptive throttling's window: 10 buckets of 300 ms (throttle.py)
 LIMITER_BUCKETS = 100  # the limiter's window: 100 buckets of 100 ms (limiter.py)
 INSTANCE_HIST_BIN_S = 1e-3  # per-instance latency histograms: 1 ms bins (the fleet view's p99)
 
@@ -227,6 +231,8 @@ class World(NamedTuple):
     lim_pass: npt.NDArray[np.int64]  # lim_pass[instance, bucket]: completions in that 100 ms bucket
     lim_rt: npt.NDArray[np.float64]  # … their response times summed (ms, each rounded up)
     lim_stamp: npt.NDArray[np.int64]  # … the bucket's number (time / 100 ms), to know a stale one
+    thr: npt.NDArray[np.float64]  # thr[0 requests | 1 accepts, client, bucket]: adaptive throttling's window
+    thr_stamp: npt.NDArray[np.int64]  # thr_stamp[client, bucket]: the bucket's number (time / 300 ms)
 
 
 def partitions_of(params: Params) -> tuple[int, float]:
@@ -325,6 +331,8 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         lim_pass=np.zeros((params.max_fleet, LIMITER_BUCKETS), dtype=np.int64),
         lim_rt=np.zeros((params.max_fleet, LIMITER_BUCKETS)),
         lim_stamp=np.full((params.max_fleet, LIMITER_BUCKETS), -1, dtype=np.int64),
+        thr=np.zeros((2, MAX_CLIENTS, THROTTLE_BUCKETS)),
+        thr_stamp=np.full((MAX_CLIENTS, THROTTLE_BUCKETS), -1, dtype=np.int64),
     )
 
 
@@ -397,6 +405,7 @@ def world_settings(world: World) -> dict[str, Any]:
         "queue_limit": int(world.ints[I_QUEUE_LIMIT]),
         "deadline_propagation": bool(world.ints[I_DEADLINES]),
         "limiter": LIMITERS[int(world.ints[I_LIMITER])],
+        "client_throttle": bool(world.ints[I_THROTTLE]),
     }
 
 

@@ -1,0 +1,64 @@
+"""Adaptive client-side throttling: the SRE book's formula, as Kratos v3 keeps it (reference §2.1–2.2).
+
+Each client keeps, over the last 3 s (10 buckets of 300 ms), ``requests`` (every request its application asked
+for, those it rejected itself included) and ``accepts`` (those the backend answered successfully). Once it has
+at least ``MIN_REQUESTS`` and requests ≥ K·accepts, it rejects a new request locally with probability
+max(0, (requests − K·accepts)/(requests + 1)). [decision] Kratos v3's accounting: a local reject counts as a
+request that failed (aegis and v3 ``MarkFailed``; the old warden did not count it), which drives a client whose
+backend fails more than 1 − 1/K of what it is sent to a near shut-off with a probing trickle (§2.3). Only the
+client-side balancers have clients (not ``pooled``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oncallsim.model.kernel import unmanaged
+from oncallsim.model.request.generator import uniform
+from oncallsim.model.request.world import R_THROTTLE_K, THROTTLE_BUCKETS
+
+__all__ = ["BUCKET_S", "MIN_REQUESTS", "mark", "reject_probability", "throttled"]
+
+BUCKET_S = 0.3
+MIN_REQUESTS = 20.0
+
+
+@unmanaged
+def mark(w: Any, c: int, x: float, accepted: bool) -> None:
+    """One request of client ``c`` decided at ``x``: accepted by the backend, or not (a failure or a local reject)."""
+    number = int(x / BUCKET_S)
+    b = number % THROTTLE_BUCKETS
+    if w.thr_stamp[c, b] != number:
+        w.thr_stamp[c, b] = number
+        w.thr[0, c, b] = 0.0
+        w.thr[1, c, b] = 0.0
+    w.thr[0, c, b] += 1.0
+    if accepted:
+        w.thr[1, c, b] += 1.0
+
+
+@unmanaged
+def reject_probability(w: Any, c: int, x: float) -> float:
+    """max(0, (requests − K·accepts)/(requests + 1)) over the window, 0 below the minimum of requests."""
+    number = int(x / BUCKET_S)
+    requests = 0.0
+    accepts = 0.0
+    for b in range(THROTTLE_BUCKETS):
+        stamp = w.thr_stamp[c, b]
+        if stamp > number - THROTTLE_BUCKETS and stamp <= number:
+            requests += w.thr[0, c, b]
+            accepts += w.thr[1, c, b]
+    k = w.reals[R_THROTTLE_K]
+    if requests < MIN_REQUESTS or requests < k * accepts:
+        return 0.0
+    return (requests - k * accepts) / (requests + 1.0)
+
+
+@unmanaged
+def throttled(w: Any, c: int, x: float) -> bool:
+    """Whether client ``c`` rejects a request at ``x`` itself (counted as a failed request when it does)."""
+    p = reject_probability(w, c, x)
+    if p > 0.0 and uniform(w.gen) < p:
+        mark(w, c, x, False)
+        return True
+    return False
