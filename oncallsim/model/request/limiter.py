@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from oncallsim.model.kernel import unmanaged
+from oncallsim.model.request.windows import ring_bucket
 from oncallsim.model.request.world import LIMITER_BUCKETS, Q_LEN, R_NEXT_TICK
 
 __all__ = ["BUCKET_S", "TICK_S", "cap", "completed", "limited", "tick"]
@@ -46,10 +47,8 @@ def tick(w: Any, x: float, serving: int, wpi: int) -> None:
 @unmanaged
 def completed(w: Any, i: int, x: float, rt: float) -> None:
     """A completion at instance ``i`` (any outcome) in the window's current bucket."""
-    number = int(x / BUCKET_S)
-    b = number % LIMITER_BUCKETS
-    if w.lim_stamp[i, b] != number:
-        w.lim_stamp[i, b] = number
+    b, stale = ring_bucket(w.lim_stamp[i], int(x / BUCKET_S))
+    if stale:
         w.lim_pass[i, b] = 0
         w.lim_rt[i, b] = 0.0
     w.lim_pass[i, b] += 1

@@ -15,6 +15,7 @@ from typing import Any
 
 from oncallsim.model.kernel import unmanaged
 from oncallsim.model.request.generator import uniform
+from oncallsim.model.request.windows import ring_bucket
 from oncallsim.model.request.world import R_THROTTLE_K, THROTTLE_BUCKETS
 
 __all__ = ["BUCKET_S", "MIN_REQUESTS", "mark", "reject_probability", "throttled"]
@@ -26,10 +27,8 @@ MIN_REQUESTS = 20.0
 @unmanaged
 def mark(w: Any, c: int, x: float, accepted: bool) -> None:
     """One request of client ``c`` decided at ``x``: accepted by the backend, or not (a failure or a local reject)."""
-    number = int(x / BUCKET_S)
-    b = number % THROTTLE_BUCKETS
-    if w.thr_stamp[c, b] != number:
-        w.thr_stamp[c, b] = number
+    b, stale = ring_bucket(w.thr_stamp[c], int(x / BUCKET_S))
+    if stale:
         w.thr[0, c, b] = 0.0
         w.thr[1, c, b] = 0.0
     w.thr[0, c, b] += 1.0
