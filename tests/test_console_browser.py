@@ -112,7 +112,8 @@ def test_bad_deploy_page_rollback_and_debrief(server: str) -> None:
         clean = next(r["minute"] for r in records if r["minute"] > pressed and r["bad_build_share"] == 0.0)
         assert clean == pressed + 5
         page.get_by_role("link", name="Debrief").wait_for()
-        page.get_by_role("link", name="Debrief").click()
+        with page.expect_navigation(timeout=120_000):  # the debrief computes its counterfactuals first
+            page.get_by_role("link", name="Debrief").click()
         page.get_by_role("heading", name="Score card").wait_for()
         page.locator("#debrief-chart .main-svg").first.wait_for()
         assert "hands-off" in page.locator("#counterfactuals").inner_text()
@@ -245,7 +246,8 @@ def test_no_page_makes_an_outside_request_or_breaks_its_policy(server: str) -> N
             page.goto(server + path)
             page.wait_for_load_state("load")
         page.get_by_role("link", name="Debrief").wait_for(timeout=120_000)
-        page.get_by_role("link", name="Debrief").click()
+        with page.expect_navigation(timeout=120_000):  # the debrief computes its counterfactuals first
+            page.get_by_role("link", name="Debrief").click()
         page.locator("#debrief-chart .main-svg").first.wait_for()
         watch.errors = [e for e in watch.errors if "favicon" not in e and "404" not in e]
         watch.check()
@@ -353,6 +355,7 @@ def test_guided_run_briefs_stops_at_the_incident_and_the_page_and_alerts(server:
         page.locator("#error", has_text="Roll back — logged").wait_for()
         page.keyboard.press("Space")  # resumes (it never presses the focused "Roll back" again)
         page.get_by_role("link", name="Debrief").wait_for(timeout=60_000)
-        page.get_by_role("link", name="Debrief").click()
+        with page.expect_navigation(timeout=120_000):  # the debrief computes its counterfactuals first
+            page.get_by_role("link", name="Debrief").click()
         assert page.locator("#difficulty").inner_text() == "guided"
         watch.check()
