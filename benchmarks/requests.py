@@ -6,7 +6,10 @@
    C/(Nμ − λ), so that the three are seen to simulate the same queue. Target: ≥ 150× SimPy.
 2. A busy minute of the full pipeline: free play at 2,500 req/s (no daily swing), 20 instances (utilization
    about 0.6), through ``Simulation.step``. Target: ≤ 30 ms a minute (a live run at 16× then costs under
-   half a core).
+   half a core). Then the same minute with every overload mechanism on (p2c with 8 clients, CoDel and a queue
+   limit, deadlines, the BBR limiter, adaptive throttling): its cost per request. Measured 2026-11-30 on this
+   2-core machine (busy with other work): 22.7 ms plain, 67 ms with all on (about 450 ns a request, 3×: the
+   mechanisms' per-request calls each pass the world's arrays; inlining them is the next step).
 
 Peers are measured in the same run, on the same machine; ratios are what to compare across machines.
 
@@ -83,11 +86,26 @@ def ciw_run(customers: int, seed: int) -> tuple[float, int, float]:
     return took, len(waits), statistics.fmean(waits)
 
 
-def busy_minute_ms(minutes: int, seed: int = 1) -> tuple[float, float]:
+# Every overload mechanism on (issue 11 asks for the engine's cost per request with them): client-side p2c with
+# 8 clients, CoDel with a queue limit, deadlines, the BBR limiter, adaptive throttling.
+MECHANISMS = {
+    "balancer": "p2c",
+    "clients": 8,
+    "queue_discipline": "codel",
+    "queue_limit": 200,
+    "deadline_propagation": True,
+    "limiter": "bbr",
+    "client_throttle": True,
+}
+
+
+def busy_minute_ms(minutes: int, seed: int = 1, mechanisms: bool = False) -> tuple[float, float]:
     """(median, best) ms per minute of the full pipeline at 2,500 req/s, after one untimed minute."""
     from oncallsim import Simulation
 
-    overrides = {"base_requests_per_s": 2500.0, "diurnal_amplitude": 0.0, "floor": 20}
+    overrides: dict[str, object] = {"base_requests_per_s": 2500.0, "diurnal_amplitude": 0.0, "floor": 20}
+    if mechanisms:
+        overrides.update(MECHANISMS)
     sim = Simulation("free-play", seed=seed, engine="request", minutes=minutes + 1, overrides=overrides)
     sim.step()  # compiles on first use on this machine; fills the buffers
     times = []
@@ -95,7 +113,7 @@ def busy_minute_ms(minutes: int, seed: int = 1) -> tuple[float, float]:
         start = time.perf_counter()
         record = sim.step()
         times.append((time.perf_counter() - start) * 1000.0)
-    assert record.requests_per_s > 2400 and record.error_rate < 0.01, record  # the minute is busy and healthy
+    assert record.requests_per_s > 2400 and record.error_rate < 0.02, record  # the minute is busy and healthy
     return statistics.median(times), min(times)
 
 
@@ -128,6 +146,12 @@ def main() -> None:
     print(
         f"busy minute (full pipeline, 2,500 req/s, 150,000 requests): median {median:.1f} ms, best "
         f"{fastest:.1f} ms over {args.minutes} minutes ({verdict} ≤ {TARGET_MINUTE_MS:g} ms)"
+    )
+    plain = median
+    median, fastest = busy_minute_ms(args.minutes, mechanisms=True)
+    print(
+        f"the same with every mechanism on ({', '.join(f'{k}={v}' for k, v in MECHANISMS.items())}): median "
+        f"{median:.1f} ms ({median / 150.0 * 1000:.0f} ns a request; {median / plain:.2f}× the plain minute)"
     )
 
 
