@@ -33,7 +33,15 @@ TIMELINE_TEXTS = {
     "recovery": "recovered: errors back under the SLO for good",
     "action": "you: %(action)s",
 }
-SCENARIO_EVENTS = ("deploy_started", "deploy_finished", "cache_flushed", "rollback_ready", "page_cleared")
+SCENARIO_EVENTS = (
+    "deploy_started",
+    "deploy_finished",
+    "cache_flushed",
+    "rollback_ready",
+    "page_cleared",
+    "brownout_started",
+    "brownout_ended",
+)
 
 NARRATIVES = {
     # without the action logs: when each side first acted

@@ -399,8 +399,10 @@ class Controls:
         return {name: getattr(self, name) for name in WORLD_SETTINGS}
 
     def to_vector(self) -> npt.NDArray[np.float64]:
-        """The settings laid out as the state vector holds them (the rest of the vector zero)."""
+        """The settings laid out as the state vector holds them (the rest of the vector zero, the database at
+        its own speed)."""
         vec = np.zeros(len(ST))
+        vec[ST.db_slowdown] = 1.0
         for name in SETTINGS:
             vec[getattr(ST, name)] = stored_value(CONTROL_SPECS[name], getattr(self, name))
         return vec

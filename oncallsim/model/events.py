@@ -49,6 +49,8 @@ EVENT_TEXTS: dict[str, tuple[str, str]] = {
     "instances_ready": ("{n} instance ready", "{n} instances ready"),
     "scaled_out": ("scaled out: {n} instance starting", "scaled out: {n} instances starting"),
     "scaled_in": ("scaled in: {n} instance removed", "scaled in: {n} instances removed"),
+    "brownout_started": ("the database slowed down (a brownout)", "the database slowed down (a brownout)"),
+    "brownout_ended": ("the database is back to speed", "the database is back to speed"),
     # the request engine's fleet (instances.py, discovery.py)
     "instance_slow": ("instance {instance} slowed down", "instance {instance} slowed down"),
     "instance_crashed": ("instance {instance} crashed", "instance {instance} crashed"),
@@ -112,6 +114,8 @@ KERNEL_EVENTS: tuple[str, ...] = (
     "instances_ready",
     "scaled_out",
     "scaled_in",
+    "brownout_started",
+    "brownout_ended",
 )
 _COUNTED = frozenset({"instances_ready", "scaled_out", "scaled_in"})
 

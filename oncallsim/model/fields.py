@@ -113,6 +113,7 @@ STATE_SCHEMA: tuple[Field, ...] = (
     Field("page_firing", "bool", "bool", "the page is firing", "state"),
     Field("budget_left", "float", "fraction", "error budget left", "state"),
     Field("cost_so_far", "float", "$", "cost so far", "state"),
+    Field("db_slowdown", "float", "×", "the database's slowdown this minute (a brownout; 1 = none)", "state"),
 )
 
 

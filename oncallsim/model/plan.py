@@ -49,10 +49,16 @@ class RunPlan:
     flush_minutes: frozenset[int] = frozenset()
     budget_start: float = 1.0
     faults: tuple[InstanceFault, ...] = ()  # the request engine's instance events, in minute order
+    brownouts: tuple[tuple[int, int, float], ...] = ()  # (start minute, minutes, slowdown ×): the database slowed
 
     def first_event(self, minutes: int) -> int | None:
         """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""
-        starts = [*self.deploy_minutes, *self.flush_minutes, *(f.minute for f in self.faults if f.what != "revive")]
+        starts = [
+            *self.deploy_minutes,
+            *self.flush_minutes,
+            *(f.minute for f in self.faults if f.what != "revive"),
+            *(b[0] for b in self.brownouts),
+        ]
         if self.surge is not None:
             starts.append(math.ceil(self.surge.onset_min))
         starts = [m for m in starts if m < minutes]

@@ -40,11 +40,13 @@ __all__ = [
 
 DEPLOY = 1  # plan flag: a deploy starts this minute
 FLUSH = 2  # plan flag: the cache is flushed this minute
+BROWNOUT = 4  # plan flag: the database is slowed this minute, by (flags >> 8) / 100 times
 NO_SURGE = (float("inf"), 1.0, 1.0, 1.0)  # onset never: factor 1
 
 # event slots, in events.KERNEL_EVENTS order
 _E_DEPLOY_STARTED, _E_FLUSHED, _E_PAGE_FIRED, _E_PAGE_CLEARED, _E_WARMUP_FINISHED = 0, 1, 2, 3, 4
 _E_DEPLOY_FINISHED, _E_ROLLBACK_READY, _E_READY, _E_SCALED_OUT, _E_SCALED_IN = 5, 6, 7, 8, 9
+_E_BROWNOUT_STARTED, _E_BROWNOUT_ENDED = 10, 11
 
 
 @compiled
@@ -72,6 +74,13 @@ def open_minute(
     if flags & FLUSH:
         st[ST.cache_warm] = 0.0
         evs[_E_FLUSHED] = 1
+    slowdown = (flags >> 8) / 100.0 if flags & BROWNOUT else 1.0
+    if slowdown != st[ST.db_slowdown]:
+        if st[ST.db_slowdown] <= 1.0:
+            evs[_E_BROWNOUT_STARTED] = 1
+        elif slowdown <= 1.0:
+            evs[_E_BROWNOUT_ENDED] = 1
+        st[ST.db_slowdown] = slowdown
     shed = st[ST.shed_share]
     expected = diurnal_rate(float(t), float(clock_start), p) * surge_factor(
         float(t), surge[0], surge[1], surge[2], surge[3]
@@ -107,8 +116,9 @@ def formula_physics(p: Any, st: Any, rec: Any, ln_factorial: Any) -> None:
     hit = hit_ratio(admitted, ttl, warm, p)
     q = queries_per_request(recommendations, p)
     demand = db_demand(admitted, q, hit, warmup_active, p)
-    rho = demand / p[P.db_capacity_qps]
-    query_ms = query_time_ms(rho, p)
+    slow = st[ST.db_slowdown]  # a brownout: each query takes ``slow`` times longer, the capacity shrinks as much
+    rho = demand * slow / p[P.db_capacity_qps]
+    query_ms = min(p[P.db_max_query_ms], slow * query_time_ms(rho, p))
     # Service time and the instance pool.
     app_ms = p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)
     service_ms = app_ms * (1.0 + (p[P.bad_build_cpu_factor] - 1.0) * bad) + (1.0 - hit) * q * query_ms
@@ -135,7 +145,7 @@ def formula_physics(p: Any, st: Any, rec: Any, ln_factorial: Any) -> None:
     rec[REC.error_bad_build] = e_bad
     rec[REC.error_dead_instance] = 0.0  # the minute model has no instances
     rec[REC.p99_ms] = p99_s * 1000.0
-    st[ST.cache_warm] = refill(warm, db_headroom_factor(demand, p), warmup_active, p)
+    st[ST.cache_warm] = refill(warm, db_headroom_factor(demand * slow, p), warmup_active, p)
 
 
 @compiled

@@ -20,7 +20,7 @@ from oncallsim.model.fleet import Fleet
 from oncallsim.model.kernel import kernel_params, lgamma_table
 from oncallsim.model.params import Params
 from oncallsim.model.plan import RunPlan
-from oncallsim.model.stages import DEPLOY, FLUSH, NO_SURGE
+from oncallsim.model.stages import BROWNOUT, DEPLOY, FLUSH, NO_SURGE
 
 __all__ = ["KernelInputs", "State", "initial_state", "kernel_inputs", "surge_of"]
 
@@ -44,6 +44,9 @@ def kernel_inputs(plan: RunPlan, params: Params) -> KernelInputs:
     for m in plan.flush_minutes:
         if 0 <= m < len(flags):
             flags[m] |= FLUSH
+    for start, minutes, slowdown in plan.brownouts:  # the slowdown in hundredths, above the flag bits
+        for m in range(max(start, 0), min(start + minutes, len(flags))):
+            flags[m] = (flags[m] & 0xFF) | BROWNOUT | (round(slowdown * 100.0) << 8)
     surge = surge_of(plan)
     table = lgamma_table(params.max_fleet * params.workers_per_instance)
     values = np.empty(len(NUMERIC_FIELDS))

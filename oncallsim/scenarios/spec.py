@@ -20,6 +20,7 @@ from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 __all__ = [
     "REQUEST_EVENT_KINDS",
     "SCHEMA_VERSION",
+    "BrownoutEvent",
     "DeployEvent",
     "FlushEvent",
     "InstanceEvent",
@@ -177,10 +178,24 @@ class ZoneOutageEvent(_Strict):
         return v
 
 
+class BrownoutEvent(_Strict):
+    """The database slows down for a while (a brownout: a failing disk, a noisy neighbour, a long vacuum): each
+    query takes ``slowdown`` times longer, so its capacity shrinks as much. Fixed times and values (the batch
+    engine plays one plan for all seeds)."""
+
+    kind: Literal["brownout"]
+    at: Clock
+    minutes: int = Field(ge=1, le=MAX_RUN_MINUTES)
+    slowdown: float = Field(gt=1.0, le=20.0, description="times slower (above 1, at most 20)")
+
+
 # the kinds that only the request engine plays (its instances)
 REQUEST_EVENT_KINDS = ("instance", "zone_outage")
 
-Event = Annotated[DeployEvent | FlushEvent | SurgeEvent | InstanceEvent | ZoneOutageEvent, Field(discriminator="kind")]
+Event = Annotated[
+    DeployEvent | FlushEvent | SurgeEvent | InstanceEvent | ZoneOutageEvent | BrownoutEvent,
+    Field(discriminator="kind"),
+]
 
 
 class BudgetLeftObjective(_Objective):
@@ -343,6 +358,7 @@ class Scenario(_Strict):
         flushes: set[int] = set()
         surge: Surge | None = None
         faults: list[InstanceFault] = []
+        brownouts: list[tuple[int, int, float]] = []
         for event in self.events:
             if isinstance(event, DeployEvent):
                 deploys.add(_offset(event.at, start))
@@ -352,6 +368,8 @@ class Scenario(_Strict):
                 at = _between(event.at_between, start, rng)
                 pick = -1.0 - event.instance if event.instance is not None else rng.uniform(0.0, 1.0)
                 faults.append(InstanceFault(at, event.what, pick, speed=1.0 / event.slowdown.draw(rng)))
+            elif isinstance(event, BrownoutEvent):
+                brownouts.append((_offset(event.at, start), event.minutes, event.slowdown))
             elif isinstance(event, ZoneOutageEvent):
                 at = _between(event.at_between, start, rng)
                 share = event.share.draw(rng)
@@ -368,6 +386,7 @@ class Scenario(_Strict):
             flush_minutes=frozenset(flushes),
             budget_start=self.budget_start,
             faults=tuple(sorted(faults, key=lambda f: f.minute)),
+            brownouts=tuple(sorted(brownouts)),
         )
 
 

@@ -55,6 +55,7 @@ def run_pipeline(
     world = new_world(base, seed)
     fill_cache(world, oracles.cache_hit_ratio(arrivals_per_s, ttl_s, base.hot_objects), ttl_s, 0.0)
     st = np.zeros(len(STATE_SCHEMA))
+    st[ST.db_slowdown] = 1.0
     st[ST.serving] = fleet
     st[ST.ttl_s] = ttl_s
     rec = np.zeros(len(NUMERIC_FIELDS))

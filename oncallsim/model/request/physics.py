@@ -674,7 +674,7 @@ def request_minute(
     app_s = (p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)) / 1000.0
     q_mean = p[P.queries_per_request] + (p[P.feature_queries_per_request] if recommendations else 0.0)
     ttl = st[ST.ttl_s]
-    part_s = len(w.db_free) / p[P.db_capacity_qps]
+    part_s = len(w.db_free) / p[P.db_capacity_qps] * st[ST.db_slowdown]  # a brownout slows every read
     workers_total = len(w.w_busy)
     _open(p, w, st, t0, flags, mode, app_s, q_mean)
 

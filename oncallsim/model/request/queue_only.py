@@ -76,6 +76,7 @@ def queue_only_world(
         hot_objects=1.0,
     )
     st = np.zeros(len(STATE_SCHEMA))
+    st[ST.db_slowdown] = 1.0
     st[ST.serving] = servers // workers_per_instance
     world = new_world(params, seed)
     register_initial(world, servers // workers_per_instance, params)
