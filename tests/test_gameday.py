@@ -346,3 +346,28 @@ def test_pages_and_bad_requests(client: TestClient) -> None:
     with client.websocket_connect(f"/gameday/{room['id']}/ws") as ws:
         ws.send_json({"type": "action", "control": "rollback"})  # acting before joining
         assert until(ws, lambda m: m["type"] == "refused")["message"].startswith("message: join first")
+
+
+def test_a_hidden_database_brownout_from_the_menu(client: TestClient) -> None:
+    """A kind the schema gained later is in the menu with no change here: its fields and bounds from the schema."""
+    menu = {f["kind"]: f for f in fault_menu("minute")}
+    if "brownout" not in menu:
+        pytest.skip("the scenario schema has no brownout")
+    fields = {f["name"]: f for f in menu["brownout"]["fields"]}
+    assert fields["slowdown"]["maximum"] == 20.0 and fields["minutes"]["type"] == "integer"
+    room = new_room(client, minutes=30)
+    path = f"/gameday/{room['id']}/ws"
+    with client.websocket_connect(path) as fac, client.websocket_connect(path) as ann:
+        join(fac, key(room["facilitator_url"]))
+        join(ann, key(room["player_url"]), "Ann", "operations")
+        fac.send_json({"type": "inject", "kind": "brownout", "at": "08:02", "values": {"minutes": 5, "slowdown": 40}})
+        assert "slowdown" in until(fac, lambda m: m["type"] == "error")["message"]
+        fac.send_json({"type": "inject", "kind": "brownout", "at": "08:02", "values": {"minutes": 5, "slowdown": 4}})
+        log_of(fac, "inject")
+        for _ in range(4):
+            fac.send_json({"type": "step"})
+        facilitator_view = [minute_of(fac, m)["record"] for m in range(4)]
+        player_view = [minute_of(ann, m)["record"] for m in range(4)]
+    assert "brownout_started" in [e["code"] for r in facilitator_view for e in r["events"]]
+    assert "brownout_started" not in [e["code"] for r in player_view for e in r["events"]]
+    assert player_view[2]["db_utilization"] > 2 * player_view[1]["db_utilization"]  # the symptom
