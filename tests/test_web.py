@@ -320,7 +320,7 @@ def test_actions_are_rate_limited_per_run(client: TestClient) -> None:
 
 
 def test_a_flood_of_socket_messages_is_cut_and_the_socket_stays_open(client: TestClient) -> None:
-    from oncallsim.web.api import MESSAGES_PER_SECOND
+    from oncallsim.web.sockets import MESSAGES_PER_SECOND
 
     run_id = new_run(client, paused=True)
     with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:

@@ -5,7 +5,6 @@ finite numbers, then the model's own ranges) before anything is written; an inva
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
@@ -14,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, UploadFile, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Query, Request, UploadFile, WebSocket
 from fastapi.responses import JSONResponse, Response
 from pydantic import (
     BaseModel,
@@ -38,6 +37,7 @@ from oncallsim.simulation import MAX_SEED, RunFile, Simulation
 from oncallsim.store.runfiles import vet_run_file
 from oncallsim.validation import MAX_FILE_BYTES, invalid_input
 from oncallsim.web.live import SPEEDS, LiveRun, RunManager, check_speed
+from oncallsim.web.sockets import serve_socket
 
 __all__ = ["InvalidInput", "NewRun", "router"]
 
@@ -48,8 +48,6 @@ log = logging.getLogger("oncallsim.web")
 BoundedInt = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)]
 Number = BoundedInt | StrictFloat
 Name = Annotated[str, Field(max_length=64)]
-# Messages per WebSocket: at most this many in any second (a console sends a handful).
-MESSAGES_PER_SECOND = 50
 
 
 class _Body(BaseModel):
@@ -324,39 +322,10 @@ async def run_socket(websocket: WebSocket, run_id: str) -> None:
     queue = live.subscribe()
     await websocket.send_text(await live.snapshot_text())  # the minutes after it arrive through the queue
 
-    async def sender() -> None:
-        while (text := await queue.get()) is not None:
-            await websocket.send_text(text)
-        # too far behind: closed (1013 "try again later"); the browser reconnects and gets a fresh snapshot
-        await websocket.close(code=1013)
-
-    sending = asyncio.create_task(sender())
-    window_start, in_window = time.monotonic(), 0
-    try:
-        while True:
-            raw = await websocket.receive()
-            if raw["type"] == "websocket.disconnect":
-                break
-            try:
-                now = time.monotonic()
-                if now - window_start >= 1.0:
-                    window_start, in_window = now, 0
-                in_window += 1
-                if in_window > MESSAGES_PER_SECOND:
-                    if in_window == MESSAGES_PER_SECOND + 1:  # one warning per second, the rest dropped
-                        raise InvalidInput("message", f"at most {MESSAGES_PER_SECOND} messages per second")
-                    continue
-                await handle(live, parse_message(raw))
-            except InvalidInput as exc:
-                error = {"type": "error", "field": exc.field, "message": str(exc)}
-                queue.put_nowait(json.dumps(error))  # one writer: the sender
-            except Exception:  # a bug: logged; the operator's socket stays open
-                log.exception("unexpected error on the socket of run %s", live.id)
-                queue.put_nowait(json.dumps({"type": "error", "field": "server", "message": "internal error"}))
-    except WebSocketDisconnect:
-        pass
-    finally:
-        sending.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await sending
-        live.unsubscribe(queue)
+    await serve_socket(
+        websocket,
+        queue,
+        lambda raw: handle(live, parse_message(raw)),
+        lambda: live.unsubscribe(queue),
+        f"the socket of run {live.id}",
+    )

@@ -7,14 +7,12 @@ exports ask for one too (the facilitator's during the run; either once the run i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import time
 from typing import Any, Literal
 
 import orjson
-from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
@@ -28,10 +26,11 @@ from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED, Simulation
 from oncallsim.store.rooms import RoomStore
-from oncallsim.web.api import MESSAGES_PER_SECOND, NewRun, random_seed
+from oncallsim.web.api import NewRun, random_seed
 from oncallsim.web.clock import Clock
 from oncallsim.web.live import PROGRESS_EVERY_MIN, SPEEDS, LiveRun, check_speed, wire_record
 from oncallsim.web.pages import render
+from oncallsim.web.sockets import serve_socket
 
 __all__ = ["router"]
 
@@ -250,37 +249,10 @@ async def room_socket(websocket: WebSocket, room_id: str) -> None:
     snapshot = room.snapshot(seat)  # at the same minute as the subscription: nothing missed, nothing twice
     await websocket.send_text(await asyncio.to_thread(lambda: orjson.dumps(snapshot).decode()))
 
-    async def sender() -> None:
-        while (text := await queue.get()) is not None:
-            await websocket.send_text(text)
-        await websocket.close(code=1013)
-
-    sending = asyncio.create_task(sender())
-    window_start, in_window = time.monotonic(), 0
-    try:
-        while True:
-            raw = await websocket.receive()
-            if raw["type"] == "websocket.disconnect":
-                break
-            try:
-                now = time.monotonic()
-                if now - window_start >= 1.0:
-                    window_start, in_window = now, 0
-                in_window += 1
-                if in_window > MESSAGES_PER_SECOND:
-                    if in_window == MESSAGES_PER_SECOND + 1:
-                        raise InvalidInput("message", f"at most {MESSAGES_PER_SECOND} messages per second")
-                    continue
-                await dispatch(room, seat, parse_frame(raw))
-            except InvalidInput as exc:  # to the sender only; the room goes on
-                queue.put_nowait(json.dumps({"type": "error", "field": exc.field, "message": str(exc)}))
-            except Exception:  # a bug: logged; the socket and the room stay up
-                log.exception("unexpected error in game-day room %s", room.id)
-                queue.put_nowait(json.dumps({"type": "error", "field": "server", "message": "internal error"}))
-    except WebSocketDisconnect:
-        pass
-    finally:
-        sending.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await sending
-        room.unsubscribe(queue)
+    await serve_socket(
+        websocket,
+        queue,
+        lambda raw: dispatch(room, seat, parse_frame(raw)),
+        lambda: room.unsubscribe(queue),
+        f"game-day room {room.id}",
+    )
