@@ -12,13 +12,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from oncallsim.model.kernel import compiled
+from oncallsim.batch.engine import Coded
+from oncallsim.model.kernel import unmanaged
 from oncallsim.policies import textbook as tb
 from oncallsim.simulation import Policy
 
 __all__ = ["VECTOR_POLICIES", "VectorHandsOff", "VectorPolicy", "VectorTextbook", "vectorized"]
 
 Decisions = dict[int, list[tuple[str, Any]]]
+
+
+_NOTHING = Coded(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
 
 
 class VectorPolicy(Protocol):
@@ -38,19 +42,29 @@ class VectorHandsOff:
     def decide(self, batch: Any) -> Decisions:
         return {}
 
+    def decide_coded(self, batch: Any) -> Coded:
+        return _NOTHING
 
-@compiled
+
+@unmanaged
 def _decide_runs(
-    last: Any, state: Any, opening: Any, memory: Any, history: Any, usual: float, p: Any, codes: Any, values: Any
-) -> Any:
-    """The playbook for every run: ``last`` is field-major (column i = run i), ``history`` minutes × runs."""
-    n = state.shape[0]
-    counts = np.zeros(n, dtype=np.int64)
-    for i in range(n):
+    last: Any,
+    state: Any,
+    opening: Any,
+    memory: Any,
+    history: Any,
+    usual: float,
+    p: Any,
+    codes: Any,
+    values: Any,
+    counts: Any,
+) -> None:
+    """The playbook for every run: ``last`` is field-major (column i = run i), ``history`` minutes × runs;
+    writes each run's number of decisions into ``counts`` (unmanaged: the row views cost no atomic counts)."""
+    for i in range(state.shape[0]):
         counts[i] = tb.decide_k(
             last[:, i], state[i], opening[i], memory[i], history[:, i], usual, p, codes[i], values[i]
         )
-    return counts
 
 
 class VectorTextbook:
@@ -62,12 +76,18 @@ class VectorTextbook:
         self.memory = np.zeros((n, 3), dtype=np.int64)
         self.codes = np.zeros((n, tb.MAX_ACTIONS), dtype=np.int64)
         self.values = np.zeros((n, tb.MAX_ACTIONS))
+        self.counts = np.zeros(n, dtype=np.int64)
+        self.slots = np.arange(tb.MAX_ACTIONS)
 
     def decide(self, batch: Any) -> Decisions:
+        return self.decide_coded(batch).as_mapping()
+
+    def decide_coded(self, batch: Any) -> Coded:
+        """The decisions as arrays (``BatchRun.step`` applies them without a Python object per action)."""
         if batch.last is None:
-            return {}
+            return _NOTHING
         usual = tb.usual_rate_at((batch.clock_start + batch.t - 1) % 1440, batch.params)
-        counts = _decide_runs(
+        _decide_runs(
             batch.values,
             batch.state,
             self.opening,
@@ -77,8 +97,14 @@ class VectorTextbook:
             batch.kernel.params,
             self.codes,
             self.values,
+            self.counts,
         )
-        return {int(i): tb.to_actions(self.codes[i], self.values[i], int(counts[i])) for i in np.flatnonzero(counts)}
+        acting = np.flatnonzero(self.counts)
+        if not len(acting):
+            return _NOTHING
+        taken = self.slots < self.counts[acting, None]  # row-major: runs ascending, each run's in its order
+        runs = np.broadcast_to(acting[:, None], taken.shape)[taken]
+        return Coded(runs, self.codes[acting][taken], self.values[acting][taken])
 
 
 VECTOR_POLICIES: dict[str, Callable[[], VectorPolicy]] = {"hands-off": VectorHandsOff, "textbook": VectorTextbook}

@@ -13,7 +13,7 @@ from oncallsim.batch.engine import BatchRun
 from oncallsim.batch.policies import vectorized
 from oncallsim.debrief import run_outcome
 from oncallsim.debrief.accumulate import OutcomeAccumulator, scenario_incident_start
-from oncallsim.debrief.scorecard import judge, p99_targets
+from oncallsim.debrief.scorecard import _judge, p99_targets
 from oncallsim.debrief.summary import Outcome
 from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.policies import load_policy
@@ -60,13 +60,14 @@ def run_seeds(
         batch = BatchRun(spec, seeds, overrides, noise, minutes, clock, keep=())
         acc = OutcomeAccumulator(batch.n, batch.params, batch.budget.copy(), spec.latency_target_ms, p99_targets(spec))
         vector.reset(batch)
+        decide = getattr(vector, "decide_coded", vector.decide)  # decisions as arrays where the policy has them
         while not batch.done:
             t = batch.t
-            batch.step(vector.decide(batch))
+            batch.step(decide(batch))
             assert batch.last is not None  # a minute was just computed
             acc.add(t, batch.last)
         starts = [scenario_incident_start(plan, batch.length) for plan in batch.plans]
-        outcomes = acc.finish(starts, [[a.minute for a in log] for log in batch.actions])
+        outcomes = acc.finish(starts, batch.action_minutes())
     else:
         outcomes = []
         for seed in seeds:
@@ -86,7 +87,7 @@ def row(spec: Scenario, seed: int, values: dict[str, Any]) -> dict[str, Any]:
         out[name] = float("nan") if value is None else value
     for cause, value in result.budget_spent_by_cause.items():
         out[f"budget_spent_{cause}"] = value
-    judged = [judge(o, result) for o in spec.objectives]
+    judged = [_judge(o, result) for o in spec.objectives]  # passed and value (the label's template not needed)
     out["objectives_passed"] = sum(j.passed for j in judged)
     out["objectives_total"] = len(judged)
     out["passed"] = all(j.passed for j in judged)

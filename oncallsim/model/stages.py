@@ -7,7 +7,9 @@ the booting counts and the burn window), writes the minute's record (``fields.NU
 slot counts (``events.KERNEL_EVENTS``), and advances the state in place. Each stage is a formula of its own
 module (cache, database, queueing, slo, cost, deploy, fleet, traffic). The scalar engine calls ``minute``
 for its one run; the batch engine calls ``minute_runs``, a compiled loop over runs. Both are compiled
-(``kernel.compiled``), so there is one copy of every formula and one copy of its order.
+(``kernel.unmanaged``: no reference counting, as nothing here allocates; the row views of ``minute_runs``
+and the arrays passed down the stages would otherwise cost two atomic counts each, half the minute's time),
+so there is one copy of every formula and one copy of its order.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from oncallsim.model.database import db_demand, db_headroom_factor, queries_per_
 from oncallsim.model.deploy import advance, start_deploy
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.fleet import autoscale, booting_count, desired_fleet, tick
-from oncallsim.model.kernel import P, compiled
+from oncallsim.model.kernel import P, unmanaged
 from oncallsim.model.queueing import queue_k
 from oncallsim.model.rng import normal_pair_k
 from oncallsim.model.slo import burn, page_state, push_window, split_errors
@@ -49,7 +51,7 @@ _E_DEPLOY_FINISHED, _E_ROLLBACK_READY, _E_READY, _E_SCALED_OUT, _E_SCALED_IN = 5
 _E_BROWNOUT_STARTED, _E_BROWNOUT_ENDED = 10, 11
 
 
-@compiled
+@unmanaged
 def open_minute(
     p: Any,
     t: int,
@@ -101,7 +103,7 @@ def open_minute(
     rec[REC.servers] = st[ST.serving] * p[P.workers_per_instance]
 
 
-@compiled
+@unmanaged
 def formula_physics(p: Any, st: Any, rec: Any, ln_factorial: Any) -> None:
     """The minute model's physics (MODEL.md §3.3–3.7): cache → database → service → queueing → errors, from
     the formulas; then the cache's warmth for the next minute. The request engine replaces this stage."""
@@ -148,7 +150,7 @@ def formula_physics(p: Any, st: Any, rec: Any, ln_factorial: Any) -> None:
     st[ST.cache_warm] = refill(warm, db_headroom_factor(demand * slow, p), warmup_active, p)
 
 
-@compiled
+@unmanaged
 def close_minute(p: Any, t: int, st: Any, boot: Any, win: Any, rec: Any, evs: Any) -> int:
     """The minute's close, common to every engine, on the physics' numbers in ``rec``: the SLO, the page,
     the cost, then the state advanced (warm-up job, rollout and rollback, booting, the autoscaler).
@@ -235,7 +237,7 @@ def close_minute(p: Any, t: int, st: Any, boot: Any, win: Any, rec: Any, evs: An
     return happened
 
 
-@compiled
+@unmanaged
 def minute(
     p: Any,
     t: int,
@@ -259,7 +261,7 @@ def minute(
     return close_minute(p, t, st, boot, win, rec, evs)
 
 
-@compiled
+@unmanaged
 def drawn_minute(
     p: Any,
     t: int,
@@ -285,7 +287,7 @@ def drawn_minute(
     return happened, rng_state
 
 
-@compiled
+@unmanaged
 def minute_runs(
     p: Any,
     t: int,
