@@ -6,6 +6,7 @@ Observation, action and reward are documented in docs/guide.md (and below, field
 
 from __future__ import annotations
 
+import operator
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -15,6 +16,7 @@ from gymnasium import spaces
 from oncallsim.model import CONTROL_SPECS, SETTINGS, Controls, MinuteRecord
 from oncallsim.model.controls import INSTANCE_ACTIONS, WORLD_SETTINGS
 from oncallsim.model.errors import InvalidInput
+from oncallsim.model.fields import ST
 from oncallsim.simulation import MAX_SEED, Simulation
 
 __all__ = ["OBSERVATION", "REWARD_WEIGHTS", "OncallEnv", "action_space"]
@@ -68,6 +70,9 @@ _LOWS = np.array([o[1] for o in OBSERVATION], dtype=np.float32)
 _HIGHS = np.array([o[2] for o in OBSERVATION], dtype=np.float32)
 # Where each observed field sits in a MinuteRecord (time_left is computed).
 _RECORD_INDEX = [MinuteRecord._fields.index(o[0]) for o in OBSERVATION[:-1]]
+_OBSERVED = operator.itemgetter(*_RECORD_INDEX)
+# Where each setting of the state vector sits (a switch as 0/1, a whole number as a float).
+_VECTOR_INDEX = {name: getattr(ST, name) for name in SETTINGS}
 # A number's resolution in an action, by kind: what a console slider can set.
 _DECIMALS = {"fraction": 4, "seconds": 1}
 
@@ -194,9 +199,7 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         if record is None:
             return opening_observation(self.sim.state.controls, self.sim.plan.budget_start)
         # the controls in force after this minute's actions are the record's own control fields
-        values = [float(record[i]) for i in _RECORD_INDEX]  # type: ignore[arg-type]
-        values.append(time_left)
-        return clip_observation(np.array(values, dtype=np.float32))
+        return clip_observation(np.array((*_OBSERVED(record), time_left), dtype=np.float32))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -213,11 +216,14 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         actions on instances. One the run cannot take now (an instance that is not there, adaptive-lifo without a
         queue limit) is a no-op, its reason in ``info["refused"]``: an agent explores, it does not crash."""
         assert self.sim is not None
-        controls = self.sim.state.controls
+        vec = self.sim.state.vec  # the settings both engines have, as the state vector holds them
+        controls = self.sim.state.controls if self.engine == "request" else None  # the world's settings
         wanted: list[tuple[str, Any]] = []
         for name in self.settings:
             value = wanted_value(name, action[name])
-            if getattr(controls, name) != value:
+            index = _VECTOR_INDEX.get(name)
+            differs = vec[index] != float(value) if index is not None else getattr(controls, name) != value
+            if differs:
                 wanted.append((name, value))
         wanted += [(button, None) for button in BUTTONS_IN_ORDER if int(action[button])]
         wanted += [(name, int(action[name]) - 1) for name in self.instance_actions if int(action[name])]
