@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from plotly.offline import get_plotlyjs
 
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.debrief.report import Report
+from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS, Report
 from oncallsim.debrief.scorecard import ObjectiveResult
 from oncallsim.i18n import (
     DEFAULT_LANGUAGE,
@@ -32,6 +32,7 @@ from oncallsim.simulation import Action
 __all__ = [
     "CAUSE_LABELS",
     "COMPARISONS",
+    "REQUEST_COMPARISONS",
     "UNIT_MESSAGES",
     "control_label",
     "fmt",
@@ -51,10 +52,14 @@ COMPARISONS = (
     ("first action after the incident", "time_to_first_mitigation_min", "min"),
     ("recovery after the incident", "time_to_recovery_min", "min"),
 )
+TIMES = "%(n)s×"
 
 
 CAUSE_LABELS = {
     "overload": "overload",
+    "throttled": "throttled by the clients",
+    "limited": "rejected by the concurrency limiter",
+    "dropped": "dropped by a queue (CoDel, full)",
     "timeout": "timeout",
     "bad_build": "bad build",
     "dead_instance": "dead instance",
@@ -77,6 +82,8 @@ def fmt(value: float | int | None, kind: str, language: str = DEFAULT_LANGUAGE) 
         return format_money(value, language)
     if kind == "int":
         return format_number(value, language, 0)
+    if kind == "times":
+        return translations(language).gettext(TIMES) % {"n": format_number(value, language, 2)}
     if kind in UNIT_MESSAGES:
         return translations(language).gettext(UNIT_MESSAGES[kind]) % {"n": format_number(value, language, 0)}
     raise ValueError(f"unknown number kind {kind!r}; known: pct, pct0, usd, int, {', '.join(UNIT_MESSAGES)}")
@@ -304,7 +311,9 @@ def render_html(
             direction=direction(language),
             title=scenario_title or report.scenario_title,
             comparisons=COMPARISONS,
+            request_comparisons=REQUEST_COMPARISONS,
             causes=CAUSE_LABELS,
+            counterfactual_labels=COUNTERFACTUAL_LABELS,
             fmt=lambda value, kind: fmt(value, kind, language),
             fmt_objective=lambda o: fmt_objective(o, language),
             control_label=control_label,

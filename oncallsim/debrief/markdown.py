@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
-from oncallsim.debrief.report import Report
+from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS, Report
 
 __all__ = ["render_markdown"]
 
@@ -36,13 +36,17 @@ def render_markdown(r: Report) -> str:
         "",
         "## Compared with hands-off and the playbook",
         "",
-        "| | you | " + " | ".join(r.counterfactuals) + " |",
+        "| | you | " + " | ".join(COUNTERFACTUAL_LABELS.get(name, name) for name in r.counterfactuals) + " |",
         "|---|---|" + "---|" * len(r.counterfactuals),
         f"| score | {r.score} | " + " | ".join(str(c.score) for c in r.counterfactuals.values()) + " |",
     ]
     for label, key, kind in COMPARISONS:
         others = " | ".join(fmt(getattr(c, key), kind) for c in r.counterfactuals.values())
         lines.append(f"| {label} | {fmt(getattr(r, key), kind)} | {others} |")
+    if r.attempts_per_request is not None:  # a request-engine run: its retries and its wasted work
+        for label, key, kind in REQUEST_COMPARISONS:
+            others = " | ".join(fmt(getattr(c, key), kind) for c in r.counterfactuals.values())
+            lines.append(f"| {label} | {fmt(getattr(r, key), kind)} | {others} |")
     lines += ["", "## Where the error budget went", ""]
     lines += [f"- {CAUSE_LABELS[c]}: {fmt(v, 'pct')}" for c, v in r.budget_spent_by_cause.items()]
     lines += ["", "## Score", ""]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pydantic import Field
 
@@ -13,7 +13,18 @@ from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_
 from oncallsim.model import Controls
 from oncallsim.simulation import Simulation
 
-__all__ = ["HEADLINES", "Counterfactual", "Report", "headline_parts", "make_report", "run_outcome"]
+__all__ = [
+    "COUNTERFACTUAL_LABELS",
+    "HEADLINES",
+    "MECHANISM_PHRASES",
+    "REQUEST_COMPARISONS",
+    "Counterfactual",
+    "Report",
+    "headline_parts",
+    "make_report",
+    "mechanism_parts",
+    "run_outcome",
+]
 
 
 class Counterfactual(Outcome):
@@ -69,8 +80,12 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             score=run_score(theirs, opening_fleet_cost(other)).score,
         )
     playbook = (counterfactuals or {}).get("textbook")
-    parts = headline_parts(mine, others) + narrative_parts(
-        mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
+    parts = (
+        headline_parts(mine, others)
+        + mechanism_parts(mine, others, sim.plan.clock)
+        + narrative_parts(
+            mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
+        )
     )
     mine_score = run_score(mine, opening_fleet_cost(sim))
     return Report(
@@ -95,7 +110,35 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
     )
 
 
+# The request engine's overload mechanisms a run can be replayed with (policies/counterfactual.py's MECHANISMS):
+# how a sentence names each, and the debrief's column for it.
+MECHANISM_PHRASES = {
+    "retry_budget": "a retry budget of 10 %",
+    "limiter": "the concurrency limiter",
+    "codel": "CoDel queues",
+    "deadlines": "deadline propagation",
+}
+COUNTERFACTUAL_LABELS = {
+    "retry_budget": "with a 10 % retry budget",
+    "limiter": "with the limiter",
+    "codel": "with CoDel",
+    "deadlines": "with deadlines",
+}
+
+# Rows only a request-engine run has (None elsewhere): its retries' amplification and its wasted work.
+REQUEST_COMPARISONS = (
+    ("attempts per request", "attempts_per_request", "times"),
+    ("work wasted on abandoned requests", "wasted_work_share", "pct"),
+)
+
 HEADLINES = {
+    "mechanism": "With %(mechanism)s from the start and the same decisions, %(other)s of the error budget would "
+    "have burned instead of %(mine)s.",
+    "mechanism_recovered": "With %(mechanism)s from the start and the same decisions, %(other)s of the error budget "
+    "would have burned instead of %(mine)s, and the service would have recovered at %(clock)s.",
+    **{f"mechanism_{k}": v for k, v in MECHANISM_PHRASES.items()},  # listed so the catalogs extract them
+    **{f"column_{k}": v for k, v in COUNTERFACTUAL_LABELS.items()},
+    **{f"row_{key}": label for label, key, _kind in REQUEST_COMPARISONS},
     "balancer": "With %(balancer)s balancing from the start and the same decisions, %(other)s of the error budget "
     "would have burned instead of %(mine)s.",
     "all": "Had you done nothing, %(hands_off)s of the error budget would have burned; you spent %(mine)s; "
@@ -151,4 +194,24 @@ def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[s
         parts.append((HEADLINES["recovered"], {"minutes": str(mine.time_to_recovery_min)}))
     elif mine.incident_minute is not None:
         parts.append((HEADLINES["not_recovered"], {}))
+    return parts
+
+
+def mechanism_parts(
+    mine: Outcome, others: Mapping[str, Outcome], clock: Callable[[int], str]
+) -> list[tuple[str, dict[str, str]]]:
+    """A sentence per mechanism counterfactual: the budget it would have spent, and when the service would have
+    recovered where that is sooner than the player's recovery (or the player never recovered)."""
+    parts: list[tuple[str, dict[str, str]]] = []
+    for name, phrase in MECHANISM_PHRASES.items():
+        other = others.get(name)
+        if other is None:
+            continue
+        args = {"mechanism": phrase, "other": f"{other.budget_spent:.1%}", "mine": f"{mine.budget_spent:.1%}"}
+        theirs = other.time_to_recovery_min
+        sooner = theirs is not None and (mine.time_to_recovery_min is None or theirs < mine.time_to_recovery_min)
+        if sooner and other.incident_minute is not None and theirs is not None:
+            parts.append((HEADLINES["mechanism_recovered"], {**args, "clock": clock(other.incident_minute + theirs)}))
+        else:
+            parts.append((HEADLINES["mechanism"], args))
     return parts

@@ -20,6 +20,9 @@ from oncallsim.simulation import Action
 __all__ = ["CostSplit", "Decision", "Outcome", "Phase", "cost_split", "decisions", "outcome", "phases"]
 
 CAUSES = ("overload", "timeout", "bad_build", "dead_instance")
+# The request engine's overload errors by what turned them away, from its extras (req/s): the client's own
+# throttling, an instance's concurrency limiter, a queue that dropped them (CoDel, adaptive LIFO, a full queue).
+OVERLOAD_SPLIT = {"throttled": "throttled_per_s", "limited": "limited_per_s", "dropped": "dropped_per_s"}
 EFFECT_BEFORE_MIN = 5
 EFFECT_AFTER_MIN = 10
 
@@ -44,6 +47,10 @@ class Outcome(BaseModel):
     time_to_first_mitigation_min: int | None
     time_to_recovery_min: int | None
     p99_within_share: dict[str, float]
+    # request-engine runs only (None on the minute engine): the attempts each admitted request took (1 without
+    # retries) and the share of the service time spent on requests whose client had given up
+    attempts_per_request: float | None = None
+    wasted_work_share: float | None = None
 
 
 def budget_per_minute(record: MinuteRecord, params: Params) -> float:
@@ -62,7 +69,58 @@ def outcome(
     acc = OutcomeAccumulator(1, params, np.array([plan.budget_start]), latency_target_ms, p99_targets)
     acc.add_records(timeline)
     start = scenario_incident_start(plan, len(timeline))
-    return Outcome(**acc.finish([start], [[a.minute for a in actions]])[0])
+    found = acc.finish([start], [[a.minute for a in actions]])[0]
+    if timeline and timeline[0].extras is not None:  # the request engine
+        found["budget_spent_by_cause"] = split_overload(found["budget_spent_by_cause"], timeline, params)
+        found.update(attempts_and_waste(timeline))
+    return Outcome(**found)
+
+
+def split_overload(by_cause: dict[str, float], timeline: Sequence[MinuteRecord], params: Params) -> dict[str, float]:
+    """The budget spent on overload split by what turned the requests away (``OVERLOAD_SPLIT``), plain overload
+    (the minute's other rejections) keeping the rest: so the causes still add up to the budget spent.
+
+    A minute's share of each is its rate over the minute's requests (the record's ``error_overload`` is already
+    such a share: rejections over the requests decided); where the shares exceed ``error_overload`` (a minute
+    whose requests are not all decided within it) they are scaled down to it."""
+    scale = 1.0 / params.error_budget / params.budget_period_min
+    spent = dict.fromkeys(OVERLOAD_SPLIT, 0.0)
+    for r in timeline:
+        extras = r.extras or {}
+        if r.requests_per_s <= 0 or r.error_overload <= 0:
+            continue
+        shares = {c: max(0.0, float(extras.get(f) or 0.0)) / r.requests_per_s for c, f in OVERLOAD_SPLIT.items()}
+        total = sum(shares.values())
+        fit = min(1.0, r.error_overload / total) if total > 0 else 0.0
+        for cause, share in shares.items():
+            spent[cause] += share * fit * scale
+    out: dict[str, float] = {}
+    for cause, value in by_cause.items():
+        if cause == "overload":
+            out[cause] = max(0.0, value - sum(spent.values()))
+            out.update(spent)
+        else:
+            out[cause] = value
+    return out
+
+
+def attempts_and_waste(timeline: Sequence[MinuteRecord]) -> dict[str, float]:
+    """Attempts per admitted request over the run (its extras' ``attempts_per_s``; 1 per request while the
+    engine does not send it) and the share of service time wasted on abandoned requests (each minute's share
+    weighted by the minute's service time: completions × mean service time)."""
+    attempts = admitted = wasted = service = 0.0
+    for r in timeline:
+        extras = r.extras or {}
+        sent = extras.get("attempts_per_s")
+        admitted += r.admitted_per_s
+        attempts += float(sent) if sent is not None else r.admitted_per_s
+        busy = float(extras.get("completed_per_s") or 0.0) * r.service_time_ms
+        service += busy
+        wasted += busy * float(extras.get("wasted_work_share") or 0.0)
+    return {
+        "attempts_per_request": attempts / admitted if admitted > 0 else 1.0,
+        "wasted_work_share": wasted / service if service > 0 else 0.0,
+    }
 
 
 def first_mitigation(actions: Sequence[Action], start: int | None) -> int | None:

@@ -1,36 +1,103 @@
-"""The standard counterfactuals: the same scenario and seed, played hands-off and by the playbook."""
+"""The standard counterfactuals: the same scenario and seed, played hands-off and by the playbook; on the request
+engine also the player's own decisions with a mechanism switched on from the start (p2c balancing, and the one
+overload mechanism that would have saved the most)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from oncallsim.debrief import Report, make_report
-from oncallsim.model import InvalidInput
+from oncallsim.debrief.report import run_outcome
+from oncallsim.model import CONTROL_SPECS, InvalidInput
 from oncallsim.policies.base import load_policy
 from oncallsim.simulation import Action, Simulation
 
-__all__ = ["COUNTERFACTUAL_POLICIES", "counterfactuals", "full_report", "with_balancer"]
+__all__ = [
+    "COUNTERFACTUAL_POLICIES",
+    "MECHANISMS",
+    "Mechanism",
+    "counterfactuals",
+    "full_report",
+    "mechanism_counterfactuals",
+    "with_balancer",
+    "with_settings",
+]
 
 COUNTERFACTUAL_POLICIES = ("hands-off", "textbook")
 
 
+@dataclass(frozen=True)
+class Mechanism:
+    """An overload mechanism a request-engine run can be replayed with: the settings that switch it on, and
+    whether a run's opening controls already have it."""
+
+    name: str  # the counterfactual's key in the debrief
+    settings: Mapping[str, Any]
+
+    def available(self) -> bool:
+        """Every control it sets is in this model's registry (a mechanism not built yet is skipped)."""
+        return all(c in CONTROL_SPECS and "request" in CONTROL_SPECS[c].engines for c in self.settings)
+
+    def already_on(self, controls: Any) -> bool:
+        """The run opened with it: each of its controls away from its registry default, i.e. on."""
+        return all(getattr(controls, c, None) != CONTROL_SPECS[c].default for c in self.settings)
+
+
+# The candidates, each switched on from the start with the player's other decisions. A retry budget only
+# matters while the clients retry (checked in ``mechanism_counterfactuals``).
+MECHANISMS = (
+    Mechanism("retry_budget", {"retry_budget": 0.1}),
+    Mechanism("limiter", {"limiter": "bbr"}),
+    Mechanism("codel", {"queue_discipline": "codel"}),
+    Mechanism("deadlines", {"deadline_propagation": True}),
+)
+MAX_MECHANISMS_KEPT = 1
+
+
 def counterfactuals(sim: Simulation) -> dict[str, Simulation]:
     """Re-runs to the same minute as ``sim`` (cheap: runs are deterministic); on the request engine, when the
-    run opened on another balancer, also the player's own decisions with ``p2c`` from the start."""
+    run opened on another balancer, also the player's own decisions with ``p2c`` from the start, and with the
+    overload mechanism that saves the most (``mechanism_counterfactuals``)."""
     out = {name: sim.counterfactual(load_policy(name), minutes=sim.minute) for name in COUNTERFACTUAL_POLICIES}
     if sim.engine.name == "request" and sim.timeline and (sim.timeline[0].extras or {}).get("balancer") != "p2c":
         out["p2c"] = with_balancer(sim, "p2c")
+    if sim.engine.name == "request" and sim.timeline:
+        out.update(mechanism_counterfactuals(sim))
     return out
 
 
-def with_balancer(sim: Simulation, balancer: str) -> Simulation:
-    """The run replayed on the same draws with ``balancer`` from the start and the player's other decisions
-    (an action on an instance the other run does not have then is left out)."""
+def mechanism_counterfactuals(sim: Simulation, keep: int = MAX_MECHANISMS_KEPT) -> dict[str, Simulation]:
+    """The player's run replayed with each mechanism of ``MECHANISMS`` that exists in the registry and was not
+    on at the start switched on from the start; the ``keep`` that spent the least of the error budget, and
+    only those that spent less than the player did."""
+    opening = sim.counterfactual(None, minutes=0).state.controls
+    retried = getattr(opening, "retries", 0) > 0 or any(a.control == "retries" and a.value for a in sim.actions)
+    tried: list[tuple[float, str, Simulation]] = []
+    for mechanism in MECHANISMS:
+        if not mechanism.available() or mechanism.already_on(opening):
+            continue
+        if "retry_budget" in mechanism.settings and not retried:
+            continue
+        other = with_settings(sim, mechanism.settings)
+        tried.append((run_outcome(other).budget_spent, mechanism.name, other))
+    mine = run_outcome(sim).budget_spent
+    best = sorted((t for t in tried if t[0] < mine), key=lambda t: t[0])[:keep]
+    return {name: other for _spent, name, other in best}
+
+
+def with_settings(sim: Simulation, settings: Mapping[str, Any]) -> Simulation:
+    """The run replayed on the same draws with ``settings`` in force from the start and the player's other
+    decisions (the player's own changes to those controls left out, so they hold the whole run; an action on an
+    instance the other run does not have then is left out too)."""
     other = sim.counterfactual(None, minutes=0)
     by_minute: dict[int, list[Action]] = {}
     for a in sim.actions:
-        if a.control != "balancer":
+        if a.control not in settings:
             by_minute.setdefault(a.minute, []).append(a)
     while other.minute < sim.minute:
-        todo = [Action(0, "balancer", balancer)] if other.minute == 0 else []
+        todo = [Action(0, name, value) for name, value in settings.items()] if other.minute == 0 else []
         for a in by_minute.get(other.minute, ()):
             try:
                 other.engine.check_action(other.state, a.control, a.value)
@@ -39,6 +106,11 @@ def with_balancer(sim: Simulation, balancer: str) -> Simulation:
             todo.append(a)
         other.step(todo)
     return other
+
+
+def with_balancer(sim: Simulation, balancer: str) -> Simulation:
+    """The run replayed on the same draws with ``balancer`` from the start and the player's other decisions."""
+    return with_settings(sim, {"balancer": balancer})
 
 
 def full_report(sim: Simulation) -> Report:

@@ -25,6 +25,7 @@ from pydantic import (
     StrictStr,
     TypeAdapter,
     ValidationError,
+    model_validator,
 )
 
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
@@ -90,7 +91,15 @@ class NewRun(_Body):
 
 class ActionBody(_Body):
     control: StrictStr = Field(max_length=64)
-    value: StrictBool | Number | None = None
+    # a choice's value is its name ("codel"); every other control's is a number or a switch, never text
+    value: StrictBool | Number | Annotated[StrictStr, Field(max_length=64)] | None = None
+
+    @model_validator(mode="after")
+    def _text_only_for_a_choice(self) -> ActionBody:
+        spec = CONTROL_SPECS.get(self.control)
+        if isinstance(self.value, str) and spec is not None and spec.kind != "choice":
+            raise ValueError(f"{self.control} takes {spec.describe_range()}, not text")
+        return self
 
 
 class ActionMessage(ActionBody):

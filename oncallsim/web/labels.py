@@ -7,7 +7,11 @@ from typing import Any
 
 from oncallsim.model import CONTROL_SPECS
 
-__all__ = ["control_label", "control_value_text"]
+__all__ = ["RESILIENCE_SECTIONS", "control_label", "control_value_text", "resilience_controls"]
+
+# The console's "Resilience" group: every control whose model-page section is one of these (the request engine's
+# overload controls, and the client retries beside them), found in the registry, never listed by name.
+RESILIENCE_SECTIONS = ("overload", "retries")
 
 
 def control_label(control: str) -> str:
@@ -25,3 +29,12 @@ def control_value_text(control: str, value: Any) -> str:
         return f"{100 * float(value):g} %"
     unit = f" {spec.unit}" if spec is not None and spec.unit else ""
     return f"{float(value):g}{unit}"
+
+
+def resilience_controls(engine: str) -> list[str]:
+    """The settings of the Resilience group that ``engine`` has, in the registry's order."""
+    return [
+        name
+        for name, spec in CONTROL_SPECS.items()
+        if spec.section in RESILIENCE_SECTIONS and spec.is_setting and engine in spec.engines
+    ]

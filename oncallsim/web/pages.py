@@ -28,6 +28,7 @@ from oncallsim.debrief.html import (
     value_text,
 )
 from oncallsim.debrief.markdown import render_markdown
+from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS
 from oncallsim.debrief.whatif import what_if
 from oncallsim.i18n import (
     DEFAULT_LANGUAGE,
@@ -51,7 +52,7 @@ from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
-from oncallsim.web.labels import control_label
+from oncallsim.web.labels import control_label, resilience_controls
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
@@ -81,8 +82,10 @@ def environment(language: str) -> Environment:
     )
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
     env.globals.update(fmt=partial(fmt, language=language), fmt_objective=partial(fmt_objective, language=language))
-    env.globals.update(comparisons=COMPARISONS, causes=CAUSE_LABELS)
+    env.globals.update(comparisons=COMPARISONS, causes=CAUSE_LABELS, counterfactual_labels=COUNTERFACTUAL_LABELS)
+    env.globals.update(request_comparisons=REQUEST_COMPARISONS)
     env.globals.update(control_label=control_label, control_value_text=partial(value_text, language=language))
+    env.globals.update(resilience_controls=resilience_controls)
     env.globals.update(
         difficulties=DIFFICULTIES, max_speed=MAX_SPEED, engines=list(ENGINES), default_engine=DEFAULT_ENGINE
     )
@@ -442,4 +445,23 @@ async def model_reference(request: Request) -> HTMLResponse:
     for f in FORMULAS:
         latex, note = f.render(DEFAULT_PARAMS, translations(language).gettext)
         formulas.append((f, latex_to_mathml(latex, display="block"), note))
-    return render(request, "model.html", formulas=formulas, sources=SOURCES, params=param_info())
+    return render(
+        request,
+        "model.html",
+        formulas=formulas,
+        sources=SOURCES,
+        params=param_info(),
+        mechanisms=mechanism_sections(),
+        controls=CONTROL_SPECS,
+        defaults=DEFAULT_PARAMS,
+    )
+
+
+def mechanism_sections() -> list[tuple[str, list[str]]]:
+    """The model page's sections on the request engine's mechanisms (the anchors the controls link to), each
+    with the controls that set it, in the registry's order."""
+    sections: dict[str, list[str]] = {}
+    for name, spec in CONTROL_SPECS.items():
+        if spec.section:
+            sections.setdefault(spec.section, []).append(name)
+    return list(sections.items())

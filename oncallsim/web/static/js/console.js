@@ -62,11 +62,49 @@
       ],
     },
   };
+  // A request-engine run also charts what only it measures (its records' extras): goodput against throughput,
+  // and the attempts each request took beside the share of work wasted on requests whose client had given up.
+  // A measure the engine does not send yet falls back: goodput from the error rate, one attempt per request.
+  const extra = (r, name) => {
+    const value = r.extras ? r.extras[name] : undefined;
+    return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+  };
+  const goodput = (r) => {
+    const sent = extra(r, "goodput_per_s");
+    return sent !== undefined ? sent : r.admitted_per_s * (1 - r.error_rate);
+  };
+  const attempts = (r) => {
+    const sent = extra(r, "attempts_per_s");
+    if (sent === undefined) return 1;
+    return r.admitted_per_s > 0 ? sent / r.admitted_per_s : null; // attempts: the admitted requests and their retries
+  };
+  if ($("chart-goodput")) {
+    CHARTS["chart-goodput"] = {
+      title: t("chart.goodput"),
+      traces: [
+        [goodput, t("series.goodput"), "#15803d", "solid"],
+        [(r) => extra(r, "completed_per_s"), t("series.throughput"), "#64748b", "dot"],
+      ],
+    };
+  }
+  if ($("chart-attempts")) {
+    CHARTS["chart-attempts"] = {
+      title: t("chart.attempts"),
+      traces: [
+        [attempts, t("series.attempts"), "#7c3aed", "solid", 1, "y", 2],
+        [(r) => extra(r, "wasted_work_share"), t("series.wasted_work"), "#b45309", "dot", 100, "y2"],
+      ],
+    };
+  }
   const PLOT_CONFIG = { displayModeBar: false, responsive: true, staticPlot: false };
 
+  // A trace's spec: [record field or function of the record, name, colour, dash, scale, axis, hover digits].
   function seriesOf(spec, rows) {
     const scale = spec[4] || 1;
-    return rows.map((r) => r[spec[0]] * scale);
+    return rows.map((r) => {
+      const value = typeof spec[0] === "function" ? spec[0](r) : r[spec[0]];
+      return value === undefined || value === null ? null : value * scale;
+    });
   }
 
   // Markers on every chart: the scenario's events, the page and the player's actions, as vertical lines (labelled
@@ -107,8 +145,8 @@
       // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
       const hover = (digits) => "%{x}: %{y:,." + digits + "f}<extra>%{fullData.name}</extra>";
       const data = chart.traces.map((spec) => ({
-        x, y: seriesOf(spec, records), name: spec[1], mode: "lines",
-        line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[0] === "error_rate" ? 2 : 1),
+        x, y: seriesOf(spec, records), name: spec[1], mode: "lines", yaxis: spec[5] || "y",
+        line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[6] || (spec[0] === "error_rate" ? 2 : 1)),
       }));
       for (const [value, name, color] of chart.lines || []) {
         data.push({ x, y: x.map(() => value), name, mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
@@ -121,6 +159,10 @@
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
+      if (chart.traces.some((spec) => spec[5] === "y2")) {
+        layout.yaxis2 = { overlaying: "y", side: "right", tickfont: { size: 10 }, range: [0, 100], dtick: 25, showgrid: false };
+        layout.margin.r = 34;
+      }
       Plotly.react(id, data, layout, PLOT_CONFIG);
     }
   }
@@ -168,11 +210,18 @@
     }
   }
 
+  // A mechanism engaging and letting go is a cause the log names with its minute ("10:42 limiter engaged").
+  const CAUSE_EVENTS = {
+    limiter_engaged: "cause", retry_budget_exhausted: "cause",
+    limiter_released: "cause cleared", retry_budget_recovered: "cause cleared",
+  };
+
   function logEvents(r) {
     const list = $("events");
     for (const event of [...r.events].reverse()) { // newest first, and within a minute too
       const item = document.createElement("li");
-      item.className = event.kind; // operator, page or system: the server says which
+      item.className = event.kind + (CAUSE_EVENTS[event.code] ? " " + CAUSE_EVENTS[event.code] : ""); // operator, page or system: the server says which
+      item.dataset.code = event.code;
       item.dir = "auto"; // a line reads in its own script's direction (a Latin metric name inside Arabic stays whole)
       const time = document.createElement("time");
       time.textContent = r.clock;
@@ -192,6 +241,10 @@
   function valueText(name, value) {
     const input = $("c-" + name);
     if (typeof value === "boolean") return value ? t("value.on") : t("value.off");
+    if (typeof value === "string") { // a choice: its option's (translated) words
+      const option = input && input.tagName === "SELECT" ? [...input.options].find((o) => o.value === value) : null;
+      return option ? option.textContent : value;
+    }
     if (input.dataset.kind === "fraction") return percent(value);
     if (input.dataset.unit === "instances") return window.i18n.tn("unit.instances", value);
     if (input.dataset.unit === "s") return t("unit.seconds", { n: number(Math.round(value)) });
@@ -238,7 +291,30 @@
       $("c-" + name).setAttribute("aria-checked", String(controls[name]));
     }
     for (const name of CHOICES) $("c-" + name).value = controls[name];
+    showResilience(controls);
   }
+
+  // The Resilience group's summary line: which of its mechanisms are on (a switch on, a choice other than its
+  // first, "off"-like one, a number above 0), so the folded group still says what protects the service.
+  const resilience = $("resilience");
+  const GROUP = resilience ? resilience.dataset.controls.split(" ").filter(Boolean) : [];
+  // A retry's settings (backoff, its base and cap, the budget) say something only while clients retry.
+  function isOn(name, value, controls) {
+    const input = $("c-" + name);
+    if (name.startsWith("retry_") && controls.retries !== undefined && !isOn("retries", controls.retries, controls)) return false;
+    if (typeof value === "boolean") return value;
+    if (input && input.tagName === "SELECT") return value !== input.options[0].value;
+    return typeof value === "number" && value > 0 && input !== null && Number(input.min) === 0; // 0 = off
+  }
+  function showResilience(controls) {
+    if (!resilience) return;
+    const on = GROUP.filter((name) => controls[name] !== undefined && isOn(name, controls[name], controls));
+    const said = on.map((name) => (typeof controls[name] === "boolean" ? $("c-" + name).dataset.label : actionText({ control: name, value: controls[name] })));
+    $("resilience-state").textContent = on.length ? t("resilience.on", { list: said.join(" · ") }) : t("resilience.none");
+    resilience.dataset.on = String(on.length > 0);
+  }
+  // what the operator just asked for shows at once (the controls' own listeners, on the target, ran first)
+  if (resilience) resilience.addEventListener("change", () => { if (state) showResilience(effectiveControls(state)); });
 
   // The newest state wins whatever the order in which messages reach the screen: a minute's state waiting for
   // the next animation frame must not overwrite a later pause ("Pause" shown while the server is paused).

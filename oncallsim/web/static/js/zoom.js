@@ -6,7 +6,9 @@
   const root = document.querySelector("main.console");
   if (!root) return;
   const runId = root.dataset.run;
-  const CHART_IDS = ["chart-traffic", "chart-p99", "chart-burn", "chart-errors", "chart-cache", "chart-fleet"];
+  const CHART_IDS = [
+    "chart-traffic", "chart-p99", "chart-burn", "chart-errors", "chart-cache", "chart-fleet", "chart-goodput", "chart-attempts",
+  ];
   const urlOf = (minute) => "/runs/" + encodeURIComponent(runId) + "/zoom?minute=" + minute;
   const open = (minute) => window.open(urlOf(minute), "_blank", "noopener");
 
