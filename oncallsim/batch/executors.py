@@ -5,6 +5,7 @@ SIGTERM) reaches a sweep without being swallowed while a worker starts."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import os
 import signal
@@ -262,6 +263,7 @@ def _fork_worker(task_r: int, task_w: int, result_r: int, result_w: int) -> int:
             except OSError:
                 pass
         _die_with_parent(parent)
+        gc.freeze()  # the parent's objects (numba's, the modules') are never scanned again: ~40 ms a chunk less
         _serve(Connection(task_r, writable=False), Connection(result_w, readable=False))
     except BaseException:
         code = 1
