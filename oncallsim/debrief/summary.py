@@ -106,21 +106,30 @@ def split_overload(by_cause: dict[str, float], timeline: Sequence[MinuteRecord],
 
 def attempts_and_waste(timeline: Sequence[MinuteRecord]) -> dict[str, float]:
     """Attempts per admitted request over the run (its extras' ``attempts_per_s``; 1 per request while the
-    engine does not send it) and the share of service time wasted on abandoned requests (each minute's share
-    weighted by the minute's service time: completions × mean service time)."""
-    attempts = admitted = wasted = service = 0.0
+    engine does not send it) and the share of the workers' busy time wasted on requests whose client had given up.
+
+    A minute's wasted seconds are its ``wasted_work_share`` × its completions × their mean service time (the
+    engine's share is over completed service, while the work deadline propagation abandons half-done is wasted
+    without completing, so that share can pass 1); its busy seconds are utilization × workers × 60 s."""
+    attempts = admitted = wasted = busy = 0.0
     for r in timeline:
         extras = r.extras or {}
         sent = extras.get("attempts_per_s")
         admitted += r.admitted_per_s
         attempts += float(sent) if sent is not None else r.admitted_per_s
-        busy = float(extras.get("completed_per_s") or 0.0) * r.service_time_ms
-        service += busy
-        wasted += busy * float(extras.get("wasted_work_share") or 0.0)
+        wasted += wasted_seconds(r)
+        busy += r.utilization * r.servers * 60.0
     return {
         "attempts_per_request": attempts / admitted if admitted > 0 else 1.0,
-        "wasted_work_share": wasted / service if service > 0 else 0.0,
+        "wasted_work_share": min(1.0, wasted / busy) if busy > 0 else 0.0,
     }
+
+
+def wasted_seconds(r: MinuteRecord) -> float:
+    """The worker-seconds a minute spent on requests whose client had given up (request engine)."""
+    extras = r.extras or {}
+    share = float(extras.get("wasted_work_share") or 0.0)
+    return share * float(extras.get("completed_per_s") or 0.0) * 60.0 * r.service_time_ms / 1000.0
 
 
 def first_mitigation(actions: Sequence[Action], start: int | None) -> int | None:

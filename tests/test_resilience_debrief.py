@@ -1,0 +1,164 @@
+"""The debrief of a request-engine run (issue 11 item 7): overload split by what turned the requests away
+(throttled, limited, dropped), attempts per request and wasted work, and the counterfactual with the one overload
+mechanism that would have saved the most, switched on from the start with the player's other decisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from oncallsim import Action, Simulation
+from oncallsim.debrief import make_report, run_outcome
+from oncallsim.debrief.html import render_html
+from oncallsim.debrief.markdown import render_markdown
+from oncallsim.debrief.report import HEADLINES
+from oncallsim.debrief.summary import wasted_seconds
+from oncallsim.model import CONTROL_SPECS
+from oncallsim.policies.counterfactual import (
+    MECHANISMS,
+    Mechanism,
+    counterfactuals,
+    mechanism_counterfactuals,
+    with_balancer,
+    with_settings,
+)
+
+# seed 3: the flash crowd's surge begins at 11:25; 40 minutes see it and the fleet's answer
+MINUTES = 40
+SPLIT = ("throttled", "limited", "dropped")
+
+
+def flash_crowd(overrides: dict[str, object] | None = None, actions: list[Action] | None = None) -> Simulation:
+    sim = Simulation("flash-crowd", seed=3, minutes=MINUTES, overrides=overrides or {})
+    sim.run(actions or [])
+    return sim
+
+
+@pytest.fixture(scope="module")
+def idle() -> Simulation:
+    return flash_crowd()
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Simulation:
+    """Every rejecting mechanism on at once: the client's throttle, the limiter, CoDel with a queue limit."""
+    return flash_crowd({"client_throttle": True, "limiter": "bbr", "queue_discipline": "codel", "queue_limit": 200})
+
+
+def test_overload_splits_into_throttled_limited_dropped_and_the_causes_still_add_up(guarded: Simulation) -> None:
+    found = run_outcome(guarded)
+    causes = found.budget_spent_by_cause
+    assert list(causes) == ["overload", "throttled", "limited", "dropped", "timeout", "bad_build", "dead_instance"]
+    assert sum(causes.values()) == pytest.approx(found.budget_spent, rel=1e-9, abs=1e-12)
+    assert all(v >= 0 for v in causes.values())
+    assert causes["limited"] > 0 and causes["dropped"] > 0
+    # each part is its per-second rate over the requests, minute by minute, in budget units
+    p = guarded.params
+    scale = 1.0 / p.error_budget / p.budget_period_min
+    for cause, field in (("throttled", "throttled_per_s"), ("limited", "limited_per_s"), ("dropped", "dropped_per_s")):
+        expected = 0.0
+        for r in guarded.timeline:
+            extras = r.extras or {}
+            shares = [
+                float(extras.get(f) or 0.0) / r.requests_per_s
+                for f in ("throttled_per_s", "limited_per_s", "dropped_per_s")
+            ]
+            fit = min(1.0, r.error_overload / sum(shares)) if sum(shares) > 0 else 0.0
+            expected += float(extras.get(field) or 0.0) / r.requests_per_s * fit * scale
+        assert causes[cause] == pytest.approx(expected, rel=1e-9, abs=1e-15), cause
+    # the split never takes more than the overload the records counted
+    lumped = sum(r.error_overload for r in guarded.timeline) * scale
+    assert causes["overload"] + sum(causes[c] for c in SPLIT) == pytest.approx(lumped, rel=1e-9, abs=1e-12)
+
+
+def test_a_run_without_those_mechanisms_has_zero_in_each_part(idle: Simulation) -> None:
+    causes = run_outcome(idle).budget_spent_by_cause
+    assert all(causes[c] == 0.0 for c in SPLIT)
+    assert causes["timeout"] > 0.05  # FIFO queues past the timeout: the flash crowd's failure
+
+
+def test_a_minute_engine_run_keeps_the_four_causes_and_has_no_request_measures() -> None:
+    sim = Simulation("surge", seed=2, minutes=30)
+    sim.run()
+    found = run_outcome(sim)
+    assert list(found.budget_spent_by_cause) == ["overload", "timeout", "bad_build", "dead_instance"]
+    assert found.attempts_per_request is None and found.wasted_work_share is None
+
+
+def test_attempts_per_request_and_wasted_work(idle: Simulation) -> None:
+    found = run_outcome(idle)
+    attempts = sum((r.extras or {}).get("attempts_per_s", r.admitted_per_s) for r in idle.timeline)
+    assert found.attempts_per_request == pytest.approx(attempts / sum(r.admitted_per_s for r in idle.timeline))
+    assert found.attempts_per_request == pytest.approx(1.0)  # no retries in this run
+    # FIFO queues past the timeout serve answers nobody waits for; CoDel drops them before any work is spent,
+    # deadlines only before the work and between its database reads (what was begun is still wasted)
+    assert found.wasted_work_share is not None and 0.1 < found.wasted_work_share < 1.0
+    codel = run_outcome(flash_crowd({"queue_discipline": "codel"})).wasted_work_share
+    deadlines = run_outcome(flash_crowd({"deadline_propagation": True})).wasted_work_share
+    assert codel is not None and codel < 0.01
+    assert deadlines is not None and codel < deadlines < found.wasted_work_share
+    # a share of the workers' busy time, never more than all of it (the engine's own share is over completed
+    # service, which abandoned work is not)
+    busy = sum(r.utilization * r.servers * 60.0 for r in idle.timeline)
+    assert found.wasted_work_share == pytest.approx(sum(wasted_seconds(r) for r in idle.timeline) / busy)
+
+
+def test_with_settings_generalizes_with_balancer(idle: Simulation) -> None:
+    a, b = with_balancer(idle, "p2c"), with_settings(idle, {"balancer": "p2c"})
+    assert a.timeline == b.timeline
+    assert a.actions[0] == Action(0, "balancer", "p2c")
+
+
+def test_with_settings_keeps_the_players_other_decisions_and_drops_theirs_on_those_controls() -> None:
+    sim = flash_crowd(actions=[Action(25, "floor", 20), Action(26, "queue_discipline", "codel")])
+    other = with_settings(sim, {"limiter": "bbr", "queue_limit": 300, "queue_discipline": "codel"})
+    assert [(a.minute, a.control, a.value) for a in other.actions] == [
+        (0, "limiter", "bbr"),
+        (0, "queue_limit", 300),
+        (0, "queue_discipline", "codel"),
+        (25, "floor", 20),
+    ]
+    assert other.minute == sim.minute and other.state.controls.queue_discipline == "codel"
+
+
+def test_the_mechanism_that_saves_the_most_is_kept(idle: Simulation) -> None:
+    spent = {}
+    for m in MECHANISMS:
+        if m.available() and not (m.name == "retry_budget"):  # no retries in this run: a budget cannot matter
+            spent[m.name] = run_outcome(with_settings(idle, m.settings)).budget_spent
+    kept = mechanism_counterfactuals(idle)
+    best = min(spent, key=lambda k: spent[k])
+    assert list(kept) == [best]
+    assert run_outcome(kept[best]).budget_spent == pytest.approx(spent[best])
+    assert spent[best] < run_outcome(idle).budget_spent
+
+
+def test_a_mechanism_already_on_or_not_built_is_skipped() -> None:
+    assert not Mechanism("nothing", {"no_such_control": 1}).available()
+    retry = next(m for m in MECHANISMS if m.name == "retry_budget")
+    assert retry.available() == ("retry_budget" in CONTROL_SPECS)
+    sim = flash_crowd({"queue_discipline": "codel"})
+    assert "codel" not in mechanism_counterfactuals(sim)
+
+
+def test_the_debrief_says_what_the_mechanism_would_have_saved(idle: Simulation) -> None:
+    others = counterfactuals(idle)
+    assert {"hands-off", "textbook", "p2c"} <= set(others)
+    kept = [name for name in others if name in {m.name for m in MECHANISMS}]
+    assert len(kept) == 1
+    report = make_report(idle, others)
+    mine = report.counterfactuals[kept[0]]
+    sentence = next(
+        t for t, _args in report.headline_parts if t in (HEADLINES["mechanism"], HEADLINES["mechanism_recovered"])
+    )
+    args = next(a for t, a in report.headline_parts if t == sentence)
+    assert args["other"] == f"{mine.budget_spent:.1%}" and args["mine"] == f"{report.budget_spent:.1%}"
+    if sentence == HEADLINES["mechanism_recovered"]:
+        assert mine.time_to_recovery_min is not None and mine.incident_minute is not None
+        assert args["clock"] == idle.plan.clock(mine.incident_minute + mine.time_to_recovery_min)
+    # the Markdown postmortem and the offline report carry the split, the attempts and the wasted work
+    markdown = render_markdown(report)
+    assert "| attempts per request | 1.00× |" in markdown
+    assert "work wasted on abandoned requests" in markdown and "dropped by a queue (CoDel, full)" in markdown
+    timelines = {name: o.timeline for name, o in others.items()}
+    html = render_html(report, idle.timeline, idle.plan, idle.params, idle.actions, timelines, "da")
+    assert 'data-key="attempts_per_request"' in html and "forsøg pr. request" in html
