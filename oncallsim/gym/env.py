@@ -7,6 +7,7 @@ Observation, action and reward are documented in docs/guide.md (and below, field
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -104,16 +105,24 @@ def action_space(engine: str = "minute", instances: int = 40) -> spaces.Dict:
     return spaces.Dict(entries)
 
 
-def wanted_value(name: str, raw: Any) -> Any:
-    """An action entry as the control's value (rounded to what the console can set)."""
+def _converter(name: str) -> Callable[[Any], Any]:
     spec = CONTROL_SPECS[name]
     if spec.kind == "int":
-        return int(raw)
+        return int
     if spec.kind == "bool":
-        return bool(raw)
+        return bool
     if spec.kind == "choice":
-        return spec.choices[int(raw)]
-    return round(float(raw), _DECIMALS.get(spec.kind, 4))
+        return lambda raw: spec.choices[int(raw)]
+    digits = _DECIMALS.get(spec.kind, 4)
+    return lambda raw: round(float(raw), digits)
+
+
+_CONVERTERS = {name: _converter(name) for name, spec in CONTROL_SPECS.items() if spec.is_setting}
+
+
+def wanted_value(name: str, raw: Any) -> Any:
+    """An action entry as the control's value (rounded to what the console can set)."""
+    return _CONVERTERS[name](raw)
 
 
 def action_entry(name: str, value: Any) -> Any:
