@@ -88,6 +88,17 @@ MOVES = {
     "balancer": "switched the balancer to %(value)s",
     "self_protection.on": "switched registry self-protection on",
     "self_protection.off": "switched registry self-protection off",
+    # the request engine's overload controls
+    "queue_discipline": "switched the queues to %(value)s",
+    "queue_limit": "set the queue limit to %(value)s",
+    "deadline_propagation.on": "switched deadline propagation on",
+    "deadline_propagation.off": "switched deadline propagation off",
+    "limiter": "set the concurrency limiter to %(value)s",
+    "client_throttle.on": "switched client throttling on",
+    "client_throttle.off": "switched client throttling off",
+    "retries": "allowed the clients %(value)s per request",
+    "retry_backoff": "set the retry backoff to %(value)s",
+    "retry_budget": "set the retry budget to %(value)s",
 }
 
 

@@ -80,12 +80,14 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             score=run_score(theirs, opening_fleet_cost(other)).score,
         )
     playbook = (counterfactuals or {}).get("textbook")
-    parts = (
-        headline_parts(mine, others)
-        + mechanism_parts(mine, others, sim.plan.clock)
-        + narrative_parts(
-            mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
-        )
+    parts = headline_parts(mine, others)
+    # what a mechanism would have bought goes with the other what-ifs, before the recovery's sentence
+    recovery = next(
+        (i for i, (t, _a) in enumerate(parts) if t in (HEADLINES["recovered"], HEADLINES["not_recovered"])), len(parts)
+    )
+    parts[recovery:recovery] = mechanism_parts(mine, others, sim.plan.clock)
+    parts += narrative_parts(
+        mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
     )
     mine_score = run_score(mine, opening_fleet_cost(sim))
     return Report(

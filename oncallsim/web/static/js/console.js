@@ -151,6 +151,7 @@
     root.dataset.markers = String(markers.length);
     const x = records.map((r) => r.label); // the server's axis label (with the day on long runs)
     for (const [id, chart] of Object.entries(CHARTS)) {
+      const narrow = document.getElementById(id).clientWidth < 300; // three charts abreast: a tighter legend
       // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
       const hover = (digits) => "%{x}: %{y:,." + digits + "f}<extra>%{fullData.name}</extra>";
       const data = chart.traces.map((spec) => ({
@@ -161,9 +162,9 @@
         data.push({ x, y: x.map(() => value), name, mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
       }
       const layout = {
-        title: { text: chart.title, font: { size: 12 }, x: 0.01, xanchor: "left" },
+        title: { text: chart.title, font: { size: narrow ? 11 : 12 }, x: 0.01, xanchor: "left" },
         margin: { l: 42, r: 8, t: 24, b: 22 }, showlegend: true,
-        legend: { orientation: "h", y: -0.2, font: { size: 10 } },
+        legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
         xaxis: { nticks: 6, tickfont: { size: 10 } }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
