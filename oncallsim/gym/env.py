@@ -225,7 +225,7 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         actions on instances. One the run cannot take now (an instance that is not there, adaptive-lifo without a
         queue limit) is a no-op, its reason in ``info["refused"]``: an agent explores, it does not crash."""
         assert self.sim is not None
-        vec = self.sim.state.vec  # the settings both engines have, as the state vector holds them
+        vec = self.sim.state.vec.tolist()  # the settings both engines have, as the state vector holds them
         controls = self.sim.state.controls if self.engine == "request" else None  # the world's settings
         wanted: list[tuple[str, Any]] = []
         for name in self.settings:
