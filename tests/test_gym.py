@@ -78,7 +78,11 @@ def test_example_prints_both_returns() -> None:
 
 
 def test_module_exports() -> None:
-    assert set(oncallsim.gym.ENV_IDS.values()) == {
+    """One env per built-in scenario, derived from the registry (a new scenario gets one without an edit here)."""
+    from oncallsim.scenarios import builtin_scenarios
+
+    assert set(oncallsim.gym.ENV_IDS.values()) == set(builtin_scenarios())
+    assert set(oncallsim.gym.ENV_IDS.values()) >= {
         "tutorial",
         "free-play",
         "bad-deploy",
@@ -88,6 +92,7 @@ def test_module_exports() -> None:
         "zone-outage",
         "flash-crowd",
     }
+    assert oncallsim.gym.env_id("free-play") == "oncallsim/FreePlay-v0"
 
 
 def test_vector_env_runs_each_seed_as_the_single_env() -> None:
