@@ -2,7 +2,8 @@
 
 Prints, for a built-in policy, the vectorized engine in one process (per batch size), the end-to-end CLI sweep
 (``oncallsim sweep SCENARIO --seeds N --policy P`` on 2 worker processes: start-up, workers and Parquet
-included, with the cores it kept busy), the scalar ``Simulation`` on a sample of the same runs, where a worker's
+included, with the cores it kept busy, and its fixed part: the same command for one seed), the scalar
+``Simulation`` on a sample of the same runs, where a worker's
 time goes (``BatchRun.step`` and the rest), and the peer measured on this machine in the same run: a stateless
 numpy Erlang-C loop (the queueing formula alone, no state, no policy).
 
@@ -104,7 +105,7 @@ def worker_shares(scenario: str, runs: int, policy: str) -> dict[str, float]:
         times["outcome accumulator"] += time.perf_counter() - c
     a = time.perf_counter()
     starts = [scenario_incident_start(plan, batch.length) for plan in batch.plans]
-    outcomes = acc.finish(starts, [[x.minute for x in log] for log in batch.actions])
+    outcomes = acc.finish(starts, batch.action_minutes())
     times["outcome accumulator"] += time.perf_counter() - a
     a = time.perf_counter()
     _rows = [row(spec, seed, o) for seed, o in zip(range(runs), outcomes, strict=True)]
