@@ -146,6 +146,10 @@
     return { shapes, annotations };
   }
 
+  // The time axis spans the minutes played, on every chart alike: left to autorange, the first chart would also
+  // make room for its markers' labels (plotly counts annotations in), squeezing its lines against the others'.
+  const timeRange = (n) => [-0.5, Math.max(0.5, n - 0.5)];
+
   function drawCharts() {
     markers = markersOf(records);
     root.dataset.markers = String(markers.length);
@@ -165,7 +169,7 @@
         title: { text: chart.title, font: { size: narrow ? 11 : 12 }, x: 0.01, xanchor: "left" },
         margin: { l: 42, r: 8, t: 24, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
-        xaxis: { nticks: 6, tickfont: { size: 10 } }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
+        xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
@@ -186,9 +190,10 @@
       Plotly.extendTraces(id, { x: xs, y: ys }, idx);
     }
     const fresh = markersOf(batch);
-    if (fresh.length) {
-      markers.push(...fresh);
-      for (const id of Object.keys(CHARTS)) Plotly.relayout(id, markerLayout(id === "chart-traffic"));
+    markers.push(...fresh);
+    for (const id of Object.keys(CHARTS)) {
+      const update = { "xaxis.range": timeRange(records.length) };
+      Plotly.relayout(id, fresh.length ? { ...update, ...markerLayout(id === "chart-traffic") } : update);
     }
     root.dataset.markers = String(markers.length);
   }
