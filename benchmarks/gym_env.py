@@ -49,6 +49,19 @@ def vector_rate(num_envs: int, seconds: float) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def vector_random_rate(num_envs: int, seconds: float) -> float:
+    """The vector env under a random policy: every run's settings and buttons drawn anew each step."""
+    venv = gymnasium.make_vec("oncallsim/Surge-v0", num_envs=num_envs, vectorization_mode="vector_entry_point")
+    venv.reset(seed=0)
+    venv.action_space.seed(0)
+    actions = [venv.action_space.sample() for _ in range(16)]
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        venv.step(actions[steps % 16])
+        steps += 1
+    return steps * num_envs / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
@@ -57,10 +70,15 @@ def main() -> None:
     single = rate(gymnasium.make("oncallsim/Surge-v0"), args.seconds)
     peer = rate(gymnasium.make("CartPole-v1"), args.seconds)
     vector = vector_rate(args.num_envs, args.seconds)
+    vector_random = vector_random_rate(args.num_envs, args.seconds)
     verdict = "met" if single >= TARGET else "NOT met"
     print(f"single env, random actions: {single:,.0f} steps/s (target {TARGET:,}: {verdict})")
     print(f"peer CartPole-v1, random actions: {peer:,.0f} steps/s; ratio oncallsim / CartPole = {single / peer:.2f}")
     print(f"vector env ({args.num_envs} runs on the batch engine, holding): {vector:,.0f} env-steps/s")
+    print(
+        f"vector env ({args.num_envs} runs, random actions): {vector_random:,.0f} env-steps/s = "
+        f"{vector_random / single:.1f}× the single env, {vector_random / peer:.2f}× CartPole"
+    )
 
 
 if __name__ == "__main__":

@@ -116,6 +116,10 @@ def test_vector_env_runs_each_seed_as_the_single_env() -> None:
             assert np.array_equal(obs[i], single_obs) and reward[i] == single_reward
             assert terminated[i] == single_done
     assert venv.observation_space.shape == (n, len(OBSERVATION))
+    assert venv.batch is not None
+    for i, env in enumerate(singles):  # the same actions logged, in the same order (settings, then buttons)
+        assert venv.batch.actions[i] == env.unwrapped.sim.actions  # type: ignore[attr-defined]
+        assert np.array_equal(venv.batch.state[i], env.unwrapped.sim.state.vec)  # type: ignore[attr-defined]
 
 
 def test_vector_env_starts_new_runs_after_the_end() -> None:

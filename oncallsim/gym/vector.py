@@ -14,7 +14,7 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from oncallsim.batch.engine import BatchRun
+from oncallsim.batch.engine import BatchRun, Coded
 from oncallsim.gym.env import (
     BUTTONS_IN_ORDER,
     OBSERVATION,
@@ -25,7 +25,7 @@ from oncallsim.gym.env import (
     opening_observation,
     wanted_value,
 )
-from oncallsim.model import SETTINGS, InvalidInput
+from oncallsim.model import CONTROL_SPECS, SETTINGS, InvalidInput
 from oncallsim.model.engine import get_engine
 from oncallsim.model.fields import ST
 from oncallsim.scenarios import load_scenario
@@ -34,6 +34,7 @@ from oncallsim.simulation import MAX_SEED, Simulation
 __all__ = ["OncallVectorEnv"]
 
 _FIELDS = [o[0] for o in OBSERVATION[:-1]]
+_CODES = {name: code for code, name in enumerate(CONTROL_SPECS)}  # a control's code in a ``Coded`` decision
 
 
 class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDArray[np.float64]]):
@@ -100,17 +101,25 @@ class OncallVectorEnv(VectorEnv[npt.NDArray[np.float32], dict[str, Any], npt.NDA
             obs, info = self._start([(s + n) % (MAX_SEED + 1) for s in self.batch.seeds])
             return obs, np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), info
         batch = self.batch
-        todo: dict[int, list[tuple[str, Any]]] = {}
+        # each run's actions as OncallEnv.to_actions makes them (the settings that differ, in order, then the
+        # buttons pressed), handed to the batch as arrays: no Python object per action
+        runs, codes, values = [], [], []
         for name in SETTINGS:
             current = batch.setting(name)
-            wanted = [wanted_value(name, v) for v in np.asarray(actions[name]).tolist()]
-            for i in np.flatnonzero(np.asarray(wanted, dtype=current.dtype) != current):
-                todo.setdefault(int(i), []).append((name, wanted[i]))
+            wanted = np.asarray([wanted_value(name, v) for v in np.asarray(actions[name]).tolist()])
+            changed = np.flatnonzero(wanted.astype(current.dtype) != current)
+            runs.append(changed)
+            codes.append(np.full(len(changed), _CODES[name]))
+            values.append(wanted[changed].astype(np.float64))  # 0/1 for a switch, a whole number exactly
         for button in BUTTONS_IN_ORDER:
-            for i in np.flatnonzero(np.asarray(actions[button]).astype(bool)):
-                todo.setdefault(int(i), []).append((button, None))
+            pressed = np.flatnonzero(np.asarray(actions[button]).astype(bool))
+            runs.append(pressed)
+            codes.append(np.full(len(pressed), _CODES[button]))
+            values.append(np.zeros(len(pressed)))
+        order = np.argsort(np.concatenate(runs), kind="stable")  # by run, each run's in the order above
+        coded = Coded(np.concatenate(runs)[order], np.concatenate(codes)[order], np.concatenate(values)[order])
         before = batch.state[:, ST.budget_left].copy()
-        batch.step(todo)
+        batch.step(coded)
         f = batch.last
         assert f is not None  # a minute was just computed
         reward = minute_reward(
