@@ -9,6 +9,7 @@ from oncallsim import Simulation
 from oncallsim.model import InvalidInput, Params
 from oncallsim.model.request.throttle import BUCKET_S, MIN_REQUESTS, mark, reject_probability
 from oncallsim.model.request.world import R_THROTTLE_K, new_world
+from oncallsim.verify.resilience import throttle_ratio
 
 
 @pytest.mark.parametrize(("requests", "accepts", "k"), [(100, 30, 2.0), (100, 60, 2.0), (19, 0, 2.0), (300, 100, 1.5)])
@@ -22,33 +23,8 @@ def test_the_reject_probability_is_the_sre_books(requests: int, accepts: int, k:
     assert reject_probability(w, 0, 30.0) == 0.0  # the window has moved on
 
 
-def _sent_over_accepted(throttle: bool) -> float:
-    """A fleet of 4 × 4 workers offered about 2.5 times what it serves, queues of 2: the excess is answered 503."""
-    sim = Simulation(
-        "free-play",
-        seed=4,
-        minutes=8,
-        engine="request",
-        overrides={
-            "workers_per_instance": 4,
-            "max_fleet": 8,
-            "hot_objects": 2000.0,
-            "base_requests_per_s": 500.0,
-            "floor": 4,
-            "autoscaler": False,
-            "balancer": "round-robin",
-            "queue_limit": 2,
-            "client_throttle": throttle,
-        },
-    )
-    records = sim.run()[3:]
-    sent = sum(r.admitted_per_s - r.extras["throttled_per_s"] for r in records)  # type: ignore[index]
-    accepted = sum(r.admitted_per_s * (1 - r.error_rate) for r in records)
-    return sent / accepted
-
-
 def test_a_throttled_client_settles_at_k_times_what_is_accepted() -> None:
-    unthrottled, throttled = _sent_over_accepted(False), _sent_over_accepted(True)
+    unthrottled, throttled = throttle_ratio(False), throttle_ratio(True)
     assert unthrottled > 2.3  # everything offered is sent
     assert throttled == pytest.approx(2.0, rel=0.08)  # K = 2: one rejected by the backend per one accepted
 

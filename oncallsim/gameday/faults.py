@@ -185,12 +185,14 @@ def build_event(kind: Any, at: str, values: Any, engine: str) -> dict[str, Any]:
             f"fault.{str(unknown[0])[:40]}", f"not a field of {kind}; fields: {', '.join(sorted(names)) or 'none'}"
         )
     event: dict[str, Any] = {"kind": kind}
+    one_clock = any(f["type"] == "clock" for f in fields)  # a kind with ``at`` and ``at_between``: the fixed one
     for f in fields:
         name = f["name"]
         if f["type"] == "clock":
             event[name] = at
         elif f["type"] == "clocks":
-            event[name] = [at] * f["count"]
+            if not one_clock:
+                event[name] = [at] * f["count"]
         elif name in values:
             value = values[name]
             if f["type"] == "choice":

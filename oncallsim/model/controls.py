@@ -262,6 +262,74 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             section="overload",
         ),
         ControlSpec(
+            "retries",
+            "int",
+            "Retries",
+            "Extra attempts a client makes when an attempt times out, is refused, dropped or rejected "
+            "(0–5); each retry goes back to the balancer. Every attempt is load; only the last one's failure "
+            "reaches the user.",
+            0,
+            0,
+            5,
+            "retries",
+            step=1,
+            engines=REQUEST_ONLY,
+            section="retries",
+        ),
+        ControlSpec(
+            "retry_backoff",
+            "choice",
+            "Retry backoff",
+            "How long a client waits before retry n: none (at once); exponential (min(cap, base·2ⁿ)); "
+            "full-jitter (a uniform share of that); equal-jitter (half, plus a uniform half); "
+            "decorrelated-jitter (uniform between base and 3× the previous wait).",
+            "full-jitter",
+            choices=("none", "exponential", "full-jitter", "equal-jitter", "decorrelated-jitter"),
+            engines=REQUEST_ONLY,
+            section="retries",
+        ),
+        ControlSpec(
+            "retry_base_ms",
+            "int",
+            "Backoff base",
+            "The backoff's base wait.",
+            100,
+            1,
+            60_000,
+            "ms",
+            step=10,
+            engines=REQUEST_ONLY,
+            section="retries",
+        ),
+        ControlSpec(
+            "retry_cap_ms",
+            "int",
+            "Backoff cap",
+            "The longest a backoff waits.",
+            20_000,
+            1,
+            600_000,
+            "ms",
+            step=100,
+            engines=REQUEST_ONLY,
+            section="retries",
+        ),
+        ControlSpec(
+            "retry_budget",
+            "fraction",
+            "Retry budget",
+            "Retries a client may send per request, as a token bucket (0 = no budget): each request adds this "
+            "share of a token, each retry takes one, at most ⟪retry_budget_burst⟫ saved. 0.1 keeps retries "
+            "under 10 % of requests whatever fails.",
+            0.0,
+            0.0,
+            1.0,
+            "",
+            step=0.01,
+            engines=REQUEST_ONLY,
+            section="retries",
+        ),
+        ControlSpec(
             "eject",
             "instance",
             "Eject",
@@ -368,6 +436,11 @@ class Controls:
     deadline_propagation: bool = False
     limiter: str = "off"
     client_throttle: bool = False
+    retries: int = 0
+    retry_backoff: str = "full-jitter"
+    retry_base_ms: int = 100
+    retry_cap_ms: int = 20_000
+    retry_budget: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (*SETTINGS, *WORLD_SETTINGS):

@@ -79,6 +79,17 @@ EVENT_TEXTS: dict[str, tuple[str, str]] = {
         "instance {instance} is gone: {name} not applied",
         "instance {instance} is gone: {name} not applied",
     ),
+    # the request engine's overload control (limiter.py, calls.py)
+    "limiter_engaged": (
+        "limiter engaged: {n} instance rejecting with 429",
+        "limiter engaged: {n} instances rejecting with 429",
+    ),
+    "limiter_released": ("limiter released: no 429s this minute", "limiter released: no 429s this minute"),
+    "retry_budget_exhausted": (
+        "retry budget exhausted: {n} retry a second refused",
+        "retry budget exhausted: {n} retries a second refused",
+    ),
+    "retry_budget_recovered": ("retry budget recovered", "retry budget recovered"),
 }
 
 # Who caused an event: the operator's inputs, the page, or the system itself (the console colours them).

@@ -128,6 +128,18 @@ class Params:
         "Request engine.",
         0.0, 1.0,
     )  # fmt: skip
+    retry_budget_burst: float = _p(
+        10.0, "tokens", "ref",
+        "Retry budget: the tokens a client holds at most (Brooker's token bucket); each call adds retry_budget, "
+        "each retry takes one. Request engine.",
+        1.0, 1000.0,
+    )  # fmt: skip
+    retry_bad_build: int = _p(
+        0, "switch", "decision",
+        "1: clients also retry a bad build's application errors (0: only timeouts, overload, drops, refused "
+        "connections and 429s). Request engine.",
+        0, 1, True,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

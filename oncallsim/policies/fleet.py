@@ -11,6 +11,14 @@
   17–21 % against 12–13 % over seeds 0–3: its cap, peak throughput × least latency, rejects more than the
   excess while the CPU average is above 80 %.) Back to FIFO once the fleet has room again: CoDel's 5 ms target
   also drops in the ordinary bursts of a fleet at 60 % (requests of 80 ms, 16 workers an instance).
+- A retry storm (the clients' attempts amplify what is admitted by half again or more): a retry budget of 10 %
+  (the SRE book's per-client rule) caps the amplification at 1.1×, and deadline propagation stops the fleet
+  from serving the attempts whose clients already gave up, so the backlog drains at once. Both stay on: they
+  cost nothing in calm times. (Measured on retry-storm, seed 7, acting 3 minutes after the trigger ended:
+  deadlines alone recover within a minute, CoDel within two, the budget alone after 19 minutes — the stale
+  backlog is served first — and jittered backoff, the BBR limiter or shedding the low-priority share not at
+  all: backoff only defers the work of an open system, the limiter's least latency is the storm's, and the
+  admitted load × 4 stays above capacity.)
 
 Only what the console shows is read: the per-instance lines of the last record and its events.
 """
@@ -35,6 +43,8 @@ TIMED_OUT = 0.9  # a p99 at this share of the timeout: the queues outgrow it
 ROOM_AGAIN = 0.6  # utilization at which the fleet has room again (back to FIFO)
 CODEL_HOLD_MIN = 5  # … and not sooner than this after switching
 FLEET_FAILING = 0.2  # when the median instance fails this share, it is the fleet, not an instance
+AMPLIFIED = 1.5  # attempts per admitted request at which the clients' retries amplify the load
+RETRY_BUDGET = 0.1  # the SRE book's per-client retry budget: retries under 10 % of requests
 
 
 class FleetPlaybook:
@@ -60,7 +70,7 @@ class FleetPlaybook:
             if e.code == "instance_replaced":
                 self.replacing.discard(int(e.args["instance"]))
         self.ejected = {i for i in self.ejected if i < serving and lines["ejected"][i]}
-        actions: list[tuple[str, Any]] = self._overload(observation)
+        actions: list[tuple[str, Any]] = self._overload(observation) + self._retries(observation)
         if "zone_back" in codes and self.ejected:
             actions.extend(("readmit", i) for i in sorted(self.ejected))
             self.ejected.clear()
@@ -98,6 +108,21 @@ class FleetPlaybook:
             self.codel_since = None
             return [("queue_discipline", "fifo")]
         return []
+
+    @staticmethod
+    def _retries(observation: Observation) -> list[tuple[str, Any]]:
+        last = observation.last
+        assert last is not None
+        controls = observation.controls
+        attempts = float((last.extras or {}).get("attempts_per_s", 0.0))
+        if last.admitted_per_s <= 0 or attempts <= AMPLIFIED * last.admitted_per_s:
+            return []
+        actions: list[tuple[str, Any]] = []
+        if controls.retry_budget == 0:
+            actions.append(("retry_budget", RETRY_BUDGET))
+        if not controls.deadline_propagation:
+            actions.append(("deadline_propagation", True))
+        return actions
 
     @staticmethod
     def _bad(lines: dict[str, list[Any]], rotation: list[int]) -> list[int]:

@@ -180,13 +180,36 @@ class ZoneOutageEvent(_Strict):
 
 class BrownoutEvent(_Strict):
     """The database slows down for a while (a brownout: a failing disk, a noisy neighbour, a long vacuum): each
-    query takes ``slowdown`` times longer, so its capacity shrinks as much. Fixed times and values (the batch
-    engine plays one plan for all seeds)."""
+    query takes ``slowdown`` times longer, so its capacity shrinks as much. ``at`` a fixed clock, or
+    ``at_between`` two clocks with ``minutes`` and ``slowdown`` as ranges: drawn per seed, which only a scenario
+    of the request engine may do (the batch minute engine plays one plan for all seeds)."""
 
     kind: Literal["brownout"]
-    at: Clock
-    minutes: int = Field(ge=1, le=MAX_RUN_MINUTES)
-    slowdown: float = Field(gt=1.0, le=20.0, description="times slower (above 1, at most 20)")
+    at: Clock | None = None
+    at_between: tuple[Clock, Clock] | None = Field(default=None, strict=False)
+    minutes: Annotated[int, Field(ge=1, le=MAX_RUN_MINUTES)] | Range = Field(
+        description="whole minutes from 1, or a range of them"
+    )
+    slowdown: Annotated[float, Field(gt=1.0, le=20.0)] | Range = Field(
+        description="times slower (above 1, at most 20), or a range"
+    )
+
+    @model_validator(mode="after")
+    def _one_time(self) -> BrownoutEvent:
+        if (self.at is None) == (self.at_between is None):
+            raise ValueError("give either at (a clock) or at_between (two clocks), not both")
+        lo, hi = (self.minutes.low, self.minutes.high) if isinstance(self.minutes, Range) else (self.minutes,) * 2
+        if lo < 1 or hi > MAX_RUN_MINUTES:
+            raise ValueError(f"minutes must be from 1 to {MAX_RUN_MINUTES}")
+        lo, hi = (self.slowdown.low, self.slowdown.high) if isinstance(self.slowdown, Range) else (self.slowdown,) * 2
+        if lo <= 1.0 or hi > 20.0:
+            raise ValueError("the slowdown must be above 1 and at most 20 (times slower)")
+        return self
+
+    @property
+    def seeded(self) -> bool:
+        """Whether a run's seed draws its time, length or slowdown."""
+        return self.at_between is not None or isinstance(self.minutes, Range) or isinstance(self.slowdown, Range)
 
 
 # the kinds that only the request engine plays (its instances)
@@ -339,6 +362,15 @@ class Scenario(_Strict):
             raise ValueError(f"at most one surge event per scenario (the model has one surge), got {surges}")
         return v
 
+    @model_validator(mode="after")
+    def _seeded_brownouts_need_the_request_engine(self) -> Any:
+        if self.engine != "request" and any(isinstance(e, BrownoutEvent) and e.seeded for e in self.events):
+            raise ValueError(
+                'a brownout drawn per seed (at_between, or ranges) needs engine = "request": the batch minute '
+                "engine plays one plan for all seeds; give the minute engine a fixed at, minutes and slowdown"
+            )
+        return self
+
     @field_validator("params")
     @classmethod
     def _known_params(cls, v: dict[str, float]) -> dict[str, float]:
@@ -368,8 +400,15 @@ class Scenario(_Strict):
                 at = _between(event.at_between, start, rng)
                 pick = -1.0 - event.instance if event.instance is not None else rng.uniform(0.0, 1.0)
                 faults.append(InstanceFault(at, event.what, pick, speed=1.0 / event.slowdown.draw(rng)))
-            elif isinstance(event, BrownoutEvent):
-                brownouts.append((_offset(event.at, start), event.minutes, event.slowdown))
+            elif isinstance(event, BrownoutEvent):  # draws in order: its time, its length, its slowdown
+                if event.at is not None:
+                    at = _offset(event.at, start)
+                else:
+                    assert event.at_between is not None  # the model's validator: one of the two
+                    at = _between(event.at_between, start, rng)
+                length = event.minutes if isinstance(event.minutes, int) else round(event.minutes.draw(rng))
+                slowdown = event.slowdown if isinstance(event.slowdown, float) else event.slowdown.draw(rng)
+                brownouts.append((at, length, slowdown))
             elif isinstance(event, ZoneOutageEvent):
                 at = _between(event.at_between, start, rng)
                 share = event.share.draw(rng)

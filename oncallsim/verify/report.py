@@ -16,6 +16,7 @@ from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
 from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
 from oncallsim.verify.pipeline import CachePoint, DbPoint, cache_grid, db_grid
 from oncallsim.verify.queue import QueuePoint, queue_grid
+from oncallsim.verify.resilience import Amplification, Bistability, ResilienceCheck, resilience_checks
 
 __all__ = ["Results", "render", "run_all", "write_report"]
 
@@ -32,6 +33,9 @@ class Results(NamedTuple):
     timelines: dict[tuple[str, str, int], Timeline]
     balancers: tuple[BalancerPoint, ...] = ()
     discovery: tuple[DiscoveryCheck, ...] = ()
+    amplification: tuple[Amplification, ...] = ()
+    bistability: tuple[Bistability, ...] = ()
+    resilience: tuple[ResilienceCheck, ...] = ()
 
 
 def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -45,7 +49,13 @@ def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Re
     progress("built-in scenarios on both engines")
     rows, timelines = compare_scenarios(quick)
     progress("balancers and discovery")
-    return Results(quick, queue, cache, db, rows, timelines, tuple(balancer_grid(quick)), tuple(discovery_checks()))
+    balancers, discovery = tuple(balancer_grid(quick)), tuple(discovery_checks())
+    progress("retries, throttling, CoDel, the limiter, metastability")
+    amplification, bistability, checks = resilience_checks(quick)
+    return Results(
+        quick, queue, cache, db, rows, timelines, balancers, discovery, tuple(amplification), tuple(bistability),
+        tuple(checks),
+    )  # fmt: skip
 
 
 def _pct(x: float) -> str:
@@ -274,6 +284,8 @@ def render(res: Results, images_rel: Path = IMAGES) -> str:
         engines_section(res, img),
         "",
         _fleet_section(res),
+        "",
+        _resilience_section(res),
     ]
     return "\n".join(parts) + "\n"
 
@@ -310,6 +322,61 @@ def _fleet_section(res: Results) -> str:
             _table(
                 ["discovery check", "measured", "expected", "holds"],
                 [[d.what, d.measured, d.expected, "yes" if d.ok else "**no**"] for d in res.discovery],
+            ),
+        ]
+    )
+
+
+def _resilience_section(res: Results) -> str:
+    """The overload mechanisms against their theory (verify/resilience.py)."""
+    if not res.amplification and not res.resilience:
+        return ""
+    return "\n".join(
+        [
+            "## Overload control: retries, throttling, CoDel, the limiter, metastability",
+            "",
+            "Retries at once behind a random balancer, some of 10 instances refusing connections: each attempt "
+            "fails with probability f = refusing/10, so a call makes Σ_{j=0..N} fʲ attempts and fails with "
+            "probability f^(N+1).",
+            "",
+            _table(
+                ["f", "retries N", "attempts per call", "Σ fʲ", "calls failed", "f^(N+1)"],
+                [
+                    [
+                        f"{a.failing:g}",
+                        str(a.retries),
+                        f"{a.attempts_per_call:.4f}",
+                        f"{a.theory:.4f}",
+                        _pct(a.call_failure),
+                        _pct(a.theory_failure),
+                    ]
+                    for a in res.amplification
+                ],
+            ),
+            "",
+            "Metastability (reference §8): 10 instances × 4 workers (μ = 400/s), FIFO, a 2 s timeout, retries at "
+            "once. Started from a backlog of three timeouts' work, the fleet recovers exactly when λ(N + 1) < μ; "
+            "above, every attempt times out and is retried, the queue never drains and goodput stays at zero. "
+            "Started empty, it is healthy either way: bistable.",
+            "",
+            _table(
+                ["λ/μ", "retries N", "λ(N + 1)/μ", "goodput/λ from a backlog", "goodput/λ from empty", "as theory"],
+                [
+                    [
+                        f"{b.load:g}",
+                        str(b.retries),
+                        f"{b.amplified:.2f}",
+                        f"{b.from_backlog_goodput:.3f}",
+                        f"{b.from_empty_goodput:.3f}",
+                        "yes" if b.ok else "**no**",
+                    ]
+                    for b in res.bistability
+                ],
+            ),
+            "",
+            _table(
+                ["check", "measured", "expected", "holds"],
+                [[c.what, c.measured, c.expected, "yes" if c.ok else "**no**"] for c in res.resilience],
             ),
         ]
     )

@@ -40,7 +40,19 @@ from oncallsim.model.request.world import (
     I_THROTTLE,
 )
 
-__all__ = ["BALANCERS", "LEAST_OUTSTANDING", "P2C", "POOLED", "RANDOM", "ROUND_ROBIN", "answered", "choose", "picked"]
+__all__ = [
+    "BALANCERS",
+    "LEAST_OUTSTANDING",
+    "P2C",
+    "POOLED",
+    "RANDOM",
+    "ROUND_ROBIN",
+    "answered",
+    "choose",
+    "client_of",
+    "instance_for",
+    "picked",
+]
 
 BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c")
 POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C = range(len(BALANCERS))
@@ -114,14 +126,26 @@ def _least(w: Any, c: int, n: int) -> int:
 
 @unmanaged
 def choose(w: Any, x: float) -> tuple[int, int]:
-    """(client, instance) for a request arriving at ``x`` (not ``pooled``), among the instances in that client's
-    rotation (``w.rot``; instances.py); instance −1 when its rotation is empty."""
-    kind = w.ints[I_BALANCER]
+    """(client, instance) for a request arriving at ``x`` (not ``pooled``): a client at random, and its choice."""
+    c = client_of(w)
+    return c, instance_for(w, c, x)
+
+
+@unmanaged
+def client_of(w: Any) -> int:
+    """The client a new request comes from: uniformly among the clients."""
     clients = w.ints[I_CLIENTS]
-    c = uniform_int(w.gen, clients) if clients > 1 else 0
+    return uniform_int(w.gen, clients) if clients > 1 else 0
+
+
+@unmanaged
+def instance_for(w: Any, c: int, x: float) -> int:
+    """The instance client ``c`` sends a request to at ``x`` (not ``pooled``), among the instances in its
+    rotation (``w.rot``; instances.py); −1 when its rotation is empty."""
+    kind = w.ints[I_BALANCER]
     n = w.nrot[c]
     if n == 0:
-        return c, -1
+        return -1
     if kind == ROUND_ROBIN:
         j = (w.rr[c] + 1) % n
         w.rr[c] = j
@@ -132,7 +156,7 @@ def choose(w: Any, x: float) -> tuple[int, int]:
         i = _least(w, c, n)
     else:
         i = _p2c(w, c, n, x)
-    return c, i
+    return i
 
 
 @unmanaged

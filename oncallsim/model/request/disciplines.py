@@ -22,7 +22,8 @@ from typing import Any
 
 from oncallsim.model.kernel import unmanaged
 from oncallsim.model.request.balancers import answered
-from oncallsim.model.request.outcomes import decide, second_of
+from oncallsim.model.request.calls import failed
+from oncallsim.model.request.outcomes import second_of
 from oncallsim.model.request.queues import dequeue, dequeue_tail
 from oncallsim.model.request.world import (
     CQ_COUNT,
@@ -55,16 +56,17 @@ def full(w: Any, qid: int) -> bool:
 
 
 @unmanaged
-def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float) -> None:
-    """A request answered at once with an error by a queue discipline or limit."""
+def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float, call: int, sent_at: float) -> None:
+    """A request (an attempt of ``call`` sent at ``sent_at``; −1 none) answered at once with an error by a
+    queue discipline or limit."""
     if client >= 0:
         answered(w, client, qid, now, 0.0, False, 0.0)
-    decide(w, O_DROPPED, 0.0, True, second_of(t0, now), tag)
+    failed(w, call, sent_at, O_DROPPED, 0.0, True, second_of(t0, now), tag, now, t0)
 
 
 @unmanaged
 def _drop_slot(w: Any, qid: int, slot: int, now: float, t0: float) -> None:
-    drop(w, qid, w.s_client[slot], w.s_tag[slot], now, t0)
+    drop(w, qid, w.s_client[slot], w.s_tag[slot], now, t0, w.s_call[slot], w.s_arrival[slot])
 
 
 @unmanaged

@@ -26,20 +26,25 @@ from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_ca
 from oncallsim.model.request.world import (
     HEALTH,
     I_BALANCER,
+    I_BUDGET_OUT,
     I_CLIENTS,
     I_LIMITER,
+    I_LIMITING,
     I_PROTECTING,
     I_SELF_PROTECTION,
     I_THROTTLE,
     INSTANCE_HIST_BIN_S,
     INSTANCE_LINES,
     LIMITERS,
+    N_LIMITED,
     Q_LEN,
+    R_RETRY_BAD,
     R_THROTTLE_K,
     World,
     new_world,
     set_balancer,
     set_resilience,
+    set_retries,
     with_room,
 )
 from oncallsim.model.rng import Mulberry32, normal_pair_k
@@ -88,6 +93,25 @@ def extras_of(world: World, ext: np.ndarray[Any, Any], serving: int, wpi: int = 
     return out
 
 
+def overload_events(world: World, ext: np.ndarray[Any, Any], serving: int) -> list[Event]:
+    """The limiter engaging or released, the retry budget exhausted or recovered: each a change from the
+    minute before (the world remembers which held then)."""
+    events = []
+    limiting = int((world.instances[N_LIMITED, :serving] > 0).sum())
+    if limiting and not world.ints[I_LIMITING]:
+        events.append(Event("limiter_engaged", n=limiting))
+    elif not limiting and world.ints[I_LIMITING]:
+        events.append(Event("limiter_released"))
+    world.ints[I_LIMITING] = 1 if limiting else 0
+    denied = float(ext[_EXTRA_NAMES.index("retries_denied_per_s")])
+    if denied > 0 and not world.ints[I_BUDGET_OUT]:
+        events.append(Event("retry_budget_exhausted", n=max(1, round(denied))))
+    elif denied == 0 and world.ints[I_BUDGET_OUT]:
+        events.append(Event("retry_budget_recovered"))
+    world.ints[I_BUDGET_OUT] = 1 if denied > 0 else 0
+    return events
+
+
 def _p99_ms(hist: np.ndarray[Any, Any]) -> float | None:
     """The 99th percentile of one instance's answers in the minute (ms, 1 ms bins), None with none."""
     total = int(hist.sum())
@@ -114,6 +138,11 @@ class RequestEngine:
         world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
         world.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
         world.reals[R_THROTTLE_K] = params.throttle_k
+        world.reals[R_RETRY_BAD] = params.retry_bad_build
+        set_retries(
+            world, controls.retries, controls.retry_backoff, controls.retry_base_ms, controls.retry_cap_ms,
+            controls.retry_budget, params.retry_budget_burst,
+        )  # fmt: skip
         register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params
@@ -152,6 +181,7 @@ class RequestEngine:
         world = with_room(world, count)
         ext = np.zeros(len(EXTRA_FIELDS))
         request_minute(k.params, world, t, flags, vec, values, ext, MODE_PIPELINE, count, 0.0, 0)
+        events.extend(overload_events(world, ext, serving))
         if close_minute(k.params, t, vec, boot, window, values, slots):
             events.extend(from_slots(slots.tolist()))
         record = make_record(t, state.plan.clock(t), values, events, extras_of(world, ext, serving, wpi))

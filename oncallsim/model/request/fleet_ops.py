@@ -47,7 +47,9 @@ from oncallsim.model.request.world import (
     REFUSE,
     UP,
     World,
+    retry_settings,
     set_resilience,
+    set_retries,
     world_settings,
 )
 
@@ -202,6 +204,14 @@ def apply_world_actions(
             except InvalidInput:
                 events.append(Event("not_applied", name=name, value=value))
                 continue
+            events.append(Event("setting", name=name, value=value))
+        elif name in ("retries", "retry_backoff", "retry_base_ms", "retry_cap_ms", "retry_budget"):
+            current = retry_settings(w)
+            current[name] = value
+            set_retries(
+                w, current["retries"], current["retry_backoff"], current["retry_base_ms"], current["retry_cap_ms"],
+                current["retry_budget"],
+            )  # fmt: skip
             events.append(Event("setting", name=name, value=value))
         elif name in ("eject", "readmit", "replace"):
             try:

@@ -1,5 +1,6 @@
-"""The request engine's event heap: the next phase end of each busy worker (and of each warm-up read), a
-binary heap on time in two arrays of the world (``heap_time``, ``heap_id``; ``ints[I_HEAP]`` entries)."""
+"""Binary heaps on time in two arrays each (times, ids), their sizes in ``ints``: the request engine's event
+heap (the next phase end of each busy worker and of each warm-up read: ``heap_time``, ``heap_id``,
+``ints[I_HEAP]`` entries) and the clients' backoffs (calls.py: ``r_time``, ``r_id``, ``ints[I_RHEAP]``)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from typing import Any
 from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.world import I_HEAP
 
-__all__ = ["pop", "push", "replace_top"]
+__all__ = ["pop", "pop_on", "push", "push_on", "replace_top"]
 
 
 @inline_step
-def push(w: Any, time: float, ident: int) -> None:
-    ht, hi = w.heap_time, w.heap_id
-    i = w.ints[I_HEAP]
-    w.ints[I_HEAP] = i + 1
+def push_on(ht: Any, hi: Any, ints: Any, size: int, time: float, ident: int) -> None:
+    """Add (time, ident) to the heap in ``ht``, ``hi`` of ``ints[size]`` entries."""
+    i = ints[size]
+    ints[size] = i + 1
     while i > 0:
         parent = (i - 1) >> 1
         if ht[parent] <= time:
@@ -28,10 +29,8 @@ def push(w: Any, time: float, ident: int) -> None:
 
 
 @inline_step
-def sift_down(w: Any, time: float, ident: int) -> None:
-    """Put (time, ident) at the root, then down to its place among the heap's ``ints[I_HEAP]`` entries."""
-    ht, hi = w.heap_time, w.heap_id
-    n = w.ints[I_HEAP]
+def sift_down(ht: Any, hi: Any, n: int, time: float, ident: int) -> None:
+    """Put (time, ident) at the root, then down to its place among the heap's ``n`` entries."""
     i = 0
     while True:
         c = 2 * i + 1
@@ -49,17 +48,28 @@ def sift_down(w: Any, time: float, ident: int) -> None:
 
 
 @inline_step
+def pop_on(ht: Any, hi: Any, ints: Any, size: int) -> int:
+    """Remove the earliest entry; returns its id (its time was ``ht[0]``)."""
+    top = hi[0]
+    n = ints[size] - 1
+    ints[size] = n
+    if n > 0:
+        sift_down(ht, hi, n, ht[n], hi[n])
+    return top
+
+
+@inline_step
+def push(w: Any, time: float, ident: int) -> None:
+    push_on(w.heap_time, w.heap_id, w.ints, I_HEAP, time, ident)
+
+
+@inline_step
 def pop(w: Any) -> int:
     """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
-    top = w.heap_id[0]
-    n = w.ints[I_HEAP] - 1
-    w.ints[I_HEAP] = n
-    if n > 0:
-        sift_down(w, w.heap_time[n], w.heap_id[n])
-    return top
+    return pop_on(w.heap_time, w.heap_id, w.ints, I_HEAP)
 
 
 @inline_step
 def replace_top(w: Any, time: float, ident: int) -> None:
     """Replace the earliest phase end by a later one of the same worker (one sift, not a pop and a push)."""
-    sift_down(w, time, ident)
+    sift_down(w.heap_time, w.heap_id, w.ints[I_HEAP], time, ident)

@@ -25,11 +25,14 @@ from oncallsim.model.request.world import (
     M_LIMITED,
     M_LOOKUPS,
     M_MAX_QUEUE,
+    M_OK,
     M_OVERLOAD,
     M_PRESENT,
     M_QUERIES,
     M_QUERY_TIME,
     M_REFUSED,
+    M_RETRIES,
+    M_RETRY_DENIED,
     M_SERVICE,
     M_SHED,
     M_STARTED,
@@ -67,6 +70,10 @@ EXTRA_FIELDS = (
     ("timeout_queue", "fraction", "timeouts of requests that spent their time waiting in a queue (of decided)"),
     ("timeout_slow_instance", "fraction", "timeouts of requests on a slow instance (of decided)"),
     ("timeout_service", "fraction", "timeouts of requests in service: CPU and database reads (of decided)"),
+    ("attempts_per_s", "req/s", "attempts sent to the balancer: admitted requests plus their clients' retries"),
+    ("retries_per_s", "req/s", "retries the clients sent"),
+    ("retries_denied_per_s", "req/s", "retries the clients' retry budgets did not allow (the call failed)"),
+    ("goodput_per_s", "req/s", "requests answered successfully (after their retries), as their users saw them"),
 )
 (
     E_P50,
@@ -86,6 +93,10 @@ EXTRA_FIELDS = (
     E_TO_QUEUE,
     E_TO_SLOW,
     E_TO_SERVICE,
+    E_ATTEMPTS,
+    E_RETRIES,
+    E_RETRY_DENIED,
+    E_GOODPUT,
 ) = range(len(EXTRA_FIELDS))
 
 
@@ -116,7 +127,7 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     rec[REC.service_time_ms] = service_s * 1000.0
     rec[REC.servers] = servers
     rec[REC.capacity_per_s] = servers / service_s if service_s > 0 else 0.0
-    rec[REC.erlangs] = admitted * service_s
+    rec[REC.erlangs] = (admitted + m[M_RETRIES] / 60.0) * service_s  # the offered load: every attempt
     # busy time is a sum of many intervals: a fully busy minute can add up to N × 60 s plus round-off
     rec[REC.utilization] = min(1.0, m[M_BUSY] / (servers * 60.0)) if servers > 0 else 1.0
     decided = m[M_DECIDED]
@@ -161,3 +172,7 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     ext[E_REFUSED] = m[M_REFUSED] / 60.0
     ext[E_LIMITED] = m[M_LIMITED] / 60.0
     ext[E_THROTTLED] = m[M_THROTTLED] / 60.0
+    ext[E_ATTEMPTS] = admitted + m[M_RETRIES] / 60.0
+    ext[E_RETRIES] = m[M_RETRIES] / 60.0
+    ext[E_RETRY_DENIED] = m[M_RETRY_DENIED] / 60.0
+    ext[E_GOODPUT] = m[M_OK] / 60.0

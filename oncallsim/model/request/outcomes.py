@@ -12,6 +12,7 @@ from oncallsim.model.request.world import (
     M_DECIDED,
     M_DROPPED,
     M_LIMITED,
+    M_OK,
     M_OVERLOAD,
     M_REFUSED,
     M_THROTTLED,
@@ -27,11 +28,16 @@ from oncallsim.model.request.world import (
     O_THROTTLED,
     O_TIMEOUT,
     S_ERRORS,
+    UP,
+    WHERE_DEAD,
+    WHERE_QUEUE,
+    WHERE_SERVICE,
+    WHERE_SLOW,
     X_OUTCOME,
     X_RESPONSE,
 )
 
-__all__ = ["decide", "hist_add", "inst_hist_add", "quantile", "second_of", "timed_out"]
+__all__ = ["decide", "hist_add", "inst_hist_add", "quantile", "second_of", "timed_out", "where_spent"]
 
 _PER_BIN = 1.0 / HIST_BIN_S
 
@@ -67,6 +73,8 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
             hist_add(w.latency_hist, response)
             if outcome == O_BAD:
                 m[M_BAD_ERROR] += 1.0
+            else:
+                m[M_OK] += 1.0
         if waited:
             m[M_WAITED] += 1.0
     if outcome != O_OK:
@@ -81,6 +89,17 @@ def timed_out(w: Any, where: int, timeout: float, waited: bool, second: int, tag
     """A timeout, counted with where the request spent its time (world.WHERE_…)."""
     decide(w, O_TIMEOUT, timeout, waited, second, tag)
     w.measures[M_TO_QUEUE + where] += 1.0
+
+
+@unmanaged
+def where_spent(w: Any, instance: int, wait: float, service: float) -> int:
+    """Where a timed-out request spent its time: a dead or slow instance, a queue (it waited longer than it
+    was served), or in service (CPU and database reads)."""
+    if w.health[instance] != UP:
+        return WHERE_DEAD
+    if w.speed[instance] < 1.0:
+        return WHERE_SLOW
+    return WHERE_QUEUE if wait > service else WHERE_SERVICE
 
 
 @unmanaged

@@ -22,14 +22,31 @@ from typing import Any
 
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import P, inline_step, unmanaged
-from oncallsim.model.request.balancers import POOLED, answered, choose, picked
+from oncallsim.model.request.balancers import POOLED, answered, choose, client_of, instance_for, picked
+from oncallsim.model.request.calls import (
+    deadline_due,
+    failed,
+    open_call,
+    retry_due,
+    sent,
+    succeeded,
+    take_deadline,
+    take_retry,
+)
 from oncallsim.model.request.disciplines import FIFO, drop, full, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import pop, push, replace_top
 from oncallsim.model.request.instances import in_pool, refresh_views, sync_free
 from oncallsim.model.request.limiter import completed, limited, tick
 from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
-from oncallsim.model.request.outcomes import decide, hist_add, inst_hist_add, quantile, second_of, timed_out
+from oncallsim.model.request.outcomes import (
+    hist_add,
+    inst_hist_add,
+    quantile,
+    second_of,
+    timed_out,
+    where_spent,
+)
 from oncallsim.model.request.queues import dequeue, enqueue, room
 from oncallsim.model.request.throttle import throttled
 from oncallsim.model.request.workers import free_add, free_remove
@@ -46,6 +63,7 @@ from oncallsim.model.request.world import (
     I_NSAMPLES,
     I_QLEN,
     I_QUEUE_LIMIT,
+    I_RETRIES,
     I_SEQ,
     I_THROTTLE,
     I_WCURSOR,
@@ -72,10 +90,10 @@ from oncallsim.model.request.world import (
     N_BAD,
     N_BUSY,
     N_ERRORS,
+    N_LIMITED,
     N_SERVED,
     O_BAD,
     O_LIMITED,
-    O_OK,
     O_OVERLOAD,
     O_PENDING,
     O_REFUSED,
@@ -96,8 +114,6 @@ from oncallsim.model.request.world import (
     UP,
     WHERE_DEAD,
     WHERE_QUEUE,
-    WHERE_SERVICE,
-    WHERE_SLOW,
     X_ARRIVAL,
     X_HIT,
     X_INSTANCE,
@@ -131,12 +147,13 @@ def _start(
     obj: int,
     tag: int,
     client: int,
+    call: int,
     mode: int,
     app_s: float,
     q_mean: float,
 ) -> float:
-    """Worker ``k`` takes a request at time ``x``: the cache lookup, its reads, its CPU phase. Returns when the
-    CPU phase ends (the caller schedules it)."""
+    """Worker ``k`` takes a request (an attempt of ``call``, −1 none) at time ``x``: the cache lookup, its reads,
+    its CPU phase. Returns when the CPU phase ends (the caller schedules it)."""
     m = w.measures
     g = w.gen
     w.w_busy[k] = True
@@ -146,7 +163,11 @@ def _start(
     w.w_object[k] = obj
     w.w_tag[k] = tag
     w.w_client[k] = client
+    w.w_call[k] = call
     instance = w.w_instance[k]
+    if call >= 0 and w.c_sent[call] == arrival:  # its client learns where it is served (a timeout's cause)
+        w.c_started[call] = x
+        w.c_inst[call] = instance
     w.inst_busy[instance] += 1
     health = w.health[instance]
     if health != UP:  # a dead instance: refused at once, or held until the client gives up (no work done)
@@ -217,8 +238,9 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
     instance = w.w_instance[k]
     tag = w.w_tag[k]
     client = w.w_client[k]
+    call = w.w_call[k]
     if w.w_held[k] == 1:
-        decide(w, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag)
+        failed(w, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0)
         w.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w, instance, REFUSED_S)
         if client >= 0:
@@ -226,8 +248,9 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
     else:
         if x < arrival + timeout:  # hung in service: the client still waits
             return arrival + timeout
-        if arrival + timeout > t0:
-            timed_out(w, WHERE_DEAD, timeout, w.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
+        if arrival + timeout > t0 or call >= 0:
+            if call < 0:  # a call's timer counted its timeout
+                timed_out(w, WHERE_DEAD, timeout, w.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
             w.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w, instance, timeout)
         if client >= 0:
@@ -271,11 +294,12 @@ def _take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: fl
                 free_add(w, k)
             return _INF
         arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
+        call = w.s_call[slot]
         if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
-            where = WHERE_QUEUE if qid == pooled else _where(w, own, 1.0, 0.0)
-            _abandoned(w, own, client, arrival, tag, x, t0, timeout, where)
+            where = WHERE_QUEUE if qid == pooled else where_spent(w, own, 1.0, 0.0)
+            _abandoned(w, own, client, call, arrival, tag, x, t0, timeout, where)
             continue
-        return _start(p, w, k, x, arrival, obj, tag, client, mode, app_s, q_mean)
+        return _start(p, w, k, x, arrival, obj, tag, client, call, mode, app_s, q_mean)
 
 
 @inline_step
@@ -288,24 +312,22 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
 
 
 @unmanaged
-def _where(w: Any, instance: int, wait: float, service: float) -> int:
-    """Where a timed-out request spent its time: a slow instance, a queue (waited longer than it was served),
-    or in service (CPU and database reads)."""
-    if w.health[instance] != UP:
-        return WHERE_DEAD
-    if w.speed[instance] < 1.0:
-        return WHERE_SLOW
-    return WHERE_QUEUE if wait > service else WHERE_SERVICE
-
-
-@unmanaged
 def _abandoned(
-    w: Any, instance: int, client: int, arrival: float, tag: int, x: float, t0: float, timeout: float, where: int
+    w: Any,
+    instance: int,
+    client: int,
+    call: int,
+    arrival: float,
+    tag: int,
+    x: float,
+    t0: float,
+    timeout: float,
+    where: int,
 ) -> None:
     """Work dropped because its deadline passed (deadline propagation): the client's timeout, counted in
-    its minute unless an earlier minute's end did."""
+    its minute unless an earlier minute's end (or the call's timer) did."""
     w.measures[M_ABANDONED] += 1.0
-    if arrival + timeout > t0:
+    if arrival + timeout > t0 and call < 0:
         timed_out(w, where, timeout, True, second_of(t0, arrival + timeout), tag)
     if client >= 0:
         answered(w, client, instance, x, timeout, False, 0.0)
@@ -339,21 +361,23 @@ def _complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int
     response = x - arrival
     timeout = p[P.timeout_s]
     waited = start > arrival
+    call = w.w_call[k]
     ok = False
     if response > timeout:
         m[M_WASTED] += service
-        if arrival + timeout > t0:  # else counted by an earlier minute's end
-            where = _where(w, instance, start - arrival, service)
-            timed_out(w, where, timeout, waited, second_of(t0, arrival + timeout), tag)
+        if arrival + timeout > t0 or call >= 0:  # else counted by an earlier minute's end
+            if call < 0:  # a call's timer counted its timeout
+                where = where_spent(w, instance, start - arrival, service)
+                timed_out(w, where, timeout, waited, second_of(t0, arrival + timeout), tag)
             w.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w, instance, timeout)
     elif w.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
-        decide(w, O_BAD, response, waited, second, tag)
+        failed(w, call, arrival, O_BAD, response, waited, second, tag, x, t0)
         w.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w, instance, response)
     else:
         ok = True
-        decide(w, O_OK, response, waited, second, tag)
+        succeeded(w, call, arrival, response, waited, second, tag, x, t0)
         inst_hist_add(w, instance, response)
     if w.ints[I_LIMITER] != 0:
         completed(w, instance, x, response)
@@ -391,8 +415,8 @@ def _read_or_abandon(
         if k < w.ints[I_ENABLED]:
             w.measures[M_BUSY] += x - (start if start > t0 else t0)
         instance = w.w_instance[k]
-        where = _where(w, instance, start - arrival, x - start)
-        _abandoned(w, instance, w.w_client[k], arrival, w.w_tag[k], x, t0, timeout, where)
+        where = where_spent(w, instance, start - arrival, x - start)
+        _abandoned(w, instance, w.w_client[k], w.w_call[k], arrival, w.w_tag[k], x, t0, timeout, where)
         return _release(p, w, k, x, t0, mode, app_s, q_mean)
     w.w_queries[k] -= 1
     return _query(w, x, part_s)
@@ -438,7 +462,8 @@ def _strand(p: Any, w: Any, t0: float, serving: int) -> None:
             client = w.s_client[slot]
             if client >= 0:
                 answered(w, client, i, t0, 0.0, False, 0.0)
-            decide(w, O_OVERLOAD if i >= serving else O_REFUSED, 0.0, False, 0, w.s_tag[slot])
+            outcome = O_OVERLOAD if i >= serving else O_REFUSED
+            failed(w, w.s_call[slot], w.s_arrival[slot], outcome, 0.0, False, 0, w.s_tag[slot], t0, t0)
 
 
 @unmanaged
@@ -496,7 +521,8 @@ def _open(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: floa
 def _arrive(
     p: Any, w: Any, st: Any, x: float, t0: float, mode: int, app_s: float, q_mean: float, sample_every: int
 ) -> None:
-    """A request arrives at the balancer: shedding, then a free worker, the queue, or overload."""
+    """A request arrives at the balancer: shedding, then (with retries, as a call's first attempt) a free
+    worker, the queue, or overload."""
     m = w.measures
     g = w.gen
     seq = w.ints[I_SEQ]
@@ -525,66 +551,113 @@ def _arrive(
             return
         obj = uniform_int(g, len(w.expiry))
     m[M_ADMITTED] += 1.0
+    call = -1
+    if w.ints[I_RETRIES] > 0:  # the client opens a call: it may retry
+        call = open_call(w, x, obj, tag, client_of(w) if w.ints[I_BALANCER] != POOLED else 0)
+        sent(p, w, call, x)
+    _route(p, w, x, t0, obj, tag, second, call, mode, app_s, q_mean)
+
+
+@unmanaged
+def _retry(p: Any, w: Any, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> None:
+    """A call's backoff ended: its next attempt goes to the balancer."""
+    call = take_retry(w)
+    sent(p, w, call, x)
+    _route(p, w, x, t0, w.c_object[call], w.c_tag[call], second_of(t0, x), call, mode, app_s, q_mean)
+
+
+@inline_step
+def _route(
+    p: Any,
+    w: Any,
+    x: float,
+    t0: float,
+    obj: int,
+    tag: int,
+    second: int,
+    call: int,
+    mode: int,
+    app_s: float,
+    q_mean: float,
+) -> None:
+    """A request (an attempt of ``call``, −1 none) at the balancer: pooled, a free worker, else the queue;
+    the others choose an instance (``_dispatch``)."""
+    g = w.gen
     if w.ints[I_ENABLED] == 0:
-        decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
     elif w.ints[I_BALANCER] != POOLED:
-        _dispatch(p, w, x, t0, obj, tag, second, mode, app_s, q_mean)
+        _dispatch(p, w, x, t0, obj, tag, second, call, mode, app_s, q_mean)
     elif w.ints[I_FREE] > 0:
         k = w.free[uniform_int(g, w.ints[I_FREE])]
         free_remove(w, k)
-        push(w, _start(p, w, k, x, x, obj, tag, -1, mode, app_s, q_mean), k)
+        push(w, _start(p, w, k, x, x, obj, tag, -1, call, mode, app_s, q_mean), k)
     elif w.ints[I_QUEUE_LIMIT] > 0 and full(w, w.qs.shape[1] - 1):
-        drop(w, w.qs.shape[1] - 1, -1, tag, x, t0)
+        drop(w, w.qs.shape[1] - 1, -1, tag, x, t0, call, x)
     elif room(w) > 0:
-        enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1)
-        if w.ints[I_QLEN] > m[M_MAX_QUEUE]:
-            m[M_MAX_QUEUE] = w.ints[I_QLEN]
+        enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1, call)
+        if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
+            w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
     else:
-        decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
 
 
 @unmanaged
 def _dispatch(
-    p: Any, w: Any, x: float, t0: float, obj: int, tag: int, second: int, mode: int, app_s: float, q_mean: float
+    p: Any,
+    w: Any,
+    x: float,
+    t0: float,
+    obj: int,
+    tag: int,
+    second: int,
+    call: int,
+    mode: int,
+    app_s: float,
+    q_mean: float,
 ) -> None:
-    """A balancer other than pooled: its client chooses an instance; a free worker there takes the request,
-    else it waits in that instance's queue."""
-    client, i = choose(w, x)
+    """A balancer other than pooled: its client (the call's, else one at random) chooses an instance; a free
+    worker there takes the request, else it waits in that instance's queue."""
+    if call < 0:
+        client, i = choose(w, x)
+    else:
+        client = w.c_client[call]
+        i = instance_for(w, client, x)
     if i < 0:  # nothing in this client's rotation
-        decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
         return
     if w.ints[I_THROTTLE] != 0 and throttled(w, client, x):  # the client rejects it itself
-        decide(w, O_THROTTLED, 0.0, False, second, tag)
+        failed(w, call, x, O_THROTTLED, 0.0, False, second, tag, x, t0)
         return
     picked(w, client, i)
     if w.health[i] == REFUSE:  # connection refused: the client learns at once
         answered(w, client, i, x, REFUSED_S, False, 0.0)
-        decide(w, O_REFUSED, REFUSED_S, False, second, tag)
-        w.instances[N_ERRORS, i] += 1.0
-        inst_hist_add(w, i, REFUSED_S)
         if tag >= 0:
             w.samples[tag, X_INSTANCE] = i
+        failed(w, call, x, O_REFUSED, REFUSED_S, False, second, tag, x, t0)
+        w.instances[N_ERRORS, i] += 1.0
+        inst_hist_add(w, i, REFUSED_S)
         return
     if w.ints[I_LIMITER] != 0 and limited(w, i, x):  # the instance's limiter: 429 at once
         answered(w, client, i, x, 0.0, False, 0.0)
-        decide(w, O_LIMITED, 0.0, False, second, tag)
+        failed(w, call, x, O_LIMITED, 0.0, False, second, tag, x, t0)
         w.instances[N_ERRORS, i] += 1.0
+        w.instances[N_LIMITED, i] += 1.0
         return
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
         if w.free_pos[k] >= 0:
             free_remove(w, k)
-            push(w, _start(p, w, k, x, x, obj, tag, client, mode, app_s, q_mean), k)
+            push(w, _start(p, w, k, x, x, obj, tag, client, call, mode, app_s, q_mean), k)
             return
     if w.ints[I_QUEUE_LIMIT] > 0 and full(w, i):
-        drop(w, i, client, tag, x, t0)
+        drop(w, i, client, tag, x, t0, call, x)
     elif room(w) > 0:
-        enqueue(w, i, x, obj, tag, client)
+        enqueue(w, i, x, obj, tag, client, call)
         if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
             w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
     else:
         answered(w, client, i, x, 0.0, False, 0.0)
-        decide(w, O_OVERLOAD, 0.0, False, second, tag)
+        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
 
 
 @unmanaged
@@ -603,17 +676,21 @@ def _warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> 
 @unmanaged
 def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
     """The minute's end: requests whose client gave up during it while still waiting or being served
-    count as timeouts now; busy time up to the end counts toward utilization."""
+    count as timeouts now (a call's timer counted its own); busy time up to the end counts toward
+    utilization."""
     timeout = p[P.timeout_s]
     qs = w.qs
     pooled = qs.shape[1] - 1
     for qid in range(qs.shape[1]):  # each queue in arrival order, from the first not counted before
         slot = qs[Q_CURSOR, qid]
-        where = WHERE_QUEUE if qid == pooled else _where(w, qid, 1.0, 0.0)
+        where = WHERE_QUEUE if qid == pooled else where_spent(w, qid, 1.0, 0.0)
         while slot >= 0:
             gave_up = w.s_arrival[slot] + timeout
             if gave_up > t1:
                 break
+            if w.s_call[slot] >= 0:
+                slot = w.s_next[slot]
+                continue
             tag = w.s_tag[slot]
             if tag >= 0:  # still waiting when its client gave up: it waited at least the timeout
                 w.samples[tag, X_WAIT] = timeout * 1000.0
@@ -627,11 +704,11 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
         if not w.w_busy[k]:
             continue
         gave_up = w.w_arrival[k] + timeout
-        if t0 < gave_up <= t1:
+        if t0 < gave_up <= t1 and w.w_call[k] < 0:
             start = w.w_start[k]
             where = WHERE_DEAD
             if w.w_held[k] == 0:
-                where = _where(w, w.w_instance[k], start - w.w_arrival[k], gave_up - start)
+                where = where_spent(w, w.w_instance[k], start - w.w_arrival[k], gave_up - start)
             timed_out(w, where, timeout, start > w.w_arrival[k], second_of(t0, gave_up), w.w_tag[k])
             inst_hist_add(w, w.w_instance[k], timeout)
         if k < enabled and w.w_held[k] == 0:  # a dead instance's held connections are no work
@@ -645,6 +722,8 @@ def _close(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
             while slot >= 0:
                 w.s_tag[slot] = -1
                 slot = w.s_next[slot]
+        for call in range(len(w.c_tag)):
+            w.c_tag[call] = -1
 
 
 @unmanaged
@@ -700,6 +779,12 @@ def request_minute(
         x = ta if ta < te else te
         if next_warm < x:
             x = next_warm
+        td = deadline_due(w)  # the clients' timers (calls.py): ∞ without retries
+        tr = retry_due(w)
+        if td < x:
+            x = td
+        if tr < x:
+            x = tr
         if x >= t1:
             break
         if x >= w.reals[R_NEXT_TICK]:  # the limiters' CPU samples
@@ -738,9 +823,13 @@ def request_minute(
             else:
                 w.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
             _arrive(p, w, st, x, t0, mode, app_s, q_mean, sample_every)
-        else:
+        elif x == next_warm:
             _warm_query(p, w, x, part_s, workers_total)
             next_warm = x + exponential(w.gen, 1.0 / warm_rate)
+        elif x == td:
+            take_deadline(p, w, x, t0)
+        else:
+            _retry(p, w, x, t0, mode, app_s, q_mean)
     while sec < 60:
         w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
         w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]

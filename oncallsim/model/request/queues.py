@@ -26,8 +26,8 @@ def room(w: Any) -> int:
 
 
 @inline_step
-def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int) -> None:
-    """Append a request to queue ``qid`` (the caller checked ``room``)."""
+def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int, call: int) -> None:
+    """Append a request (an attempt of ``call``, −1 none) to queue ``qid`` (the caller checked ``room``)."""
     n = w.ints[I_SFREE] - 1
     w.ints[I_SFREE] = n
     slot = w.s_free[n]
@@ -35,6 +35,7 @@ def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int) -
     w.s_object[slot] = obj
     w.s_tag[slot] = tag
     w.s_client[slot] = client
+    w.s_call[slot] = call
     w.s_next[slot] = -1
     qs = w.qs
     w.s_prev[slot] = qs[Q_TAIL, qid]

@@ -32,6 +32,7 @@ __all__ = [
     "partitions_of",
     "set_balancer",
     "set_resilience",
+    "set_retries",
     "with_queue_room",
     "with_room",
 ]
@@ -67,10 +68,18 @@ MAX_SAMPLES = 2_000
     I_ZONE_END,
     I_LIMITER,
     I_THROTTLE,
-) = range(21)
+    I_RETRIES,
+    I_BACKOFF,
+    I_CFREE,
+    I_DHEAD,
+    I_DLEN,
+    I_RHEAP,
+    I_LIMITING,
+    I_BUDGET_OUT,
+) = range(29)
 # qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
-N_INTS = 21
+N_INTS = 29
 # cq[...]: each queue's discipline state (disciplines.py)
 (
     CQ_FIRST_ABOVE,
@@ -92,7 +101,14 @@ R_NEXT_VIEW = 4  # the next time a balancer's view of the registry changes (inst
 R_ZONE_SHARE = 5  # the share of the instance slots in the zone that is off the network (0: none)
 R_NEXT_TICK = 6  # the limiter's next CPU sample (every 500 ms; limiter.py)
 R_THROTTLE_K = 7  # adaptive throttling's K (throttle.py)
-N_REALS = 8
+R_RETRY_BASE, R_RETRY_CAP = 8, 9  # the clients' backoff base and cap (s; calls.py)
+R_BUDGET, R_BUDGET_BURST = 10, 11  # the retry budget: tokens per call (0: no budget), tokens a client holds at most
+R_RETRY_BAD = 12  # 1: a bad build's application errors are retried too
+N_REALS = 13
+# a call's state (calls.py): its slot is free; it waits for its current attempt; it waits out a backoff
+C_FREE, C_WAITING, C_BACKOFF = range(3)
+MAX_RETRIES = 5
+CALLS_START = 1 << 10  # call slots at first; grown before a minute that could need more (with_room)
 
 # an instance's health (instances.py): serving; connection refused (crashed); accepts and never answers
 # (hung, still renewing its registration); off the network (its zone is out: no answers, no renewals)
@@ -134,8 +150,12 @@ REFUSED_S = 0.001  # a refused connection fails this fast
     M_TO_SERVICE,
     M_LIMITED,
     M_THROTTLED,
-) = range(32)
-N_MEASURES = 32
+    M_SENT,
+    M_RETRIES,
+    M_RETRY_DENIED,
+    M_OK,
+) = range(36)
+N_MEASURES = 36
 # where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
 # service (its CPU and database reads)
 WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
@@ -144,8 +164,8 @@ WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
 S_ARRIVALS, S_COMPLETED, S_ERRORS, S_QUEUE, S_IN_FLIGHT = range(5)
 SECOND_LINES = ("arrivals", "completed", "errors", "queue", "in_flight")
 # per instance: inst[line, instance]
-N_SERVED, N_ERRORS, N_BUSY, N_BAD = range(4)
-INSTANCE_LINES = ("served", "errors", "busy_s", "bad_build")
+N_SERVED, N_ERRORS, N_BUSY, N_BAD, N_LIMITED = range(5)
+INSTANCE_LINES = ("served", "errors", "busy_s", "bad_build", "limited")
 
 # sampled requests: samples[row, field]
 SAMPLE_FIELDS = (
@@ -233,6 +253,24 @@ class World(NamedTuple):
     lim_stamp: npt.NDArray[np.int64]  # … the bucket's number (time / 100 ms), to know a stale one
     thr: npt.NDArray[np.float64]  # thr[0 requests | 1 accepts, client, bucket]: adaptive throttling's window
     thr_stamp: npt.NDArray[np.int64]  # thr_stamp[client, bucket]: the bucket's number (time / 300 ms)
+    w_call: npt.NDArray[np.int64]  # the call (calls.py) whose attempt the worker holds, −1 none (no retries)
+    s_call: npt.NDArray[np.int64]  # … the waiting request's
+    c_arrival: npt.NDArray[np.float64]  # per call: when it opened (its user's request arrived)
+    c_sent: npt.NDArray[np.float64]  # when its current attempt was sent
+    c_started: npt.NDArray[np.float64]  # when that attempt started service (−∞: not yet)
+    c_inst: npt.NDArray[np.int64]  # the instance serving it, −1 none yet
+    c_object: npt.NDArray[np.int64]
+    c_tag: npt.NDArray[np.int64]
+    c_client: npt.NDArray[np.int64]
+    c_attempt: npt.NDArray[np.int64]  # the current attempt's number (0: the first)
+    c_state: npt.NDArray[np.int64]  # C_FREE, C_WAITING, C_BACKOFF
+    c_sleep: npt.NDArray[np.float64]  # decorrelated jitter's previous sleep (s)
+    c_free: npt.NDArray[np.int64]  # the free call slots (a stack; ints[I_CFREE] of them)
+    d_time: npt.NDArray[np.float64]  # the attempts' deadlines, in send order: a ring from ints[I_DHEAD]
+    d_call: npt.NDArray[np.int64]
+    r_time: npt.NDArray[np.float64]  # the calls waiting out a backoff: a heap on when it ends
+    r_id: npt.NDArray[np.int64]
+    tokens: npt.NDArray[np.float64]  # per client: its retry budget's tokens
 
 
 def partitions_of(params: Params) -> tuple[int, float]:
@@ -269,6 +307,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
     ints[I_SFREE] = queue_capacity
     ints[I_CLIENTS] = 1
     ints[I_SELF_PROTECTION] = 1
+    ints[I_CFREE] = CALLS_START
     return World(
         gen=seeded(seed),
         ints=ints,
@@ -333,7 +372,32 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
         lim_stamp=np.full((params.max_fleet, LIMITER_BUCKETS), -1, dtype=np.int64),
         thr=np.zeros((2, MAX_CLIENTS, THROTTLE_BUCKETS)),
         thr_stamp=np.full((MAX_CLIENTS, THROTTLE_BUCKETS), -1, dtype=np.int64),
+        w_call=np.full(workers, -1, dtype=np.int64),
+        s_call=np.full(queue_capacity, -1, dtype=np.int64),
+        **_calls(CALLS_START, 4 * CALLS_START),
+        tokens=np.zeros(MAX_CLIENTS),
     )
+
+
+def _calls(capacity: int, deadlines: int) -> dict[str, Any]:
+    """Empty call slots, all free (taken lowest first), and an empty deadline ring and backoff heap."""
+    return {
+        "c_arrival": np.zeros(capacity),
+        "c_sent": np.zeros(capacity),
+        "c_started": np.zeros(capacity),
+        "c_inst": np.full(capacity, -1, dtype=np.int64),
+        "c_object": np.zeros(capacity, dtype=np.int64),
+        "c_tag": np.full(capacity, -1, dtype=np.int64),
+        "c_client": np.zeros(capacity, dtype=np.int64),
+        "c_attempt": np.zeros(capacity, dtype=np.int64),
+        "c_state": np.zeros(capacity, dtype=np.int64),
+        "c_sleep": np.zeros(capacity),
+        "c_free": np.arange(capacity - 1, -1, -1, dtype=np.int64),
+        "d_time": np.zeros(deadlines),
+        "d_call": np.zeros(deadlines, dtype=np.int64),
+        "r_time": np.zeros(capacity),
+        "r_id": np.zeros(capacity, dtype=np.int64),
+    }
 
 
 def copy_world(world: World) -> World:
@@ -346,7 +410,43 @@ def with_room(world: World, arrivals: int) -> World:
     wait (compiled code does not allocate)."""
     if arrivals > len(world.arrivals):
         world = world._replace(arrivals=np.zeros(max(arrivals, 2 * len(world.arrivals))))
-    return with_queue_room(world, arrivals)
+    return with_call_room(with_queue_room(world, arrivals), arrivals)
+
+
+def with_call_room(world: World, arrivals: int) -> World:
+    """The world with room for the minute's calls (calls.py) should ``arrivals`` each open one, and for their
+    deadlines: every call alive may send all its attempts within the minute."""
+    retries = int(world.ints[I_RETRIES])
+    capacity = len(world.c_state)
+    live = capacity - int(world.ints[I_CFREE])
+    if retries == 0 and live == 0:
+        return world
+    opening = arrivals if retries > 0 else 0
+    need_calls = live + opening
+    need_deadlines = int(world.ints[I_DLEN]) + opening * (retries + 1) + live * (MAX_RETRIES + 1)
+    if need_calls <= capacity and need_deadlines <= len(world.d_time):
+        return world
+    grown = capacity
+    while grown < need_calls:
+        grown *= 2
+    ring = len(world.d_time)
+    while ring < need_deadlines:
+        ring *= 2
+    fresh = _calls(grown, ring)
+    for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_object", "c_tag", "c_client", "c_attempt",
+                 "c_state", "c_sleep", "r_time", "r_id"):  # fmt: skip
+        fresh[name][:capacity] = getattr(world, name)
+    free = int(world.ints[I_CFREE])
+    added = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)
+    fresh["c_free"][: len(added)] = added
+    fresh["c_free"][len(added) : len(added) + free] = world.c_free[:free]  # the old free slots are taken first
+    world.ints[I_CFREE] = free + len(added)
+    head, count, old = int(world.ints[I_DHEAD]), int(world.ints[I_DLEN]), len(world.d_time)
+    order = (head + np.arange(count)) % old  # the ring unrolled from its head
+    fresh["d_time"][:count] = world.d_time[order]
+    fresh["d_call"][:count] = world.d_call[order]
+    world.ints[I_DHEAD] = 0
+    return world._replace(**fresh)
 
 
 def with_queue_room(world: World, more: int) -> World:
@@ -376,6 +476,7 @@ def with_queue_room(world: World, more: int) -> World:
         s_object=longer(world.s_object, 0),
         s_tag=longer(world.s_tag, -1),
         s_client=longer(world.s_client, 0),
+        s_call=longer(world.s_call, -1),
         s_next=longer(world.s_next, -1),
         s_prev=longer(world.s_prev, -1),
         s_free=s_free,
@@ -406,7 +507,54 @@ def world_settings(world: World) -> dict[str, Any]:
         "deadline_propagation": bool(world.ints[I_DEADLINES]),
         "limiter": LIMITERS[int(world.ints[I_LIMITER])],
         "client_throttle": bool(world.ints[I_THROTTLE]),
+        **retry_settings(world),
     }
+
+
+def retry_settings(world: World) -> dict[str, Any]:
+    """The clients' retry settings the world holds (calls.py)."""
+    from oncallsim.model.request.calls import BACKOFFS
+
+    return {
+        "retries": int(world.ints[I_RETRIES]),
+        "retry_backoff": BACKOFFS[int(world.ints[I_BACKOFF])],
+        "retry_base_ms": round(float(world.reals[R_RETRY_BASE]) * 1000.0),
+        "retry_cap_ms": round(float(world.reals[R_RETRY_CAP]) * 1000.0),
+        "retry_budget": float(world.reals[R_BUDGET]),
+    }
+
+
+def set_retries(
+    world: World,
+    retries: int = 0,
+    backoff: str = "full-jitter",
+    base_ms: float = 100.0,
+    cap_ms: float = 20_000.0,
+    budget: float = 0.0,
+    burst: float | None = None,
+) -> None:
+    """The clients' retries (calls.py): extra attempts, their backoff, and the retry budget (tokens per call,
+    0: none; ``burst``: tokens a client holds at most, its bucket refilled to it when given)."""
+    from oncallsim.model.request.calls import BACKOFFS
+
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        raise InvalidInput("retries", f"must be a whole number from 0 to {MAX_RETRIES}, got {retries!r}")
+    if backoff not in BACKOFFS:
+        raise InvalidInput("retry_backoff", f"must be one of {', '.join(BACKOFFS)}, got {backoff!r}")
+    if not 1.0 <= base_ms <= 60_000.0:
+        raise InvalidInput("retry_base_ms", f"must be from 1 to 60000 ms, got {base_ms!r}")
+    if not 1.0 <= cap_ms <= 600_000.0:
+        raise InvalidInput("retry_cap_ms", f"must be from 1 to 600000 ms, got {cap_ms!r}")
+    if not 0.0 <= budget <= 1.0:
+        raise InvalidInput("retry_budget", f"must be from 0 (none) to 1, got {budget!r}")
+    world.ints[I_RETRIES] = retries
+    world.ints[I_BACKOFF] = BACKOFFS.index(backoff)
+    world.reals[R_RETRY_BASE] = base_ms / 1000.0
+    world.reals[R_RETRY_CAP] = cap_ms / 1000.0
+    world.reals[R_BUDGET] = budget
+    if burst is not None:
+        world.reals[R_BUDGET_BURST] = burst
+        world.tokens[:] = burst
 
 
 def set_balancer(world: World, name: str, clients: int = 1) -> None:
