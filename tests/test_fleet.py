@@ -164,7 +164,7 @@ def test_fleet_runs_are_deterministic() -> None:
 # --- the scenarios on held-out seeds -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario", ["slow-instance", "zone-outage", "flash-crowd"])
+@pytest.mark.parametrize("scenario", ["slow-instance", "zone-outage", "flash-crowd", "retry-storm"])
 def test_hands_off_fails_and_textbook_passes_on_held_out_seeds(scenario: str) -> None:
     seeds = [101, 202]
     hands_off = run_seeds(scenario, seeds)

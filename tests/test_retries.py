@@ -152,3 +152,15 @@ def test_backoffs_listed_once() -> None:
     from oncallsim.model.controls import CONTROL_SPECS
 
     assert CONTROL_SPECS["retry_backoff"].choices == BACKOFFS
+
+
+def test_hands_off_the_retry_storm_outlives_its_trigger() -> None:
+    """The brownout ends; goodput does not come back: the retries sustain the overload (reference §8)."""
+    sim = Simulation("retry-storm", seed=303, minutes=45)
+    records = sim.run()
+    start, length, _ = sim.plan.brownouts[0]
+    before = records[start - 1].extras["goodput_per_s"]
+    after = [r.extras["goodput_per_s"] for r in records[start + length + 1 : start + length + 11]]
+    assert before > 0.95 * records[start - 1].requests_per_s
+    assert max(after) < 0.05 * before  # ten minutes after the trigger, still (nearly) nothing answered in time
+    assert all(r.extras["attempts_per_s"] > 3.5 * r.admitted_per_s for r in records[start + length + 1 :])
