@@ -45,6 +45,9 @@ MAX_WORKERS = 200_000
 HIST_BIN_S = 1e-4  # latency histograms: 0.1 ms bins up to the timeout, then one bin for timeouts
 MAX_SAMPLES = 2_000
 
+MODE_PIPELINE = 0  # the whole service: shedding, cache, database, builds
+MODE_QUEUE_ONLY = 1  # M/M/N: a Poisson stream, exponential service of the app time, no cache or database
+
 # ints[...]
 (
     I_FREE,

@@ -1,0 +1,375 @@
+"""A request at a worker of an instance: its cache lookup, its database reads, its CPU, its answer, and the
+worker moving on to the next waiting request (the stages every request takes, inlined into the minute's loop).
+A dead instance's worker refuses at once or holds the request until its client gives up. The warm-up job's reads
+go to the same database."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oncallsim.model.kernel import P, inline_step, unmanaged
+from oncallsim.model.request.balancers import POOLED, answered
+from oncallsim.model.request.calls import (
+    failed,
+    succeeded,
+)
+from oncallsim.model.request.disciplines import FIFO, take
+from oncallsim.model.request.generator import exponential, uniform, uniform_int
+from oncallsim.model.request.heap import push
+from oncallsim.model.request.instances import in_pool
+from oncallsim.model.request.limiter import completed
+from oncallsim.model.request.outcomes import (
+    hist_add,
+    inst_hist_add,
+    second_of,
+    timed_out,
+    where_spent,
+)
+from oncallsim.model.request.queues import dequeue
+from oncallsim.model.request.workers import free_add
+from oncallsim.model.request.world import (
+    I_BALANCER,
+    I_BUSY,
+    I_DEADLINES,
+    I_DISCIPLINE,
+    I_ENABLED,
+    I_LIMITER,
+    I_NBAD,
+    I_WCURSOR,
+    I_WFREE,
+    M_ABANDONED,
+    M_BUSY,
+    M_COMPLETED,
+    M_DB_BUSY,
+    M_HITS,
+    M_LOOKUPS,
+    M_QUERIES,
+    M_QUERY_TIME,
+    M_SERVICE,
+    M_STARTED,
+    M_STARTED_BAD,
+    M_WAIT_COUNT,
+    M_WAIT_SUM,
+    M_WASTED,
+    MODE_PIPELINE,
+    N_BUSY,
+    N_ERRORS,
+    N_SERVED,
+    O_BAD,
+    O_REFUSED,
+    Q_LEN,
+    REFUSE,
+    REFUSED_S,
+    S_COMPLETED,
+    UP,
+    WHERE_DEAD,
+    WHERE_QUEUE,
+    X_HIT,
+    X_INSTANCE,
+    X_QUERIES,
+    X_SERVICE,
+    X_WAIT,
+)
+
+__all__ = ["complete", "query", "read_or_abandon", "start", "take_next", "warm_query"]
+
+_INF = math.inf
+
+
+@inline_step
+def start(
+    p: Any,
+    w: Any,
+    k: int,
+    x: float,
+    arrival: float,
+    obj: int,
+    tag: int,
+    client: int,
+    call: int,
+    mode: int,
+    app_s: float,
+    q_mean: float,
+) -> float:
+    """Worker ``k`` takes a request (an attempt of ``call``, −1 none) at time ``x``: the cache lookup, its reads,
+    its CPU phase. Returns when the CPU phase ends (the caller schedules it)."""
+    m = w.measures
+    g = w.gen
+    w.w_busy[k] = True
+    w.ints[I_BUSY] += 1
+    w.w_arrival[k] = arrival
+    w.w_start[k] = x
+    w.w_object[k] = obj
+    w.w_tag[k] = tag
+    w.w_client[k] = client
+    w.w_call[k] = call
+    instance = w.w_instance[k]
+    if call >= 0 and w.c_sent[call] == arrival:  # its client learns where it is served (a timeout's cause)
+        w.c_started[call] = x
+        w.c_inst[call] = instance
+    w.inst_busy[instance] += 1
+    health = w.health[instance]
+    if health != UP:  # a dead instance: refused at once, or held until the client gives up (no work done)
+        return _dead_start(p, w, k, x, arrival, tag, health)
+    bad = instance < w.ints[I_NBAD]
+    w.w_bad[k] = bad
+    m[M_STARTED] += 1.0
+    if bad:
+        m[M_STARTED_BAD] += 1.0
+    wait = x - arrival
+    hist_add(w.wait_hist, wait)
+    m[M_WAIT_SUM] += wait
+    m[M_WAIT_COUNT] += 1.0
+    miss = False
+    queries = 0
+    cpu_mean = app_s
+    if mode == MODE_PIPELINE:
+        m[M_LOOKUPS] += 1.0
+        if w.expiry[obj] > x:
+            m[M_HITS] += 1.0
+        else:
+            miss = True
+            whole = int(q_mean)
+            queries = whole
+            if q_mean > whole and uniform(g) < q_mean - whole:
+                queries += 1
+        if bad:
+            cpu_mean = app_s * p[P.bad_build_cpu_factor]
+    speed = w.speed[instance]
+    if speed != 1.0:
+        cpu_mean = cpu_mean / speed
+    w.w_miss[k] = miss
+    w.w_queries[k] = queries
+    if tag >= 0:
+        w.samples[tag, X_WAIT] = wait * 1000.0
+        w.samples[tag, X_INSTANCE] = instance
+        w.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
+        w.samples[tag, X_QUERIES] = queries
+    cpu = exponential(g, cpu_mean)
+    w.cpu_acc[instance] += cpu  # the instance's CPU time, as its limiter samples it
+    return x + cpu
+
+
+@unmanaged
+def _dead_start(p: Any, w: Any, k: int, x: float, arrival: float, tag: int, health: int) -> float:
+    """Worker ``k`` of a dead instance takes a request: a refused connection ends in ``REFUSED_S``; a hung or
+    unreachable instance holds it until its client gives up. Returns when the worker is done with it."""
+    w.w_bad[k] = False
+    w.w_miss[k] = False
+    w.w_queries[k] = 0
+    if tag >= 0:
+        w.samples[tag, X_INSTANCE] = w.w_instance[k]
+        w.samples[tag, X_WAIT] = (x - arrival) * 1000.0
+    if health == REFUSE:
+        w.w_held[k] = 1
+        return x + REFUSED_S
+    w.w_held[k] = 2
+    gave_up = arrival + p[P.timeout_s]
+    return gave_up if gave_up > x else x
+
+
+@unmanaged
+def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+    """The end of a request on a dead instance: refused (an error at once), or its client gave up (a timeout,
+    where = dead instance). A request that was in service when its instance hung waits for its client too."""
+    arrival = w.w_arrival[k]
+    timeout = p[P.timeout_s]
+    instance = w.w_instance[k]
+    tag = w.w_tag[k]
+    client = w.w_client[k]
+    call = w.w_call[k]
+    if w.w_held[k] == 1:
+        failed(w, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0)
+        w.instances[N_ERRORS, instance] += 1.0
+        inst_hist_add(w, instance, REFUSED_S)
+        if client >= 0:
+            answered(w, client, instance, x, REFUSED_S, False, 0.0)
+    else:
+        if x < arrival + timeout:  # hung in service: the client still waits
+            return arrival + timeout
+        if arrival + timeout > t0 or call >= 0:
+            if call < 0:  # a call's timer counted its timeout
+                timed_out(w, WHERE_DEAD, timeout, w.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
+            w.instances[N_ERRORS, instance] += 1.0
+            inst_hist_add(w, instance, timeout)
+        if client >= 0:
+            answered(w, client, instance, x, timeout, False, 0.0)
+    w.w_held[k] = 0
+    return _release(p, w, k, x, t0, mode, app_s, q_mean)
+
+
+@inline_step
+def query(w: Any, x: float, part_s: float) -> float:
+    """A database read arriving now at a random partition: returns when it completes (FIFO, Lindley)."""
+    j = uniform_int(w.gen, len(w.db_free))
+    begin = w.db_free[j] if w.db_free[j] > x else x
+    d = exponential(w.gen, part_s)
+    done = begin + d
+    w.db_free[j] = done
+    m = w.measures
+    m[M_QUERIES] += 1.0
+    m[M_QUERY_TIME] += done - x
+    m[M_DB_BUSY] += d
+    return done
+
+
+@inline_step
+def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+    """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
+    joins the free workers (returns ∞)."""
+    own = w.w_instance[k]
+    pooled = w.qs.shape[1] - 1
+    timeout = p[P.timeout_s]
+    serving = w.ints[I_ENABLED] // int(p[P.workers_per_instance])
+    rotating = in_pool(w, own, serving)
+    while True:  # its instance's queue first, then the balancer's (if in its rotation); the discipline may drop
+        qid = own if (w.qs[Q_LEN, own] > 0 or not rotating) else pooled
+        slot = _take(w, qid, x, t0)
+        if slot < 0 and qid == own and rotating and w.qs[Q_LEN, pooled] > 0:
+            qid = pooled
+            slot = _take(w, qid, x, t0)
+        if slot < 0:
+            if rotating or w.ints[I_BALANCER] != POOLED:
+                free_add(w, k)
+            return _INF
+        arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
+        call = w.s_call[slot]
+        if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
+            where = WHERE_QUEUE if qid == pooled else where_spent(w, own, 1.0, 0.0)
+            _abandoned(w, own, client, call, arrival, tag, x, t0, timeout, where)
+            continue
+        return start(p, w, k, x, arrival, obj, tag, client, call, mode, app_s, q_mean)
+
+
+@inline_step
+def _take(w: Any, qid: int, x: float, t0: float) -> int:
+    """FIFO right here (the default, on every completion); the other disciplines in their module. A call with
+    the world costs a copy of its arrays' descriptors: the hot path avoids the big one."""
+    if w.ints[I_DISCIPLINE] == FIFO:
+        return dequeue(w, qid) if w.qs[Q_LEN, qid] > 0 else -1
+    return take(w, qid, x, t0)
+
+
+@unmanaged
+def _abandoned(
+    w: Any,
+    instance: int,
+    client: int,
+    call: int,
+    arrival: float,
+    tag: int,
+    x: float,
+    t0: float,
+    timeout: float,
+    where: int,
+) -> None:
+    """Work dropped because its deadline passed (deadline propagation): the client's timeout, counted in
+    its minute unless an earlier minute's end (or the call's timer) did."""
+    w.measures[M_ABANDONED] += 1.0
+    if arrival + timeout > t0 and call < 0:
+        timed_out(w, where, timeout, True, second_of(t0, arrival + timeout), tag)
+    if client >= 0:
+        answered(w, client, instance, x, timeout, False, 0.0)
+
+
+@inline_step
+def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> float:
+    """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker.
+    Returns when the worker's next phase ends (∞: it is free, or no longer serving)."""
+    if w.w_held[k] != 0:
+        return _dead_complete(p, w, k, x, t0, mode, app_s, q_mean)
+    m = w.measures
+    arrival = w.w_arrival[k]
+    start = w.w_start[k]
+    tag = w.w_tag[k]
+    if w.w_miss[k]:
+        w.expiry[w.w_object[k]] = x + ttl
+    service = x - start
+    m[M_COMPLETED] += 1.0
+    m[M_SERVICE] += service
+    second = second_of(t0, x)
+    w.seconds[S_COMPLETED, second] += 1.0
+    instance = w.w_instance[k]
+    w.instances[N_SERVED, instance] += 1.0
+    w.instances[N_BUSY, instance] += service
+    enabled = k < w.ints[I_ENABLED]
+    if enabled:
+        m[M_BUSY] += x - (start if start > t0 else t0)
+    if tag >= 0:
+        w.samples[tag, X_SERVICE] = service * 1000.0
+    response = x - arrival
+    timeout = p[P.timeout_s]
+    waited = start > arrival
+    call = w.w_call[k]
+    ok = False
+    if response > timeout:
+        m[M_WASTED] += service
+        if arrival + timeout > t0 or call >= 0:  # else counted by an earlier minute's end
+            if call < 0:  # a call's timer counted its timeout
+                where = where_spent(w, instance, start - arrival, service)
+                timed_out(w, where, timeout, waited, second_of(t0, arrival + timeout), tag)
+            w.instances[N_ERRORS, instance] += 1.0
+            inst_hist_add(w, instance, timeout)
+    elif w.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
+        failed(w, call, arrival, O_BAD, response, waited, second, tag, x, t0)
+        w.instances[N_ERRORS, instance] += 1.0
+        inst_hist_add(w, instance, response)
+    else:
+        ok = True
+        succeeded(w, call, arrival, response, waited, second, tag, x, t0)
+        inst_hist_add(w, instance, response)
+    if w.ints[I_LIMITER] != 0:
+        completed(w, instance, x, response)
+    client = w.w_client[k]
+    if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
+        cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
+        answered(w, client, instance, x, response if response < timeout else timeout, ok, cpu)
+    return _release(p, w, k, x, t0, mode, app_s, q_mean)
+
+
+@inline_step
+def _release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+    """Worker ``k`` is done with its request: it takes the next one (returns when that one's CPU phase ends)
+    or joins the free workers (∞); an instance no longer serving takes nothing new."""
+    w.inst_busy[w.w_instance[k]] -= 1
+    w.w_busy[k] = False
+    w.ints[I_BUSY] -= 1
+    w.w_tag[k] = -1
+    if k < w.ints[I_ENABLED]:
+        return take_next(p, w, k, x, t0, mode, app_s, q_mean)
+    return _INF
+
+
+@inline_step
+def read_or_abandon(
+    p: Any, w: Any, k: int, x: float, t0: float, part_s: float, mode: int, app_s: float, q_mean: float
+) -> float:
+    """Worker ``k``'s next database read, unless its deadline has passed (deadline propagation): then the
+    work stops here, wasted, and the worker moves on."""
+    arrival = w.w_arrival[k]
+    timeout = p[P.timeout_s]
+    if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
+        start = w.w_start[k]
+        w.measures[M_WASTED] += x - start
+        if k < w.ints[I_ENABLED]:
+            w.measures[M_BUSY] += x - (start if start > t0 else t0)
+        instance = w.w_instance[k]
+        where = where_spent(w, instance, start - arrival, x - start)
+        _abandoned(w, instance, w.w_client[k], w.w_call[k], arrival, w.w_tag[k], x, t0, timeout, where)
+        return _release(p, w, k, x, t0, mode, app_s, q_mean)
+    w.w_queries[k] -= 1
+    return query(w, x, part_s)
+
+
+@unmanaged
+def warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> None:
+    """The warm-up job reads the next object of the hot set; it stores it when the read completes."""
+    if w.ints[I_WFREE] == 0:
+        return  # the job's readers are all busy: it skips this read
+    w.ints[I_WFREE] -= 1
+    slot = w.warm_free[w.ints[I_WFREE]]
+    obj = w.ints[I_WCURSOR]
+    w.ints[I_WCURSOR] = (obj + 1) % len(w.expiry)
+    w.warm_object[slot] = obj
+    push(w, query(w, x, part_s), workers_total + slot)
