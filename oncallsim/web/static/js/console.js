@@ -325,7 +325,8 @@
     if (!resilience) return;
     const on = GROUP.filter((name) => controls[name] !== undefined && isOn(name, controls[name], controls));
     const said = on.map((name) => (typeof controls[name] === "boolean" ? $("c-" + name).dataset.label : actionText({ control: name, value: controls[name] })));
-    $("resilience-state").textContent = on.length ? t("resilience.on", { list: said.join(" · ") }) : t("resilience.none");
+    const text = on.length ? t("resilience.on", { list: said.join(" · ") }) : t("resilience.none");
+    if ($("resilience-state").textContent !== text) $("resilience-state").textContent = text; // announced once (aria-live)
     resilience.dataset.on = String(on.length > 0);
   }
   // what the operator just asked for shows at once (the controls' own listeners, on the target, ran first)
