@@ -89,9 +89,10 @@ def engines_section(res: Results, img: str) -> str:
     surge = next(r for r in res.engines if (r.scenario, r.policy) == ("surge", "hands-off"))
     p99_ratio = np.median([r.p99_request_ms / r.p99_minute_ms for r in res.engines])
     ratios = [r.wait_ratio for r in res.engines if not math.isnan(r.wait_ratio)]
+    span = f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios and f"{min(ratios):.2f}" != f"{max(ratios):.2f}" else ""
     mgn = (
         f"where the request engine's minutes queue at all (Erlang C of their measured load ≥ 1 %), its measured "
-        f"wait probability is {min(ratios):.2f}–{max(ratios):.2f} × Erlang C"
+        f"wait probability is {span or f'{ratios[0]:.2f}'} × Erlang C"
         if ratios
         else "no minute of these runs queued enough (Erlang C ≥ 1 %) to compare wait probabilities"
     )

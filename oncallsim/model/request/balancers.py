@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.throttle import mark
 from oncallsim.model.request.world import (
@@ -64,19 +64,19 @@ SUCCESS_START = 1000.0  # ‰
 CPU_START = 500.0  # ‰
 
 
-@unmanaged
+@inline_step
 def _p2c_load(w: Any, c: int, i: int) -> float:
     b = w.bal
     load = b[B_CPU, c, i] * (math.floor(math.sqrt(b[B_LAG, c, i])) + 1.0) * (b[B_OUT, c, i] + 1.0)
     return PENALTY if load == 0.0 else load
 
 
-@unmanaged
+@inline_step
 def _p2c_valid(w: Any, c: int, i: int) -> bool:
     return w.bal[B_SUCCESS, c, i] > 500.0 and w.bal[B_CPU, c, i] < 900.0
 
 
-@unmanaged
+@inline_step
 def _p2c(w: Any, c: int, n: int, x: float) -> int:
     rot = w.rot[c]
     if n == 1:
@@ -106,7 +106,7 @@ def _p2c(w: Any, c: int, n: int, x: float) -> int:
     return win
 
 
-@unmanaged
+@inline_step
 def _least(w: Any, c: int, n: int) -> int:
     out = w.bal[B_OUT, c]
     rot = w.rot[c]
@@ -124,21 +124,21 @@ def _least(w: Any, c: int, n: int) -> int:
     return best
 
 
-@unmanaged
+@inline_step
 def choose(w: Any, x: float) -> tuple[int, int]:
     """(client, instance) for a request arriving at ``x`` (not ``pooled``): a client at random, and its choice."""
     c = client_of(w)
     return c, instance_for(w, c, x)
 
 
-@unmanaged
+@inline_step
 def client_of(w: Any) -> int:
     """The client a new request comes from: uniformly among the clients."""
     clients = w.ints[I_CLIENTS]
     return uniform_int(w.gen, clients) if clients > 1 else 0
 
 
-@unmanaged
+@inline_step
 def instance_for(w: Any, c: int, x: float) -> int:
     """The instance client ``c`` sends a request to at ``x`` (not ``pooled``), among the instances in its
     rotation (``w.rot``; instances.py); −1 when its rotation is empty."""
@@ -159,13 +159,13 @@ def instance_for(w: Any, c: int, x: float) -> int:
     return i
 
 
-@unmanaged
+@inline_step
 def picked(w: Any, c: int, i: int) -> None:
     """The client sent a request to instance ``i``: one more outstanding."""
     w.bal[B_OUT, c, i] += 1.0
 
 
-@unmanaged
+@inline_step
 def answered(w: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
     """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
     b = w.bal

@@ -18,6 +18,7 @@ from oncallsim.model.request.world import (
     M_BAD_ERROR,
     M_BUSY,
     M_COMPLETED,
+    M_CUT_SHORT,
     M_DB_BUSY,
     M_DECIDED,
     M_DROPPED,
@@ -59,7 +60,11 @@ EXTRA_FIELDS = (
     ("max_queue", "requests", "longest the balancer's queue got"),
     ("queue_at_end", "requests", "waiting at the minute's end (carried into the next minute)"),
     ("in_flight_at_end", "requests", "being served at the minute's end"),
-    ("wasted_work_share", "fraction", "share of service time spent on requests whose client had given up"),
+    (
+        "wasted_work_share",
+        "fraction",
+        "share of the work done (answered, or cut short by a deadline) that was for requests whose client had given up",
+    ),
     ("completed_per_s", "req/s", "responses sent, whatever their outcome"),
     ("cache_present_share", "fraction", "hot objects in the cache at the minute's start"),
     ("dropped_per_s", "req/s", "answered at once with an error by a queue discipline or a full queue"),
@@ -165,7 +170,8 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     ext[E_MAX_QUEUE] = m[M_MAX_QUEUE]
     ext[E_QUEUE_END] = w.ints[I_QLEN]
     ext[E_IN_FLIGHT_END] = w.ints[I_BUSY]
-    ext[E_WASTED] = m[M_WASTED] / m[M_SERVICE] if m[M_SERVICE] > 0 else 0.0
+    work = m[M_SERVICE] + m[M_CUT_SHORT]  # answered requests' service, and the work deadlines cut short
+    ext[E_WASTED] = m[M_WASTED] / work if work > 0 else 0.0
     ext[E_COMPLETED] = m[M_COMPLETED] / 60.0
     ext[E_DROPPED] = m[M_DROPPED] / 60.0
     ext[E_ABANDONED] = m[M_ABANDONED] / 60.0

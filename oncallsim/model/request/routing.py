@@ -151,7 +151,7 @@ def _route(
         failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
 
 
-@unmanaged
+@inline_step
 def _dispatch(
     p: Any,
     w: Any,

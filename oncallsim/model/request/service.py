@@ -14,7 +14,7 @@ from oncallsim.model.request.calls import (
     failed,
     succeeded,
 )
-from oncallsim.model.request.disciplines import FIFO, take
+from oncallsim.model.request.disciplines import CODEL, FIFO, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
 from oncallsim.model.request.instances import in_pool
@@ -29,6 +29,8 @@ from oncallsim.model.request.outcomes import (
 from oncallsim.model.request.queues import dequeue
 from oncallsim.model.request.workers import free_add
 from oncallsim.model.request.world import (
+    CQ_DROPPING,
+    CQ_FIRST_ABOVE,
     I_BALANCER,
     I_BUSY,
     I_DEADLINES,
@@ -41,6 +43,7 @@ from oncallsim.model.request.world import (
     M_ABANDONED,
     M_BUSY,
     M_COMPLETED,
+    M_CUT_SHORT,
     M_DB_BUSY,
     M_HITS,
     M_LOOKUPS,
@@ -58,7 +61,9 @@ from oncallsim.model.request.world import (
     N_SERVED,
     O_BAD,
     O_REFUSED,
+    Q_HEAD,
     Q_LEN,
+    R_TARGET,
     REFUSE,
     REFUSED_S,
     S_COMPLETED,
@@ -244,10 +249,21 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
 
 @inline_step
 def _take(w: Any, qid: int, x: float, t0: float) -> int:
-    """FIFO right here (the default, on every completion); the other disciplines in their module. A call with
-    the world costs a copy of its arrays' descriptors: the hot path avoids the big one."""
-    if w.ints[I_DISCIPLINE] == FIFO:
-        return dequeue(w, qid) if w.qs[Q_LEN, qid] > 0 else -1
+    """FIFO right here (the default, on every completion), and CoDel's common case (not dropping, the head
+    waited less than the target: it is served and the timer resets, as ``disciplines._codel`` does); the rest in
+    the disciplines' module. A call with the world costs a copy of its arrays' descriptors: the hot path avoids
+    the big one."""
+    kind = w.ints[I_DISCIPLINE]
+    if w.qs[Q_LEN, qid] == 0:
+        if kind == CODEL:  # an empty queue: CoDel's timer resets and it leaves its dropping state
+            w.cq[CQ_FIRST_ABOVE, qid] = 0.0
+            w.cq[CQ_DROPPING, qid] = 0.0
+        return -1
+    if kind == FIFO:
+        return dequeue(w, qid)
+    if kind == CODEL and w.cq[CQ_DROPPING, qid] == 0.0 and x - w.s_arrival[w.qs[Q_HEAD, qid]] < w.reals[R_TARGET]:
+        w.cq[CQ_FIRST_ABOVE, qid] = 0.0
+        return dequeue(w, qid)
     return take(w, qid, x, t0)
 
 
@@ -352,6 +368,7 @@ def read_or_abandon(
     if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
         start = w.w_start[k]
         w.measures[M_WASTED] += x - start
+        w.measures[M_CUT_SHORT] += x - start  # work, though no answer: the share's denominator counts it
         if k < w.ints[I_ENABLED]:
             w.measures[M_BUSY] += x - (start if start > t0 else t0)
         instance = w.w_instance[k]

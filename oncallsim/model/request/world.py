@@ -157,8 +157,9 @@ REFUSED_S = 0.001  # a refused connection fails this fast
     M_RETRIES,
     M_RETRY_DENIED,
     M_OK,
-) = range(36)
-N_MEASURES = 36
+    M_CUT_SHORT,
+) = range(37)
+N_MEASURES = 37
 # where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
 # service (its CPU and database reads)
 WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
