@@ -78,6 +78,10 @@ def test_deadlines_start_no_work_for_a_client_that_gave_up() -> None:
         assert extra(ext, "abandoned_per_s") > 50  # skipped at the head of the queue, no worker spent on them
         assert extra(ext, "queue_at_end") < 0.1 * extra(ext_without, "queue_at_end")  # the backlog stays bounded
         assert extra(ext, "mean_wait_ms") < 2000.0  # whatever starts, starts before its deadline
+        # FIFO still serves the oldest first: what starts has waited nearly its 2 s and is mostly cut short at
+        # its deadline. That work counts in the share's denominator too, so the share stays a share (it was
+        # wasted / answered work, which passed 1 here)
+        assert 0.5 < extra(ext, "wasted_work_share") <= 1.0
 
 
 def test_light_load_is_untouched_by_any_discipline() -> None:
