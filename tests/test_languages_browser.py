@@ -197,3 +197,60 @@ def test_arabic_console_is_mirrored_with_time_running_left_to_right(site: tuple[
     assert re.search(r"\d+\.\d", burn), burn
     if ARTIFACTS.is_dir():
         page.screenshot(path=str(ARTIFACTS / "console-ar-mirrored.png"))
+
+
+def test_the_status_column_and_the_chart_titles_fit_a_laptop_in_every_language(site: tuple[str, Any]) -> None:
+    """At 1366×768, in the retry storm's aftermath (flags up: paging, timeouts, errors high; the request engine's
+    eight narrow charts): every status label, value and flag inside the 300 px column with its words whole, and
+    every chart title inside its own chart."""
+    base, page = site
+    body = {"scenario": "retry-storm", "seed": 3, "speed": 1, "paused": True}
+    request = urllib.request.Request(
+        base + "/api/runs", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=300) as response:  # the first request-engine step may compile
+        run_id = str(json.loads(response.read())["id"])
+    step = json.dumps({"type": "step"}).encode()
+    for _ in range(40):
+        urllib.request.urlopen(
+            urllib.request.Request(base + f"/api/runs/{run_id}/control", step, {"Content-Type": "application/json"}),
+            timeout=300,
+        ).close()
+    page.set_viewport_size({"width": 1366, "height": 768})
+    try:
+        for language in LANGUAGES:
+            page.goto(f"{base}/runs/{run_id}?lang={language}")
+            page.wait_for_function("() => document.querySelector('main.console').dataset.records === '40'")
+            page.wait_for_selector("#chart-attempts .gtitle")
+            flags = page.eval_on_selector_all(
+                "#status-table .flag", "els => els.map(e => e.textContent).filter(Boolean)"
+            )
+            assert len(flags) >= 3, (language, flags)  # the storm raises several: the check is not vacuous
+            outside = page.evaluate(
+                """() => {
+                  const column = document.querySelector("section.status").getBoundingClientRect();
+                  const out = [];
+                  for (const el of document.querySelectorAll("#status-table th, #status-table td span")) {
+                    const r = el.getBoundingClientRect();
+                    const inside = r.left >= column.left - 0.5 && r.right <= column.right + 0.5;
+                    if (r.width && !inside) out.push(el.textContent);
+                  }
+                  // words whole: with no break inside a word allowed, the table still fits its column
+                  const table = document.getElementById("status-table");
+                  for (const th of table.querySelectorAll("th")) th.style.overflowWrap = "normal";
+                  const width = table.getBoundingClientRect().width;
+                  if (width > table.parentElement.clientWidth + 0.5) out.push("a word broken");
+                  for (const th of table.querySelectorAll("th")) th.style.overflowWrap = "";
+                  return out;
+                }"""
+            )
+            assert outside == [], (language, outside)
+            titles = page.evaluate(
+                """() => [...document.querySelectorAll(".chart")].filter((c) => c.querySelector(".gtitle")).map((c) => {
+                  const chart = c.getBoundingClientRect(), title = c.querySelector(".gtitle").getBoundingClientRect();
+                  return [c.id, title.left >= chart.left - 0.5 && title.right <= chart.right + 0.5];
+                })"""
+            )
+            assert len(titles) == 8 and all(fits for _, fits in titles), (language, titles)
+    finally:
+        page.set_viewport_size({"width": 1366, "height": 900})

@@ -150,6 +150,26 @@
   // make room for its markers' labels (plotly counts annotations in), squeezing its lines against the others'.
   const timeRange = (n) => [-0.5, Math.max(0.5, n - 0.5)];
 
+  // A chart's title on one line when it fits its chart (a size smaller if need be), else on two lines split at
+  // the space nearest its middle: some languages' titles are twice the English, and an SVG title never wraps.
+  const measure = document.createElement("canvas").getContext("2d");
+  function fitTitle(text, width, size) {
+    const fits = (line, px) => {
+      measure.font = px + "px system-ui, sans-serif";
+      return measure.measureText(line).width <= width;
+    };
+    for (const px of [size, size - 1]) if (fits(text, px)) return { text, size: px, lines: 1 };
+    const spaces = [...text.matchAll(/ /g)].map((m) => m.index);
+    if (!spaces.length) return { text, size: size - 1, lines: 1 };
+    const cut = spaces.reduce((a, b) => (Math.abs(b - text.length / 2) < Math.abs(a - text.length / 2) ? b : a));
+    return { text: text.slice(0, cut) + "<br>" + text.slice(cut + 1), size: size - 1, lines: 2 };
+  }
+
+  // In Arabic a chart's title and legend read right to left inside a left-to-right chart: each line isolated as
+  // right-to-left text ("(req/s)" at its end) while plotly still anchors it at its left, where it lays it out.
+  const rtl = document.documentElement.dir === "rtl";
+  const isolate = (text) => (rtl ? text.split("<br>").map((line) => "\u2067" + line + "\u2069").join("<br>") : text);
+
   function drawCharts() {
     markers = markersOf(records);
     root.dataset.markers = String(markers.length);
@@ -159,15 +179,16 @@
       // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
       const hover = (digits) => "%{x}: %{y:,." + digits + "f}<extra>%{fullData.name}</extra>";
       const data = chart.traces.map((spec) => ({
-        x, y: seriesOf(spec, records), name: spec[1], mode: "lines", yaxis: spec[5] || "y",
+        x, y: seriesOf(spec, records), name: isolate(spec[1]), mode: "lines", yaxis: spec[5] || "y",
         line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[6] || (spec[0] === "error_rate" ? 2 : 1)),
       }));
       for (const [value, name, color] of chart.lines || []) {
-        data.push({ x, y: x.map(() => value), name, mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
+        data.push({ x, y: x.map(() => value), name: isolate(name), mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
       }
+      const title = fitTitle(chart.title, document.getElementById(id).clientWidth - 12, narrow ? 11 : 12);
       const layout = {
-        title: { text: chart.title, font: { size: narrow ? 11 : 12 }, x: 0.01, xanchor: "left" },
-        margin: { l: 42, r: 8, t: 24, b: 22 }, showlegend: true,
+        title: { text: isolate(title.text), font: { size: title.size }, x: 0.01, xanchor: "left" },
+        margin: { l: 42, r: 8, t: title.lines === 1 ? 24 : 34, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
         xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
@@ -210,7 +231,7 @@
       const mark = $("f-" + key);
       mark.textContent = word;
       mark.className = "flag " + level;
-      cell.parentElement.className = level;
+      cell.closest("tr").className = level;
     }
     const alert = $("alert");
     if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
