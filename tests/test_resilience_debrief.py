@@ -16,6 +16,7 @@ from oncallsim.model import CONTROL_SPECS
 from oncallsim.policies.counterfactual import (
     MECHANISMS,
     Mechanism,
+    _replay,
     counterfactuals,
     mechanism_counterfactuals,
     with_balancer,
@@ -162,3 +163,24 @@ def test_the_debrief_says_what_the_mechanism_would_have_saved(idle: Simulation) 
     timelines = {name: o.timeline for name, o in others.items()}
     html = render_html(report, idle.timeline, idle.plan, idle.params, idle.actions, timelines, "da")
     assert 'data-key="attempts_per_request"' in html and "forsøg pr. request" in html
+
+
+def test_a_replay_stops_once_it_has_spent_more_than_its_bound(idle: Simulation) -> None:
+    codel = {"queue_discipline": "codel"}
+    whole = with_settings(idle, codel)
+    spent = run_outcome(whole).budget_spent
+    assert spent > 0
+    assert _replay(idle, codel, spent * 0.5) is None  # it passes half its total before the end
+    kept = _replay(idle, codel, spent)  # exactly its total: played to the end, every minute the same
+    assert kept is not None and kept.timeline == whole.timeline
+
+
+def test_a_run_without_decisions_is_its_own_hands_off_replay() -> None:
+    sim = Simulation("bad-deploy", seed=5, minutes=30)
+    sim.run([])
+    others = counterfactuals(sim)
+    assert others["hands-off"] is sim
+    assert sim.counterfactual(None, minutes=sim.minute).timeline == sim.timeline  # what the replay would give
+    acted = Simulation("bad-deploy", seed=5, minutes=30)
+    acted.run([Action(12, "rollback", None)])
+    assert counterfactuals(acted)["hands-off"].timeline == sim.timeline
