@@ -147,7 +147,7 @@ def _expected(record: dict[str, Any]) -> dict[str, float | None]:
     attempts = extras.get("attempts_per_s")
     per_request = 1.0 if attempts is None else attempts / record["admitted_per_s"]
     busy = record["utilization"] * record["servers"]
-    wasted = extras["wasted_work_share"] * extras["completed_per_s"] * record["service_time_ms"] / 1000 / busy
+    wasted = extras["wasted_work_s"] / (busy * 60)
     return {
         "goodput": goodput,
         "throughput": extras["completed_per_s"],

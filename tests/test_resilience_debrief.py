@@ -97,10 +97,14 @@ def test_attempts_per_request_and_wasted_work(idle: Simulation) -> None:
     deadlines = run_outcome(flash_crowd({"deadline_propagation": True})).wasted_work_share
     assert codel is not None and codel < 0.01
     assert deadlines is not None and codel < deadlines < found.wasted_work_share
-    # a share of the workers' busy time, never more than all of it (the engine's own share is over completed
-    # service, which abandoned work is not)
+    # a share of the workers' busy time, never more than all of it
     busy = sum(r.utilization * r.servers * 60.0 for r in idle.timeline)
     assert found.wasted_work_share == pytest.approx(sum(wasted_seconds(r) for r in idle.timeline) / busy)
+    # without deadlines no work is cut short: the engine's seconds are its share of the answered requests' service
+    for r in idle.timeline:
+        extras = r.extras or {}
+        answered = extras["completed_per_s"] * 60.0 * r.service_time_ms / 1000.0
+        assert wasted_seconds(r) == pytest.approx(extras["wasted_work_share"] * answered, rel=1e-9, abs=1e-9)
 
 
 def test_with_settings_generalizes_with_balancer(idle: Simulation) -> None:
@@ -184,3 +188,38 @@ def test_a_run_without_decisions_is_its_own_hands_off_replay() -> None:
     acted = Simulation("bad-deploy", seed=5, minutes=30)
     acted.run([Action(12, "rollback", None)])
     assert counterfactuals(acted)["hands-off"].timeline == sim.timeline
+
+
+def test_the_debrief_chart_shows_goodput_and_names_the_mechanism_as_the_table_does(idle: Simulation) -> None:
+    from oncallsim.debrief.charts import PANELS, REQUEST_PANELS, debrief_figure
+    from oncallsim.debrief.html import localize_figure, translate_text
+    from oncallsim.debrief.report import COUNTERFACTUAL_LABELS
+    from oncallsim.i18n import translations
+
+    others = counterfactuals(idle)
+    mechanism = next(name for name in others if name in COUNTERFACTUAL_LABELS)
+    fig = debrief_figure(idle.timeline, idle.params, idle.actions, 1000.0, {n: o.timeline for n, o in others.items()})
+    assert len({t.legend for t in fig.data}) == len(PANELS) + len(REQUEST_PANELS) == 7
+    titles = [a.text for a in fig.layout.annotations if not a.text.startswith("▼")]
+    assert titles[-1] == "Goodput vs throughput (req/s)"
+    by_name = {t.name: t for t in fig.data}
+    goodput = [(r.extras or {})["goodput_per_s"] for r in idle.timeline]
+    assert list(by_name["goodput"].y) == goodput and by_name["goodput"].yaxis == "y7"
+    assert max(goodput) < max(by_name["throughput"].y)  # the flash crowd's timeouts: sent, not useful
+    label = COUNTERFACTUAL_LABELS[mechanism]
+    assert f"p99 ({label})" in by_name and f"goodput ({label})" in by_name  # not its identifier
+    assert not any(f"({mechanism})" in name for name in by_name)
+    styles = {(t.line.color, t.line.dash) for t in fig.data if t.name.startswith("p99 (")}
+    assert len(styles) == len(others) == 4  # hands-off, textbook, p2c, the mechanism: each its own line
+    # in Danish, the series and the counterfactual each in their words (p2c is a name in every language)
+    assert translate_text("goodput (p2c)", "da") == f"{translate_text('goodput', 'da')} (p2c)"
+    danish = translate_text(f"goodput ({label})", "da")
+    assert danish == f"{translate_text('goodput', 'da')} ({translations('da').gettext(label)})" != f"goodput ({label})"
+    localized = localize_figure(fig.to_plotly_json(), "da")
+    assert translate_text("Goodput vs throughput (req/s)", "da") in [
+        a["text"] for a in localized["layout"]["annotations"]
+    ]
+    # a minute-engine run keeps its six panels
+    plain = Simulation("bad-deploy", seed=7, minutes=20)
+    plain.run([])
+    assert len({t.legend for t in debrief_figure(plain.timeline, plain.params).data}) == len(PANELS)

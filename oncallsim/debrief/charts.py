@@ -1,6 +1,7 @@
-"""The debrief's charts as one plotly figure: six panels on a shared time axis, each with its own legend and its
-time axis under it; the scenario's events, the page and the decisions marked with readable labels; the
-counterfactual lines overlaid in styles of their own. Pure: returns a figure, writes nothing."""
+"""The debrief's charts as one plotly figure: six panels on a shared time axis (a seventh, goodput against
+throughput, for a request-engine run), each with its own legend and its time axis under it; the scenario's events,
+the page and the decisions marked with readable labels; the counterfactual lines overlaid in styles of their own,
+named as the comparison table names them. Pure: returns a figure, writes nothing."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from oncallsim.debrief.report import COUNTERFACTUAL_LABELS
 from oncallsim.debrief.summary import describe
 from oncallsim.model import MinuteRecord, Params
 from oncallsim.model.placeholders import fill
 from oncallsim.model.plan import time_label
 from oncallsim.simulation import Action
 
-__all__ = ["PANELS", "debrief_figure"]
+__all__ = ["PANELS", "REQUEST_PANELS", "debrief_figure"]
 
 PANELS = (
     "Requests vs capacity (req/s)",
@@ -25,8 +27,15 @@ PANELS = (
     "Cache hit and DB utilization (%)",
     "Fleet (instances) and cost ($/h)",
 )
+# A request-engine run's records also say what its retries cost: the answers that were useful against all sent
+REQUEST_PANELS = ("Goodput vs throughput (req/s)",)
 # (colour, dash): neither is the run's solid line nor the other's pattern
-COUNTERFACTUAL_STYLE = {"hands-off": ("#9a3412", "dash"), "textbook": ("#166534", "dashdot")}
+COUNTERFACTUAL_STYLE = {
+    "hands-off": ("#9a3412", "dash"),
+    "textbook": ("#166534", "dashdot"),
+    "p2c": ("#6d28d9", "longdash"),
+    **{mechanism: ("#0e7490", "longdashdot") for mechanism in COUNTERFACTUAL_LABELS},  # one is kept at most
+}
 # The run's own events marked on every panel, with their colours (decisions are marked in slate).
 MARKED_EVENTS = {"deploy_started": "#64748b", "cache_flushed": "#64748b", "page_fired": "#b91c1c"}
 
@@ -48,9 +57,15 @@ def debrief_figure(
     latency_target_ms: float = 1000.0,
     counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
 ) -> go.Figure:
-    titles = [fill(title, params) for title in PANELS]
-    fig = make_subplots(rows=len(PANELS), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.05)
+    request = any((r.extras or {}).get("goodput_per_s") is not None for r in timeline)
+    panels = PANELS + (REQUEST_PANELS if request else ())
+    titles = [fill(title, params) for title in panels]
+    spacing = 0.05 * len(PANELS) / len(panels)
+    fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=spacing)
     x = axis_labels(timeline)
+
+    def goodput(records: Sequence[MinuteRecord]) -> list[float]:
+        return [float((r.extras or {}).get("goodput_per_s") or 0.0) for r in records]
 
     def line(row: int, y: list[float], name: str, color: str, dash: str = "solid", group: str = "run") -> None:
         fig.add_trace(
@@ -87,13 +102,21 @@ def debrief_figure(
     line(6, [float(r.serving) for r in timeline], "serving", "#1d4ed8")
     line(6, [float(r.booting) for r in timeline], "booting", "#93c5fd", "dot")
     line(6, [r.cost_per_hour for r in timeline], "cost $/h", "#15803d", "dash")
+    if request:
+        line(7, goodput(timeline), "goodput", "#15803d")
+        line(
+            7, [float((r.extras or {}).get("completed_per_s") or 0.0) for r in timeline], "throughput", "#475569", "dot"
+        )
 
     for name, other in (counterfactuals or {}).items():
         color, dash = COUNTERFACTUAL_STYLE.get(name, ("#6b7280", "longdash"))
-        line(2, [r.p99_ms for r in other], f"p99 ({name})", color, dash, name)
-        line(3, [r.burn_1h for r in other], f"burn 1 h ({name})", color, dash, name)
-        line(4, [100 * r.budget_left for r in other], f"budget left ({name})", color, dash, name)
-        line(6, [float(r.serving) for r in other], f"serving ({name})", color, dash, name)
+        label = COUNTERFACTUAL_LABELS.get(name, name)  # "with CoDel", as the comparison table heads it
+        line(2, [r.p99_ms for r in other], f"p99 ({label})", color, dash, name)
+        line(3, [r.burn_1h for r in other], f"burn 1 h ({label})", color, dash, name)
+        line(4, [100 * r.budget_left for r in other], f"budget left ({label})", color, dash, name)
+        line(6, [float(r.serving) for r in other], f"serving ({label})", color, dash, name)
+        if request:
+            line(7, goodput(other), f"goodput ({label})", color, dash, name)
 
     marks: list[tuple[int, str, str]] = []  # (minute, label, colour)
     for r in timeline:
@@ -118,7 +141,7 @@ def debrief_figure(
         )
     fig.update_xaxes(nticks=16, showticklabels=True)  # the time axis under each panel, not only the last
     legends = {}
-    for row in range(1, len(PANELS) + 1):
+    for row in range(1, len(panels) + 1):
         top = fig.layout[f"yaxis{'' if row == 1 else row}"].domain[1]
         legends["legend" if row == 1 else f"legend{row}"] = {
             "x": 1.01,
@@ -127,7 +150,7 @@ def debrief_figure(
             "font": {"size": 10},
         }
     fig.update_layout(
-        height=1600,
+        height=1600 * len(panels) // len(PANELS),
         margin={"l": 60, "r": 20, "t": 40, "b": 40},
         template="plotly_white",
         hovermode="x unified",

@@ -159,7 +159,8 @@ def translate_text(text: str, language: str) -> str:
     for prefix in ("▼ ",):
         if text.startswith(prefix):
             return prefix + translate_text(text[len(prefix) :], language)
-    for name in ("hands-off", "textbook"):  # "p99 (hands-off)": the series and the policy, each translated
+    # "p99 (hands-off)", "p99 (with CoDel)": the series and the counterfactual, each translated
+    for name in ("hands-off", "textbook", "p2c", *COUNTERFACTUAL_LABELS.values()):
         suffix = f" ({name})"
         if text.endswith(suffix):
             return f"{translate_text(text[: -len(suffix)], language)} ({gettext(name)})"

@@ -126,10 +126,9 @@ def attempts_and_waste(timeline: Sequence[MinuteRecord]) -> dict[str, float]:
 
 
 def wasted_seconds(r: MinuteRecord) -> float:
-    """The worker-seconds a minute spent on requests whose client had given up (request engine)."""
-    extras = r.extras or {}
-    share = float(extras.get("wasted_work_share") or 0.0)
-    return share * float(extras.get("completed_per_s") or 0.0) * 60.0 * r.service_time_ms / 1000.0
+    """The worker-seconds a minute spent on requests whose client had given up (request engine): the engine
+    counts them (``wasted_work_s``), answered or cut short by a deadline."""
+    return float((r.extras or {}).get("wasted_work_s") or 0.0)
 
 
 def first_mitigation(actions: Sequence[Action], start: int | None) -> int | None:

@@ -79,6 +79,7 @@ EXTRA_FIELDS = (
     ("retries_per_s", "req/s", "retries the clients sent"),
     ("retries_denied_per_s", "req/s", "retries the clients' retry budgets did not allow (the call failed)"),
     ("goodput_per_s", "req/s", "requests answered successfully (after their retries), as their users saw them"),
+    ("wasted_work_s", "s", "worker-seconds of that wasted work (wasted_work_share's numerator)"),
 )
 (
     E_P50,
@@ -102,6 +103,7 @@ EXTRA_FIELDS = (
     E_RETRIES,
     E_RETRY_DENIED,
     E_GOODPUT,
+    E_WASTED_S,
 ) = range(len(EXTRA_FIELDS))
 
 
@@ -172,6 +174,7 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     ext[E_IN_FLIGHT_END] = w.ints[I_BUSY]
     work = m[M_SERVICE] + m[M_CUT_SHORT]  # answered requests' service, and the work deadlines cut short
     ext[E_WASTED] = m[M_WASTED] / work if work > 0 else 0.0
+    ext[E_WASTED_S] = m[M_WASTED]
     ext[E_COMPLETED] = m[M_COMPLETED] / 60.0
     ext[E_DROPPED] = m[M_DROPPED] / 60.0
     ext[E_ABANDONED] = m[M_ABANDONED] / 60.0

@@ -78,14 +78,13 @@
     if (sent === undefined) return 1;
     return r.admitted_per_s > 0 ? sent / r.admitted_per_s : null; // attempts: the admitted requests and their retries
   };
-  // the workers' busy time spent on requests whose client had given up: the engine's share is over completed
-  // service (work abandoned half-done by deadline propagation is wasted without completing), so it is turned
-  // into seconds and set against the minute's busy seconds, as the debrief does
+  // the workers' busy time spent on requests whose client had given up (the engine's worker-seconds, answered or
+  // cut short by a deadline) against the minute's busy seconds, as the debrief does
   const wastedShare = (r) => {
-    const share = extra(r, "wasted_work_share");
-    const busy = r.utilization * r.servers;
-    if (share === undefined || !(busy > 0)) return share === undefined ? null : 0;
-    return Math.min(1, (share * (extra(r, "completed_per_s") || 0) * r.service_time_ms) / 1000 / busy);
+    const wasted = extra(r, "wasted_work_s");
+    const busy = r.utilization * r.servers * 60;
+    if (wasted === undefined || !(busy > 0)) return wasted === undefined ? null : 0;
+    return Math.min(1, wasted / busy);
   };
   if ($("chart-goodput")) {
     CHARTS["chart-goodput"] = {
