@@ -115,3 +115,24 @@ def test_the_zoom_page_carries_the_console_s_diagram_for_the_minute_and_its_seco
     assert served.count('class="instance') == r.serving
     offline = render_zoom_html(z)
     assert "window.diagram = { show };" in offline and "/static/js/" not in offline
+
+
+def test_a_retry_storm_minute_zooms_with_its_retries_and_its_slow_database() -> None:
+    """The record carries the request engine's settings and the brownout: the zoom retries as the run's clients
+    did and reads from a database as slow as the run's was (seed 3: the brownout is 10:20–10:22, 6.4× slower)."""
+    from oncallsim.zoom.minute import zoom_record
+
+    sim = Simulation("retry-storm", seed=3, minutes=23)
+    sim.run()
+    record = sim.timeline[21]
+    extras = record.extras or {}
+    assert extras["settings"]["retries"] == 3 and extras["settings"]["retry_backoff"] == "none"
+    assert extras["db_slowdown"] == pytest.approx(round(sim.plan.brownouts[0][2] * 100) / 100)
+    assert sim.timeline[10].extras["db_slowdown"] == 1.0  # before it
+    z = zoom_record(record, sim.params, sim.seed, "request")
+    assert z.measured["attempts_per_s"] > 1.5 * z.measured["admitted_per_s"]  # its clients retried
+    # the same record without what this change keeps: no retries, the database at its own speed
+    bare = record._replace(extras={k: v for k, v in extras.items() if k not in ("settings", "db_slowdown")})
+    plain = zoom_record(bare, sim.params, sim.seed, "request")
+    assert plain.measured["attempts_per_s"] == pytest.approx(plain.measured["admitted_per_s"])
+    assert z.measured["query_time_ms"] > 4 * plain.measured["query_time_ms"]

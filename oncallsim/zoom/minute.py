@@ -1,7 +1,9 @@
 """A minute re-simulated at request level from what its record says (REQUESTS.md "Zoom").
 
 The record holds everything the minute started from: the serving instances and the share on the bad build,
-the settings in force, the minute's traffic, the cache's hit ratio, whether the warm-up job ran. The zoom
+the settings in force (on a request-engine run also its world's: balancer, retries, queue discipline, limiter,
+throttling, deadlines), the database's slowdown (a brownout), the minute's traffic, the cache's hit ratio,
+whether the warm-up job ran. The zoom
 lays that out for the request engine, fills the cache to its steady state for the minute's hit ratio (each
 object present with that probability, its remaining TTL uniform), lets one minute at the same rate go by
 first so that queues are in their steady state (none when the minute is unstable: a queue that grows has no
@@ -21,7 +23,7 @@ from oncallsim.model import InvalidInput, MinuteRecord, Params
 from oncallsim.model.controls import SETTINGS, Controls
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
 from oncallsim.model.kernel import kernel_params
-from oncallsim.model.request.engine import minute_count
+from oncallsim.model.request.engine import configure_world, minute_count
 from oncallsim.model.request.generator import splitmix64
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
 from oncallsim.model.request.world import (
@@ -78,13 +80,18 @@ def _seed_for(seed: int, minute: int) -> int:
 def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engine: str = "minute") -> ZoomedMinute:
     """Re-simulate the minute ``record`` describes, at request level."""
     p = kernel_params(params)
-    opening = Controls.from_mapping({name: getattr(record, name) for name in SETTINGS})
+    extras = record.extras or {}
+    # a request-engine record also holds its world's settings (retries, queue discipline, limiter, …)
+    opening = Controls.from_mapping({name: getattr(record, name) for name in SETTINGS} | extras.get("settings", {}))
     st = opening.to_vector()
     st[ST.serving] = record.serving
     st[ST.bad_build_share] = record.bad_build_share
     st[ST.warmup_left] = 1.0 if record.warmup_active else 0.0
+    st[ST.db_slowdown] = float(extras.get("db_slowdown", 1.0))  # a brownout in force that minute
     world = new_world(params, _seed_for(seed, record.minute))
-    restore_fleet(world, record.extras or {})
+    if "settings" in extras:
+        configure_world(world, opening, params)
+    restore_fleet(world, extras)
     count = minute_count(record.requests_per_s)
     world = with_room(world, count)
     rec = np.zeros(len(NUMERIC_FIELDS))

@@ -46,6 +46,7 @@ from oncallsim.model.request.world import (
     set_resilience,
     set_retries,
     with_room,
+    world_settings,
 )
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
@@ -53,7 +54,7 @@ from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import make_record
 from oncallsim.model.traffic import diurnal_rate, surge_factor
 
-__all__ = ["RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
+__all__ = ["RequestEngine", "configure_world", "extras_of", "minute_count", "steady_hit_ratio"]
 
 _EXTRA_NAMES = tuple(name for name, _, _ in EXTRA_FIELDS)
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
@@ -71,9 +72,32 @@ def minute_count(requests_per_s: float) -> int:
     return math.floor(requests_per_s * 60.0 + 0.5)
 
 
-def extras_of(world: World, ext: np.ndarray[Any, Any], serving: int, wpi: int = 1) -> dict[str, Any]:
-    """The extras vector, the fleet's settings and the per-instance lines as the record's ``extras`` mapping."""
+def configure_world(world: World, controls: Controls, params: Params) -> None:
+    """The request engine's own settings (``controls.WORLD_SETTINGS``) and mechanism parameters laid into its
+    world: at a run's start, and when a zoom rebuilds a minute from its record."""
+    set_balancer(world, controls.balancer, params.clients)
+    world.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
+    if controls.queue_discipline == "adaptive-lifo" and controls.queue_limit == 0:
+        raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
+    set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
+    world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
+    world.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
+    world.reals[R_THROTTLE_K] = params.throttle_k
+    world.reals[R_RETRY_BAD] = params.retry_bad_build
+    set_retries(
+        world, controls.retries, controls.retry_backoff, controls.retry_base_ms, controls.retry_cap_ms,
+        controls.retry_budget, params.retry_budget_burst,
+    )  # fmt: skip
+
+
+def extras_of(
+    world: World, ext: np.ndarray[Any, Any], serving: int, wpi: int = 1, db_slowdown: float = 1.0
+) -> dict[str, Any]:
+    """The extras vector, the fleet's settings and the per-instance lines as the record's ``extras`` mapping;
+    also what a zoom needs to rebuild the minute: every setting the world held and the database's slowdown."""
     out: dict[str, Any] = dict(zip(_EXTRA_NAMES, ext.tolist(), strict=True))
+    out["settings"] = world_settings(world)
+    out["db_slowdown"] = db_slowdown
     out["balancer"] = BALANCERS[int(world.ints[I_BALANCER])]
     out["clients"] = int(world.ints[I_CLIENTS])
     out["self_protection"] = bool(world.ints[I_SELF_PROTECTION])
@@ -130,19 +154,7 @@ class RequestEngine:
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
         state = initial_state(plan, controls, params)
         world = new_world(params, seed)
-        set_balancer(world, controls.balancer, params.clients)
-        world.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
-        if controls.queue_discipline == "adaptive-lifo" and controls.queue_limit == 0:
-            raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
-        set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
-        world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
-        world.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
-        world.reals[R_THROTTLE_K] = params.throttle_k
-        world.reals[R_RETRY_BAD] = params.retry_bad_build
-        set_retries(
-            world, controls.retries, controls.retry_backoff, controls.retry_base_ms, controls.retry_cap_ms,
-            controls.retry_budget, params.retry_budget_burst,
-        )  # fmt: skip
+        configure_world(world, controls, params)
         register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params
@@ -184,7 +196,8 @@ class RequestEngine:
         events.extend(overload_events(world, ext, serving))
         if close_minute(k.params, t, vec, boot, window, values, slots):
             events.extend(from_slots(slots.tolist()))
-        record = make_record(t, state.plan.clock(t), values, events, extras_of(world, ext, serving, wpi))
+        extras = extras_of(world, ext, serving, wpi, float(vec[ST.db_slowdown]))
+        record = make_record(t, state.plan.clock(t), values, events, extras)
         return State(t + 1, state.plan, vec, boot, window, k, world), record
 
     def check_action(self, state: State, control: str, value: Any) -> None:
