@@ -136,3 +136,10 @@ def test_a_retry_storm_minute_zooms_with_its_retries_and_its_slow_database() -> 
     plain = zoom_record(bare, sim.params, sim.seed, "request")
     assert plain.measured["attempts_per_s"] == pytest.approx(plain.measured["admitted_per_s"])
     assert z.measured["query_time_ms"] > 4 * plain.measured["query_time_ms"]
+    # and its page says so
+    from oncallsim.zoom.html import render_zoom_html
+
+    page = " ".join(render_zoom_html(z).split())
+    assert "The database is in a brownout: every read takes 6.37× as long." in page
+    assert "The clients retry up to 3 times (at once); the p2c balancer sends to FIFO queues." in page
+    assert "in a brownout" not in " ".join(render_zoom_html(plain).split())
