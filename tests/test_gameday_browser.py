@@ -151,3 +151,39 @@ def test_a_game_day_from_the_hidden_fault_to_the_postmortem(server: str, browser
         watch.check()
     for page in (facilitator, ann, bob, olu, stranger):
         page.context.close()
+
+
+def test_a_request_engine_room_folds_its_overload_controls_under_resilience(server: str, browser: Any) -> None:
+    """As on the console: the retry storm's room shows its Resilience group folded; a player opens it from the
+    keyboard, switches CoDel on and the room sees it attributed; the rest of the controls stay outside."""
+    import json
+    import urllib.request
+
+    from oncallsim.web.labels import resilience_controls
+
+    body = json.dumps({"scenario": "retry-storm", "seed": 3, "title": "Storm drill"}).encode()
+    request = urllib.request.Request(
+        server + "/api/gameday/rooms", body, {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=300) as response:
+        room = json.loads(response.read())
+    assert room["engine"] == "request"
+    ann, aw = person(browser)
+    join(ann, server + room["player_url"], "Ann", "operations")
+    group = ann.locator("details.gd-resilience")
+    group.wait_for(state="attached")
+    assert group.get_attribute("open") is None
+    inside = group.locator("[data-control]").evaluate_all("(els) => [...new Set(els.map((e) => e.dataset.control))]")
+    assert inside == resilience_controls("request")
+    outside = ann.locator("#controls > .gd-control [data-control]").evaluate_all(
+        "(els) => [...new Set(els.map((e) => e.dataset.control))]"
+    )
+    assert "floor" in outside and not set(outside) & set(inside)
+    group.locator("summary").focus()
+    ann.keyboard.press("Enter")
+    ann.wait_for_function("() => document.querySelector('details.gd-resilience').open")
+    group.locator('select[data-control="queue_discipline"]').select_option("codel")
+    group.locator('button[data-control="queue_discipline"]').click()
+    ann.locator("#channel li", has_text="Ann (operations): Queue discipline").wait_for()
+    aw.check()
+    ann.context.close()

@@ -28,6 +28,7 @@ from oncallsim.simulation import MAX_SEED, Simulation
 from oncallsim.store.rooms import RoomStore
 from oncallsim.web.api import NewRun, random_seed
 from oncallsim.web.clock import Clock
+from oncallsim.web.labels import resilience_controls
 from oncallsim.web.live import PROGRESS_EVERY_MIN, SPEEDS, LiveRun, check_speed, wire_record
 from oncallsim.web.pages import render
 from oncallsim.web.sockets import serve_socket
@@ -155,11 +156,13 @@ async def room_page(request: Request, room_id: str) -> HTMLResponse:
         room = await get_room(request, room_id)
     except InvalidInput as exc:
         return render(request, "error.html", status=404, message=str(exc))
+    engine = room.live.sim.engine.name
+    grouped = set(resilience_controls(engine))  # folded under "Resilience", as on the console
     controls = [
         {"name": name, "kind": s.kind, "label": s.label, "min": s.min, "max": s.max, "step": s.step, "unit": s.unit,
-         "danger": s.danger, "choices": list(s.choices)}
+         "danger": s.danger, "choices": list(s.choices), "group": "resilience" if name in grouped else ""}
         for name, s in CONTROL_SPECS.items()
-        if room.live.sim.engine.name in getattr(s, "engines", (room.live.sim.engine.name,))
+        if engine in getattr(s, "engines", (engine,))
     ]  # fmt: skip
     return render(
         request,

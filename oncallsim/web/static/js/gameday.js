@@ -233,6 +233,9 @@
   function buildControls() {
     const box = $("controls");
     box.replaceChildren();
+    // the request engine's overload controls folded under one summary, as on the console
+    const group = el("details", "gd-resilience");
+    group.append(el("summary", "", S.resilience));
     for (const c of CONTROLS) {
       const row = el("div", "gd-control");
       const label = S.controls[c.name] || c.name;
@@ -269,7 +272,8 @@
         wrap.append(select);
         row.append(wrap, apply);
       } else {
-        const wrap = el("label", "", label + (c.unit ? " (" + c.unit + ")" : "") + " ");
+        const unit = c.unit && !label.toLowerCase().includes(c.unit.toLowerCase()) ? c.unit : ""; // not "Retries (retries)"
+        const wrap = el("label", "", label + (unit ? " (" + unit + ")" : "") + " ");
         const input = el("input");
         input.type = "number";
         if (c.min !== null) input.min = String(c.min);
@@ -292,8 +296,9 @@
         wrap.append(input);
         row.append(wrap, apply);
       }
-      box.append(row);
+      (c.group === "resilience" ? group : box).append(row);
     }
+    if (group.children.length > 1) box.append(group);
   }
 
   // --- the channel and the log --------------------------------------------------------------------------------
