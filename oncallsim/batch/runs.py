@@ -13,7 +13,7 @@ from oncallsim.batch.engine import BatchRun
 from oncallsim.batch.policies import vectorized
 from oncallsim.debrief import run_outcome
 from oncallsim.debrief.accumulate import OutcomeAccumulator, scenario_incident_start
-from oncallsim.debrief.scorecard import _judge, p99_targets
+from oncallsim.debrief.scorecard import p99_targets, verdict
 from oncallsim.debrief.summary import Outcome
 from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.policies import load_policy
@@ -87,11 +87,11 @@ def row(spec: Scenario, seed: int, values: dict[str, Any]) -> dict[str, Any]:
         out[name] = float("nan") if value is None else value
     for cause, value in result.budget_spent_by_cause.items():
         out[f"budget_spent_{cause}"] = value
-    judged = [_judge(o, result) for o in spec.objectives]  # passed and value (the label's template not needed)
-    out["objectives_passed"] = sum(j.passed for j in judged)
+    judged = [verdict(o, result) for o in spec.objectives]  # passed and value (no label needed)
+    out["objectives_passed"] = sum(passed for passed, _, _ in judged)
     out["objectives_total"] = len(judged)
-    out["passed"] = all(j.passed for j in judged)
-    for k, j in enumerate(judged):
-        out[f"objective_{k + 1}_passed"] = j.passed
-        out[f"objective_{k + 1}_value"] = float("nan") if j.value is None else float(j.value)
+    out["passed"] = all(passed for passed, _, _ in judged)
+    for k, (passed, value, _target) in enumerate(judged):
+        out[f"objective_{k + 1}_passed"] = passed
+        out[f"objective_{k + 1}_value"] = float("nan") if value is None else float(value)
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from oncallsim.debrief.summary import Outcome
 from oncallsim.scenarios import Scenario
@@ -27,7 +27,7 @@ class ObjectiveResult(BaseModel):
     target: float
     kind: str = ""  # the objective's kind, as in the scenario file
     template: str = ""  # the label as a translatable template, filled with ``args``
-    args: dict[str, str] = {}
+    args: dict[str, str] = Field(default_factory=dict)  # a factory: a literal default is deep-copied each time
 
 
 def score(scenario: Scenario, result: Outcome) -> list[ObjectiveResult]:
@@ -45,35 +45,28 @@ def judge(objective: Objective, result: Outcome) -> ObjectiveResult:
 
 
 def _judge(objective: Objective, result: Outcome) -> ObjectiveResult:
-    name = objective.label()
+    passed, value, target = verdict(objective, result)
+    return ObjectiveResult(name=objective.label(), passed=passed, value=value, target=target)
+
+
+def verdict(objective: Objective, result: Outcome) -> tuple[bool, float | None, float]:
+    """(passed, measured value, target): the judgment alone, without the label (a sweep judges thousands)."""
     if isinstance(objective, BudgetLeftObjective):
-        return ObjectiveResult(
-            name=name, passed=result.budget_left >= objective.value, value=result.budget_left, target=objective.value
-        )
+        return result.budget_left >= objective.value, result.budget_left, objective.value
     if isinstance(objective, BudgetSpentObjective):
-        return ObjectiveResult(
-            name=name, passed=result.budget_spent <= objective.value, value=result.budget_spent, target=objective.value
-        )
+        return result.budget_spent <= objective.value, result.budget_spent, objective.value
     if isinstance(objective, LatencyObjective):
         within = result.p99_within_share[f"{objective.target_ms:g}"]
-        return ObjectiveResult(name=name, passed=within >= objective.share, value=within, target=objective.share)
+        return within >= objective.share, within, objective.share
     if isinstance(objective, CostObjective):
-        return ObjectiveResult(
-            name=name, passed=result.cost <= objective.value, value=result.cost, target=objective.value
-        )
+        return result.cost <= objective.value, result.cost, objective.value
     if isinstance(objective, DatabaseObjective):
-        return ObjectiveResult(
-            name=name,
-            passed=result.minutes_db_over_capacity <= objective.max_minutes,
-            value=result.minutes_db_over_capacity,
-            target=objective.max_minutes,
-        )
+        over = result.minutes_db_over_capacity
+        return over <= objective.max_minutes, over, objective.max_minutes
     if isinstance(objective, RecoveryObjective):
         took = result.time_to_recovery_min
-        return ObjectiveResult(
-            name=name, passed=took is not None and took <= objective.minutes, value=took, target=objective.minutes
-        )
+        return took is not None and took <= objective.minutes, took, objective.minutes
     if isinstance(objective, TurnedAwayObjective):
         share = result.turned_away_share
-        return ObjectiveResult(name=name, passed=share <= objective.value, value=share, target=objective.value)
+        return share <= objective.value, share, objective.value
     raise TypeError(f"unknown objective {objective!r}")
