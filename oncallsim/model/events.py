@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "event_kind",
     "from_slots",
+    "instance_id",
     "render",
     "show_value",
 ]
@@ -140,6 +141,12 @@ def show_value(value: Any) -> str:
     return f"{value:g}"
 
 
+def instance_id(index: int) -> str:
+    """An instance as people read it, in the event log, the fleet view and messages: "i-03" (the eject, readmit
+    and replace controls take that form or the bare number)."""
+    return f"i-{index:02d}"
+
+
 def render(
     code: str,
     args: Mapping[str, Any],
@@ -153,7 +160,10 @@ def render(
         template = ngettext(singular, plural, n) if ngettext else (singular if n == 1 else plural)
     else:
         template = gettext(singular) if gettext else singular
-    shown = {k: show_value(v) if k == "value" else v for k, v in args.items()}
+    shown = {
+        k: show_value(v) if k == "value" else instance_id(int(v)) if k == "instance" and not isinstance(v, str) else v
+        for k, v in args.items()
+    }
     return template.format(**shown)
 
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from oncallsim.model.controls import CONTROL_SPECS
 from oncallsim.model.errors import InvalidInput
-from oncallsim.model.events import Event
+from oncallsim.model.events import Event, instance_id
 from oncallsim.model.fields import ST
 from oncallsim.model.params import Params
 from oncallsim.model.plan import InstanceFault
@@ -88,18 +88,23 @@ def check_instance_action(w: World, serving: int, control: str, value: Any) -> N
     if control not in ("eject", "readmit", "replace"):
         return
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < serving:
-        raise InvalidInput(control, f"no instance {value!r}: the serving instances are 0 to {serving - 1}")
+        raise InvalidInput(
+            control, f"no instance {value!r}: the serving instances are {instance_id(0)} to {instance_id(serving - 1)}"
+        )
     if control == "eject":
         if w.ejected[value]:
-            raise InvalidInput(control, f"instance {value} is already out of rotation (readmit puts it back)")
+            raise InvalidInput(
+                control, f"instance {instance_id(value)} is already out of rotation (readmit puts it back)"
+            )
         if _rotating(w, serving) == [value]:
             raise InvalidInput(
-                control, f"instance {value} is the last one in rotation: ejecting it would stop all traffic"
+                control,
+                f"instance {instance_id(value)} is the last one in rotation: ejecting it would stop all traffic",
             )
     elif control == "readmit" and not w.ejected[value]:
-        raise InvalidInput(control, f"instance {value} is not ejected")
+        raise InvalidInput(control, f"instance {instance_id(value)} is not ejected")
     elif control == "replace" and w.replacing[value]:
-        raise InvalidInput(control, f"instance {value} is already being replaced")
+        raise InvalidInput(control, f"instance {instance_id(value)} is already being replaced")
 
 
 def _hold_in_flight(w: World, i: int, fate: int, wpi: int) -> None:

@@ -64,7 +64,8 @@
     const control = event.code === "setting" ? document.getElementById("c-" + args.name) : null;
     for (const [name, value] of Object.entries(shown)) {
       if (typeof value !== "number") continue;
-      if (name === "value" && control && control.dataset.kind === "fraction") shown[name] = percent(value, Number.isInteger(100 * value) ? 0 : 1);
+      if (name === "instance") shown[name] = "i-" + String(value).padStart(2, "0"); // as the fleet view names it
+      else if (name === "value" && control && control.dataset.kind === "fraction") shown[name] = percent(value, Number.isInteger(100 * value) ? 0 : 1);
       else shown[name] = number(value, Number.isInteger(value) ? 0 : Math.min(3, (String(value).split(".")[1] || "").length));
     }
     return has(key) ? t(key, shown) : event.text;
