@@ -252,5 +252,18 @@ def test_the_status_column_and_the_chart_titles_fit_a_laptop_in_every_language(s
                 })"""
             )
             assert len(titles) == 8 and all(fits for _, fits in titles), (language, titles)
+            # once the page banner is up, every figure takes its cell's height and keeps its legend inside it
+            page.wait_for_function(
+                """() => [...document.querySelectorAll(".chart.js-plotly-plot")].every(
+                  (c) => Math.abs(c._fullLayout.height - c.getBoundingClientRect().height) < 1)"""
+            )
+            spill = page.evaluate(
+                """() => [...document.querySelectorAll(".chart")].filter((c) => {
+                  const legend = c.querySelector(".legend")?.getBoundingClientRect();
+                  if (!legend) return false;
+                  return legend.bottom > c.getBoundingClientRect().bottom + 1;
+                }).map((c) => c.id)"""
+            )
+            assert spill == [], (language, spill)
     finally:
         page.set_viewport_size({"width": 1366, "height": 900})

@@ -233,6 +233,7 @@
       cell.closest("tr").className = level;
     }
     const alert = $("alert");
+    const wasHidden = alert.hidden;
     if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
     if (r.page_firing) {
       alert.hidden = false;
@@ -243,6 +244,9 @@
       pageSince = null;
       document.body.classList.remove("paging");
     }
+    // the banner coming or going moves the charts' cells, which plotly only follows on a window resize: without
+    // one, a chart keeps its first height and its legend spills into the next row
+    if (alert.hidden !== wasHidden) requestAnimationFrame(() => window.dispatchEvent(new Event("resize")));
   }
 
   // A mechanism engaging and letting go is a cause the log names with its minute ("10:42 limiter engaged").
