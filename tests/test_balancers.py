@@ -16,7 +16,8 @@ import pytest
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.params import Params
 from oncallsim.model.request.queue_only import QueueRun, simulate_mmn
-from oncallsim.model.request.world import new_world, set_balancer
+from oncallsim.model.request.settings import set_balancer
+from oncallsim.model.request.world import new_world
 from oncallsim.verify.fleet import supermarket_time
 
 S = 0.05  # mean service time, s

@@ -17,7 +17,8 @@ from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, request_minute
-from oncallsim.model.request.world import new_world, set_resilience, with_room
+from oncallsim.model.request.settings import set_resilience
+from oncallsim.model.request.world import new_world, with_room
 
 MU = 16 / 0.05
 NAMES = [name for name, _, _ in EXTRA_FIELDS]

@@ -9,6 +9,7 @@ import pytest
 from oncallsim import Simulation
 from oncallsim.model import InvalidInput, Params
 from oncallsim.model.request.calls import BACKOFFS, backoff_delay, open_call
+from oncallsim.model.request.settings import set_balancer, set_retries
 from oncallsim.model.request.world import (
     HANG,
     I_CFREE,
@@ -17,8 +18,6 @@ from oncallsim.model.request.world import (
     REFUSE,
     S_ERRORS,
     new_world,
-    set_balancer,
-    set_retries,
 )
 from oncallsim.verify.resilience import _run, amplification_grid, bistability_grid
 

@@ -76,7 +76,7 @@ class State(NamedTuple):
     def controls(self) -> Controls:
         controls = Controls.from_vector(self.vec)
         if self.world is not None:  # the request engine's own settings live in its world
-            from oncallsim.model.request.world import world_settings
+            from oncallsim.model.request.settings import world_settings
 
             controls = replace(controls, **world_settings(self.world))
         return controls

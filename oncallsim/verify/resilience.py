@@ -27,6 +27,7 @@ from oncallsim.model.request.measure import EXTRA_FIELDS
 from oncallsim.model.request.physics import MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.queue_only import queue_only_world
 from oncallsim.model.request.queues import enqueue
+from oncallsim.model.request.settings import set_balancer, set_resilience, set_retries
 from oncallsim.model.request.world import (
     I_LIMITER,
     LIMITER_BUCKETS,
@@ -36,9 +37,6 @@ from oncallsim.model.request.world import (
     M_WAIT_SUM,
     REFUSE,
     World,
-    set_balancer,
-    set_resilience,
-    set_retries,
     with_room,
 )
 

@@ -23,9 +23,10 @@ from oncallsim.model import InvalidInput, MinuteRecord, Params
 from oncallsim.model.controls import SETTINGS, Controls
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
 from oncallsim.model.kernel import kernel_params
-from oncallsim.model.request.engine import configure_world, minute_count
+from oncallsim.model.request.engine import minute_count
 from oncallsim.model.request.generator import splitmix64
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
+from oncallsim.model.request.settings import configure_world, set_balancer
 from oncallsim.model.request.world import (
     HEALTH,
     HIST_BIN_S,
@@ -37,7 +38,6 @@ from oncallsim.model.request.world import (
     X_OUTCOME,
     World,
     new_world,
-    set_balancer,
     with_room,
 )
 from oncallsim.simulation import RunFile, Simulation

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
-from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P
@@ -23,30 +22,22 @@ from oncallsim.model.request.balancers import BALANCERS
 from oncallsim.model.request.discovery import register_initial, registry_minute
 from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
+from oncallsim.model.request.settings import configure_world, world_settings
 from oncallsim.model.request.world import (
     HEALTH,
     I_BALANCER,
     I_BUDGET_OUT,
     I_CLIENTS,
-    I_LIMITER,
     I_LIMITING,
     I_PROTECTING,
     I_SELF_PROTECTION,
-    I_THROTTLE,
     INSTANCE_HIST_BIN_S,
     INSTANCE_LINES,
-    LIMITERS,
     N_LIMITED,
     Q_LEN,
-    R_RETRY_BAD,
-    R_THROTTLE_K,
     World,
     new_world,
-    set_balancer,
-    set_resilience,
-    set_retries,
     with_room,
-    world_settings,
 )
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
@@ -54,7 +45,7 @@ from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import make_record
 from oncallsim.model.traffic import diurnal_rate, surge_factor
 
-__all__ = ["RequestEngine", "configure_world", "extras_of", "minute_count", "steady_hit_ratio"]
+__all__ = ["RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
 
 _EXTRA_NAMES = tuple(name for name, _, _ in EXTRA_FIELDS)
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
@@ -70,24 +61,6 @@ def steady_hit_ratio(admitted_per_s: float, ttl_s: float, hot_objects: float) ->
 def minute_count(requests_per_s: float) -> int:
     """The minute's number of arrivals: the minute model's (noisy) rate × 60, rounded half up."""
     return math.floor(requests_per_s * 60.0 + 0.5)
-
-
-def configure_world(world: World, controls: Controls, params: Params) -> None:
-    """The request engine's own settings (``controls.WORLD_SETTINGS``) and mechanism parameters laid into its
-    world: at a run's start, and when a zoom rebuilds a minute from its record."""
-    set_balancer(world, controls.balancer, params.clients)
-    world.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
-    if controls.queue_discipline == "adaptive-lifo" and controls.queue_limit == 0:
-        raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
-    set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
-    world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
-    world.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
-    world.reals[R_THROTTLE_K] = params.throttle_k
-    world.reals[R_RETRY_BAD] = params.retry_bad_build
-    set_retries(
-        world, controls.retries, controls.retry_backoff, controls.retry_base_ms, controls.retry_cap_ms,
-        controls.retry_budget, params.retry_budget_burst,
-    )  # fmt: skip
 
 
 def extras_of(

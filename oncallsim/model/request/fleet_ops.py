@@ -23,13 +23,20 @@ from oncallsim.model.fields import ST
 from oncallsim.model.params import Params
 from oncallsim.model.plan import InstanceFault
 from oncallsim.model.request.balancers import BALANCERS, CPU_START, SUCCESS_START
+from oncallsim.model.request.settings import (
+    DISCIPLINES,
+    LIMITERS,
+    retry_settings,
+    set_resilience,
+    set_retries,
+    world_settings,
+)
 from oncallsim.model.request.world import (
     B_CPU,
     B_LAG,
     B_PICK,
     B_STAMP,
     B_SUCCESS,
-    DISCIPLINES,
     HANG,
     I_BALANCER,
     I_DISCIPLINE,
@@ -38,7 +45,6 @@ from oncallsim.model.request.world import (
     I_SELF_PROTECTION,
     I_THROTTLE,
     I_ZONE_END,
-    LIMITERS,
     OFFLINE,
     R_INTERVAL,
     R_LIFO_THRESHOLD,
@@ -47,10 +53,6 @@ from oncallsim.model.request.world import (
     REFUSE,
     UP,
     World,
-    retry_settings,
-    set_resilience,
-    set_retries,
-    world_settings,
 )
 
 __all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "zone_slots"]

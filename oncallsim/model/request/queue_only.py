@@ -17,6 +17,7 @@ from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
 from oncallsim.model.request.discovery import register_initial
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
+from oncallsim.model.request.settings import set_balancer
 from oncallsim.model.request.world import (
     HIST_BIN_S,
     M_WAIT_COUNT,
@@ -24,7 +25,6 @@ from oncallsim.model.request.world import (
     M_WAITED,
     World,
     new_world,
-    set_balancer,
     with_room,
 )
 

@@ -30,9 +30,6 @@ __all__ = [
     "World",
     "new_world",
     "partitions_of",
-    "set_balancer",
-    "set_resilience",
-    "set_retries",
     "with_queue_room",
     "with_room",
 ]
@@ -497,118 +494,6 @@ def _balancer_views(instances: int) -> npt.NDArray[np.float64]:
     bal[B_CPU] = CPU_START
     bal[B_PICK] = -np.inf
     return bal
-
-
-def world_settings(world: World) -> dict[str, Any]:
-    """The operator's settings the world holds (``controls.WORLD_SETTINGS``)."""
-    from oncallsim.model.request.balancers import BALANCERS
-
-    return {
-        "balancer": BALANCERS[int(world.ints[I_BALANCER])],
-        "self_protection": bool(world.ints[I_SELF_PROTECTION]),
-        "queue_discipline": DISCIPLINES[int(world.ints[I_DISCIPLINE])],
-        "queue_limit": int(world.ints[I_QUEUE_LIMIT]),
-        "deadline_propagation": bool(world.ints[I_DEADLINES]),
-        "limiter": LIMITERS[int(world.ints[I_LIMITER])],
-        "client_throttle": bool(world.ints[I_THROTTLE]),
-        **retry_settings(world),
-    }
-
-
-def retry_settings(world: World) -> dict[str, Any]:
-    """The clients' retry settings the world holds (calls.py)."""
-    from oncallsim.model.request.calls import BACKOFFS
-
-    return {
-        "retries": int(world.ints[I_RETRIES]),
-        "retry_backoff": BACKOFFS[int(world.ints[I_BACKOFF])],
-        "retry_base_ms": round(float(world.reals[R_RETRY_BASE]) * 1000.0),
-        "retry_cap_ms": round(float(world.reals[R_RETRY_CAP]) * 1000.0),
-        "retry_budget": float(world.reals[R_BUDGET]),
-    }
-
-
-def set_retries(
-    world: World,
-    retries: int = 0,
-    backoff: str = "full-jitter",
-    base_ms: float = 100.0,
-    cap_ms: float = 20_000.0,
-    budget: float = 0.0,
-    burst: float | None = None,
-) -> None:
-    """The clients' retries (calls.py): extra attempts, their backoff, and the retry budget (tokens per call,
-    0: none; ``burst``: tokens a client holds at most, its bucket refilled to it when given)."""
-    from oncallsim.model.request.calls import BACKOFFS
-
-    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
-        raise InvalidInput("retries", f"must be a whole number from 0 to {MAX_RETRIES}, got {retries!r}")
-    if backoff not in BACKOFFS:
-        raise InvalidInput("retry_backoff", f"must be one of {', '.join(BACKOFFS)}, got {backoff!r}")
-    if not 1.0 <= base_ms <= 60_000.0:
-        raise InvalidInput("retry_base_ms", f"must be from 1 to 60000 ms, got {base_ms!r}")
-    if not 1.0 <= cap_ms <= 600_000.0:
-        raise InvalidInput("retry_cap_ms", f"must be from 1 to 600000 ms, got {cap_ms!r}")
-    if not 0.0 <= budget <= 1.0:
-        raise InvalidInput("retry_budget", f"must be from 0 (none) to 1, got {budget!r}")
-    world.ints[I_RETRIES] = retries
-    world.ints[I_BACKOFF] = BACKOFFS.index(backoff)
-    world.reals[R_RETRY_BASE] = base_ms / 1000.0
-    world.reals[R_RETRY_CAP] = cap_ms / 1000.0
-    world.reals[R_BUDGET] = budget
-    if burst is not None:
-        world.reals[R_BUDGET_BURST] = burst
-        world.tokens[:] = burst
-
-
-def set_balancer(world: World, name: str, clients: int = 1) -> None:
-    """Choose the world's balancer (``balancers.BALANCERS``) and how many clients balance on their own."""
-    from oncallsim.model.request.balancers import BALANCERS
-
-    if name not in BALANCERS:
-        raise InvalidInput("balancer", f"must be one of {', '.join(BALANCERS)}, got {name!r}")
-    if isinstance(clients, bool) or not isinstance(clients, int) or not 1 <= clients <= MAX_CLIENTS:
-        raise InvalidInput("clients", f"must be a whole number from 1 to {MAX_CLIENTS}, got {clients!r}")
-    world.ints[I_BALANCER] = BALANCERS.index(name)
-    world.ints[I_CLIENTS] = clients
-
-
-DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
-LIMITERS = ("off", "bbr")
-
-
-def set_resilience(
-    world: World,
-    discipline: str = "fifo",
-    queue_limit: int = 0,
-    deadlines: bool = False,
-    target_ms: float = 5.0,
-    interval_ms: float = 100.0,
-    lifo_threshold: float = 0.8,
-) -> None:
-    """The server side's overload controls (disciplines.py): each queue's discipline and length limit (0: none),
-    and whether requests carry their client's deadline."""
-    if discipline not in DISCIPLINES:
-        raise InvalidInput("queue_discipline", f"must be one of {', '.join(DISCIPLINES)}, got {discipline!r}")
-    if isinstance(queue_limit, bool) or not isinstance(queue_limit, int) or not 0 <= queue_limit <= QUEUE_CAPACITY:
-        raise InvalidInput(
-            "queue_limit", f"must be a whole number from 0 (none) to {QUEUE_CAPACITY}, got {queue_limit!r}"
-        )
-    if discipline == "adaptive-lifo" and queue_limit == 0:
-        raise InvalidInput(
-            "queue_limit", "adaptive-lifo serves the newest first past a share of the queue's limit: set one"
-        )
-    for name, value, lo, hi in (("target_ms", target_ms, 0.1, 10_000.0), ("interval_ms", interval_ms, 1.0, 100_000.0)):
-        if not lo <= value <= hi:
-            raise InvalidInput(name, f"must be from {lo:g} to {hi:g}, got {value!r}")
-    if not 0.0 < lifo_threshold <= 1.0:
-        raise InvalidInput("lifo_threshold", f"must be above 0 and at most 1, got {lifo_threshold!r}")
-    world.ints[I_DISCIPLINE] = DISCIPLINES.index(discipline)
-    world.ints[I_QUEUE_LIMIT] = queue_limit
-    world.ints[I_DEADLINES] = 1 if deadlines else 0
-    world.reals[R_TARGET] = target_ms / 1000.0
-    world.reals[R_INTERVAL] = interval_ms / 1000.0
-    world.reals[R_LIFO_THRESHOLD] = lifo_threshold
 
 
 def _empty_queues(count: int) -> npt.NDArray[np.int64]:
