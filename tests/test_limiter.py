@@ -11,8 +11,15 @@ import pytest
 
 from oncallsim import Simulation
 from oncallsim.model import Params
-from oncallsim.model.request.limiter import BUCKET_S, cap, completed, limited, tick
+from oncallsim.model.kernel import from_python
+from oncallsim.model.request import limiter
+from oncallsim.model.request.limiter import BUCKET_S
 from oncallsim.model.request.world import R_NEXT_TICK, new_world
+
+# steps of the engine, driven from Python here
+cap, completed, limited, tick = (
+    from_python(f) for f in (limiter.cap, limiter.completed, limiter.limited, limiter.tick)
+)
 
 
 def _world() -> object:

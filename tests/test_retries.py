@@ -8,7 +8,9 @@ import pytest
 
 from oncallsim import Simulation
 from oncallsim.model import InvalidInput, Params
-from oncallsim.model.request.calls import BACKOFFS, backoff_delay, open_call
+from oncallsim.model.kernel import from_python
+from oncallsim.model.request import calls
+from oncallsim.model.request.calls import BACKOFFS
 from oncallsim.model.request.settings import set_balancer, set_retries
 from oncallsim.model.request.world import (
     HANG,
@@ -20,6 +22,9 @@ from oncallsim.model.request.world import (
     new_world,
 )
 from oncallsim.verify.resilience import _run, amplification_grid, bistability_grid
+
+backoff_delay = from_python(calls.backoff_delay)  # steps of the engine, driven from Python here
+open_call = from_python(calls.open_call)
 
 
 def _delays(kind: str, n: int, draws: int = 4000) -> np.ndarray:

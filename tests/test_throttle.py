@@ -7,9 +7,14 @@ import pytest
 
 from oncallsim import Simulation
 from oncallsim.model import InvalidInput, Params
-from oncallsim.model.request.throttle import BUCKET_S, MIN_REQUESTS, mark, reject_probability
+from oncallsim.model.kernel import from_python
+from oncallsim.model.request import throttle
+from oncallsim.model.request.throttle import BUCKET_S, MIN_REQUESTS
 from oncallsim.model.request.world import R_THROTTLE_K, new_world
 from oncallsim.verify.resilience import throttle_ratio
+
+mark = from_python(throttle.mark)  # steps of the engine, driven from Python here
+reject_probability = from_python(throttle.reject_probability)
 
 
 @pytest.mark.parametrize(("requests", "accepts", "k"), [(100, 30, 2.0), (100, 60, 2.0), (19, 0, 2.0), (300, 100, 1.5)])

@@ -15,17 +15,35 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["JIT", "P", "compiled", "inline_step", "kernel_params", "lgamma_table", "pdtr", "unmanaged"]
+__all__ = [
+    "JIT",
+    "P",
+    "called",
+    "code_value",
+    "compiled",
+    "flag_value",
+    "from_python",
+    "inline_step",
+    "kernel_params",
+    "lgamma_table",
+    "pdtr",
+    "step",
+    "unmanaged",
+]
 
 T = TypeVar("T", bound=Callable[..., Any])
 
 from numba.core import config as _numba_config  # noqa: E402
+
+from oncallsim.model import compiled_cache  # noqa: E402
+
+compiled_cache.install()  # before any compiled function is declared: the cache is keyed on the code, not its prose
 
 JIT = not getattr(_numba_config, "DISABLE_JIT", False)
 
@@ -47,11 +65,48 @@ if JIT:
         allocate; the arrays it works on are made by Python and outlive the call."""
         return njit(cache=True, nogil=True, _nrt=False)(fn)  # type: ignore[call-overload,no-any-return]
 
+    def step(fn: T) -> T:
+        """``unmanaged``, and called from compiled code only: numba builds no CPython or C wrapper for it. A
+        wrapper unboxes each argument from a Python object, and for a function of the request engine's world
+        (a tuple of some eighty arrays) building one cost ~0.7 s of compiling, for every such function."""
+        return njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)  # type: ignore[call-overload,no-any-return]
+
     def inline_step(fn: T) -> T:
         """``unmanaged``, and inlined into its callers by numba: a call passes the request engine's world, a
         tuple of some forty arrays, flattened into hundreds of arguments; the steps every request takes are
         inlined instead (a busy minute 59 → 21 ms, for ~20 s more of compiling once)."""
         return njit(cache=True, nogil=True, _nrt=False, inline="always")(fn)  # type: ignore[call-overload,no-any-return]
+
+    @cache
+    def _with_wrappers(py_func: Callable[..., Any]) -> Any:
+        return njit(cache=True, nogil=True, _nrt=False)(py_func)  # type: ignore[call-overload]
+
+    @cache
+    def _called(py_func: Callable[..., Any]) -> Any:
+        return step(py_func)
+
+    def called(fn: T) -> T:
+        """An ``inline_step`` called instead of inlined, where it runs rarely (once a minute): its body is then
+        compiled once for all those places instead of once in each."""
+        return _called(getattr(fn, "py_func", fn))  # type: ignore[no-any-return]
+
+    def from_python(fn: T) -> T:
+        """A compiled step callable from Python (a test or a check that drives one mechanism): a second
+        dispatcher of the same function with its wrappers, compiled only when Python calls it; the engine's own
+        calls never build them (``step``)."""
+        return _with_wrappers(getattr(fn, "py_func", fn))  # type: ignore[no-any-return]
+
+    @inline_step
+    def code_value(code: int) -> int:
+        """A code (an outcome, a cause, a client or none) passed on as a value. numba types a constant argument
+        as a literal and compiles the function it calls once per constant (``call_failed`` was compiled eight
+        times, once per outcome); an arithmetic result is a plain int64."""
+        return code + 0
+
+    @inline_step
+    def flag_value(flag: bool) -> bool:
+        """A switch passed on as a value, not a literal True or False (see ``code_value``)."""
+        return flag == True  # noqa: E712  (a comparison's result is a plain boolean, never a literal)
 
     @compiled
     def pdtr(k: float, m: float) -> float:
@@ -65,7 +120,19 @@ else:  # interpreted: the same functions, run by CPython
         return fn
 
     unmanaged = compiled
+    step = compiled
     inline_step = compiled
+
+    def code_value(code: int) -> int:
+        return code
+
+    def from_python(fn: T) -> T:
+        return fn
+
+    called = from_python
+
+    def flag_value(flag: bool) -> bool:
+        return flag
 
     def pdtr(k: float, m: float) -> float:
         return float(_scipy_pdtr(k, m))

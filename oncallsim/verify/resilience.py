@@ -22,7 +22,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from oncallsim.model.fields import NUMERIC_FIELDS, REC
-from oncallsim.model.request.limiter import BUCKET_S, cap
+from oncallsim.model.kernel import from_python
+from oncallsim.model.request import limiter
+from oncallsim.model.request.limiter import BUCKET_S
 from oncallsim.model.request.measure import EXTRA_FIELDS
 from oncallsim.model.request.physics import MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.queue_only import queue_only_world
@@ -198,7 +200,7 @@ def limiter_cap_check(seed: int = 6) -> tuple[int, int]:
     rts = world.lim_rt[0][valid]
     max_pass = int(passes.max())
     min_rt = max(1.0, float(np.ceil(rts[passes > 0] / passes[passes > 0]).min()))
-    return int(cap(world, 0, x)), math.floor(max_pass * min_rt / BUCKET_S / 1000.0)
+    return int(from_python(limiter.cap)(world, 0, x)), math.floor(max_pass * min_rt / BUCKET_S / 1000.0)
 
 
 def _goodput_after(load: float, retries: int, backlog: bool, seed: int) -> float:

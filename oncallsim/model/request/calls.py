@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import P, inline_step, unmanaged
+from oncallsim.model.kernel import P, code_value, inline_step, step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.heap import pop_on, push_on
 from oncallsim.model.request.outcomes import decide, second_of, timed_out, where_spent
@@ -81,7 +81,7 @@ NONE, EXPONENTIAL, FULL_JITTER, EQUAL_JITTER, DECORRELATED = range(len(BACKOFFS)
 _INF = float("inf")
 
 
-@unmanaged
+@step
 def open_call(w: Any, x: float, obj: int, tag: int, client: int) -> int:
     """A new call for a request admitted at ``x`` (the caller made room: ``world.with_room``); its client's
     budget gains its share."""
@@ -102,7 +102,7 @@ def open_call(w: Any, x: float, obj: int, tag: int, client: int) -> int:
     return call
 
 
-@unmanaged
+@step
 def sent(p: Any, w: Any, call: int, x: float) -> None:
     """The call's next attempt leaves for the balancer at ``x``: it is the current one, its deadline timed."""
     w.c_state[call] = C_WAITING
@@ -125,7 +125,7 @@ def current(w: Any, call: int, sent_at: float) -> bool:
     return w.c_state[call] == C_WAITING and w.c_sent[call] == sent_at
 
 
-@unmanaged
+@step
 def _close_call(w: Any, call: int) -> None:
     w.c_state[call] = C_FREE
     w.c_tag[call] = -1
@@ -133,14 +133,14 @@ def _close_call(w: Any, call: int) -> None:
     w.ints[I_CFREE] += 1
 
 
-@unmanaged
+@step
 def call_ok(w: Any, call: int, x: float, waited: bool, t0: float) -> None:
     """The current attempt succeeded at ``x``: the call ends well; its user waited since the call opened."""
     decide(w, O_OK, x - w.c_arrival[call], waited, second_of(t0, x), w.c_tag[call])
     _close_call(w, call)
 
 
-@unmanaged
+@step
 def backoff_delay(w: Any, call: int, n: int) -> float:
     """How long the call waits before its ``n``-th retry (1 = the first), by the clients' backoff."""
     kind = w.ints[I_BACKOFF]
@@ -163,7 +163,7 @@ def backoff_delay(w: Any, call: int, n: int) -> float:
     return expo
 
 
-@unmanaged
+@step
 def _where(w: Any, call: int, x: float) -> int:
     """Where a timed-out attempt spent its time: a queue when it never started, else as ``where_spent``."""
     start = w.c_started[call]
@@ -182,7 +182,7 @@ def failed(
     if call < 0:
         decide(w, outcome, response, waited, second, tag)
     elif current(w, call, sent_at):
-        call_failed(w, call, outcome, x, t0)
+        call_failed(w, call, code_value(outcome), x, t0)
 
 
 @inline_step
@@ -196,7 +196,7 @@ def succeeded(
         call_ok(w, call, x, waited, t0)
 
 
-@unmanaged
+@step
 def call_failed(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
     """The current attempt failed at ``x`` (``outcome``: world.O_…): retried after its backoff when the failure
     is retryable, attempts are left and the client's budget allows; else the call ends with this outcome."""
@@ -217,7 +217,7 @@ def call_failed(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
     _final(w, call, outcome, x, t0)
 
 
-@unmanaged
+@step
 def _final(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
     """The call ends with its last attempt's failure: the user's response time runs from the call's opening."""
     second = second_of(t0, x)
@@ -235,7 +235,7 @@ def deadline_due(w: Any) -> float:
     return w.d_time[w.ints[I_DHEAD]] if w.ints[I_DLEN] > 0 else _INF
 
 
-@unmanaged
+@step
 def take_deadline(p: Any, w: Any, x: float, t0: float) -> None:
     """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it."""
     head = w.ints[I_DHEAD]
@@ -244,7 +244,7 @@ def take_deadline(p: Any, w: Any, x: float, t0: float) -> None:
     w.ints[I_DHEAD] = (head + 1) % len(w.d_time)
     w.ints[I_DLEN] -= 1
     if w.c_state[call] == C_WAITING and w.c_sent[call] + p[P.timeout_s] == due:
-        call_failed(w, call, O_TIMEOUT, x, t0)
+        call_failed(w, call, code_value(O_TIMEOUT), x, t0)
 
 
 @inline_step
@@ -253,7 +253,7 @@ def retry_due(w: Any) -> float:
     return w.r_time[0] if w.ints[I_RHEAP] > 0 else _INF
 
 
-@unmanaged
+@step
 def take_retry(w: Any) -> int:
     """The call whose backoff ended first (removed from the heap); the caller sends its next attempt."""
     return pop_on(w.r_time, w.r_id, w.ints, I_RHEAP)

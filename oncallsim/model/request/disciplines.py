@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import step
 from oncallsim.model.request.balancers import answered
 from oncallsim.model.request.calls import failed
 from oncallsim.model.request.outcomes import second_of
@@ -48,14 +48,14 @@ __all__ = ["ADAPTIVE_LIFO", "CODEL", "FIFO", "drop", "full", "take"]
 FIFO, CODEL, ADAPTIVE_LIFO = range(3)
 
 
-@unmanaged
+@step
 def full(w: Any, qid: int) -> bool:
     """The queue is at its limit: an arriving request is dropped."""
     limit = w.ints[I_QUEUE_LIMIT]
     return limit > 0 and w.qs[Q_LEN, qid] >= limit
 
 
-@unmanaged
+@step
 def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float, call: int, sent_at: float) -> None:
     """A request (an attempt of ``call`` sent at ``sent_at``; −1 none) answered at once with an error by a
     queue discipline or limit."""
@@ -64,12 +64,12 @@ def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float, call: i
     failed(w, call, sent_at, O_DROPPED, 0.0, True, second_of(t0, now), tag, now, t0)
 
 
-@unmanaged
+@step
 def _drop_slot(w: Any, qid: int, slot: int, now: float, t0: float) -> None:
     drop(w, qid, w.s_client[slot], w.s_tag[slot], now, t0, w.s_call[slot], w.s_arrival[slot])
 
 
-@unmanaged
+@step
 def _codel_head(w: Any, qid: int, now: float) -> tuple[int, bool]:
     """CoDel's dodequeue: the oldest request, and whether it may be dropped."""
     cq = w.cq
@@ -87,7 +87,7 @@ def _codel_head(w: Any, qid: int, now: float) -> tuple[int, bool]:
     return slot, now >= cq[CQ_FIRST_ABOVE, qid]
 
 
-@unmanaged
+@step
 def _codel(w: Any, qid: int, now: float, t0: float) -> int:
     cq = w.cq
     interval = w.reals[R_INTERVAL]
@@ -117,7 +117,7 @@ def _codel(w: Any, qid: int, now: float, t0: float) -> int:
     return slot
 
 
-@unmanaged
+@step
 def _adaptive_lifo(w: Any, qid: int, now: float, t0: float) -> int:
     cq = w.cq
     target = w.reals[R_TARGET]
@@ -139,7 +139,7 @@ def _adaptive_lifo(w: Any, qid: int, now: float, t0: float) -> int:
     return -1
 
 
-@unmanaged
+@step
 def take(w: Any, qid: int, now: float, t0: float) -> int:
     """The waiting request a free worker takes from queue ``qid`` now (its slot), after the discipline's
     drops; −1 when none is left."""

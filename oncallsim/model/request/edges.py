@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from oncallsim.model.fields import ST
-from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.kernel import P, called, step, unmanaged
 from oncallsim.model.request.balancers import POOLED, answered
 from oncallsim.model.request.calls import (
     failed,
@@ -52,8 +52,10 @@ FLUSH = 2  # the plan's flag (stages.FLUSH): every expiry cleared at the minute'
 
 _INF = math.inf
 
+_take_next = called(take_next)  # once a minute, for a few workers: a call, its body compiled once more, not twice
 
-@unmanaged
+
+@step
 def sorted_arrivals(w: Any, count: int, t0: float) -> None:
     """``count`` arrival times uniform on [t0, t0 + 60 s), sorted, into ``w.arrivals``: normalized sums of
     exponential spacings (the order statistics of uniforms, without a sort)."""
@@ -78,7 +80,7 @@ def fill_cache(w: Any, present: float, ttl: float, t0: float) -> None:
             w.expiry[obj] = -_INF
 
 
-@unmanaged
+@step
 def strand(p: Any, w: Any, t0: float, serving: int) -> None:
     """Requests waiting at instances that no longer serve, or that crashed, fail at once (their connections
     are reset)."""
@@ -94,7 +96,7 @@ def strand(p: Any, w: Any, t0: float, serving: int) -> None:
             failed(w, w.s_call[slot], w.s_arrival[slot], outcome, 0.0, False, 0, w.s_tag[slot], t0, t0)
 
 
-@unmanaged
+@step
 def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: float, q_mean: float) -> None:
     """The minute's start: reset the measures, the fleet's workers and builds, a flush, the queue served
     by workers that became free (new instances)."""
@@ -138,14 +140,14 @@ def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s
             if not w.w_busy[k]:
                 if w.free_pos[k] >= 0:
                     free_remove(w, k)
-                push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+                push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
     while w.ints[I_FREE] > 0 and w.qs[Q_LEN, w.qs.shape[1] - 1] > 0:
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
         free_remove(w, k)
-        push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+        push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
 
-@unmanaged
+@step
 def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> None:
     """The minute's end: requests whose client gave up during it while still waiting or being served
     count as timeouts now (a call's timer counted its own); busy time up to the end counts toward

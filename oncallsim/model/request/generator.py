@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.kernel import JIT, unmanaged
+from oncallsim.model.kernel import JIT, step, unmanaged
 
 __all__ = ["STREAM", "exponential", "next_u64", "seeded", "splitmix64", "uniform", "uniform_int"]
 
@@ -56,12 +56,12 @@ def seeded(seed: int) -> npt.NDArray[np.uint64]:
     return np.array(words, dtype=np.uint64)
 
 
-@unmanaged
+@step
 def _rotl(x: Any, k: Any, back: Any) -> Any:
     return (x << k) | (x >> back)
 
 
-@unmanaged
+@step
 def _next_u64(s: Any) -> Any:
     """The next 64-bit output; advances the four words in ``s`` in place (uint64 arithmetic wraps)."""
     result = _rotl(s[1] * _FIVE, _S7, _S64_7) * _NINE

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import step
 from oncallsim.model.request.workers import free_add, free_remove
 from oncallsim.model.request.world import I_CLIENTS, I_ENABLED, MAX_CLIENTS, R_NEXT_VIEW
 
@@ -22,13 +22,13 @@ POOL = MAX_CLIENTS  # the pooled balancer's row of ``world.rot``
 _INF = math.inf
 
 
-@unmanaged
+@step
 def in_pool(w: Any, i: int, serving: int) -> bool:
     """Whether the pooled balancer sends to instance ``i`` now."""
     return i < serving and w.reg[i] != 0 and w.ejected[i] == 0
 
 
-@unmanaged
+@step
 def refresh_views(w: Any, x: float, serving: int) -> None:
     """Apply the registry's evictions due by ``x``, rebuild every balancer's rotation as it sees things at
     ``x``, and note when the next view changes (``reals[R_NEXT_VIEW]``)."""
@@ -64,7 +64,7 @@ def refresh_views(w: Any, x: float, serving: int) -> None:
     w.reals[R_NEXT_VIEW] = nxt
 
 
-@unmanaged
+@step
 def sync_free(w: Any, wpi: int) -> None:
     """The pooled balancer hands requests to free workers of instances in its rotation only: the free set
     follows the rotation (the other balancers pick an instance first and need all of them)."""

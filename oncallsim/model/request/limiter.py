@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import step
 from oncallsim.model.request.windows import ring_bucket
 from oncallsim.model.request.world import LIMITER_BUCKETS, Q_LEN, R_NEXT_TICK
 
@@ -30,7 +30,7 @@ THRESHOLD = 800.0  # ‰
 COOL_DOWN_S = 1.0
 
 
-@unmanaged
+@step
 def tick(w: Any, x: float, serving: int, wpi: int) -> None:
     """The CPU samples due by ``x``: each instance's EMA updated from its workers' CPU time since the last."""
     while w.reals[R_NEXT_TICK] <= x:
@@ -44,7 +44,7 @@ def tick(w: Any, x: float, serving: int, wpi: int) -> None:
         w.reals[R_NEXT_TICK] += TICK_S
 
 
-@unmanaged
+@step
 def completed(w: Any, i: int, x: float, rt: float) -> None:
     """A completion at instance ``i`` (any outcome) in the window's current bucket."""
     b, stale = ring_bucket(w.lim_stamp[i], int(x / BUCKET_S))
@@ -57,7 +57,7 @@ def completed(w: Any, i: int, x: float, rt: float) -> None:
         w.lim_rt[i, b] += ms
 
 
-@unmanaged
+@step
 def cap(w: Any, i: int, x: float) -> int:
     """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket; −1 when the
     window holds no completion yet (nothing to estimate from: no drop)."""
@@ -82,7 +82,7 @@ def cap(w: Any, i: int, x: float) -> int:
     return math.floor(max_pass * min_rt * (1.0 / BUCKET_S) / 1000.0)
 
 
-@unmanaged
+@step
 def limited(w: Any, i: int, x: float) -> bool:
     """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop)."""
     in_flight = w.inst_busy[i] + w.qs[Q_LEN, i]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from oncallsim.model.fields import REC, ST
-from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.kernel import P, step
 from oncallsim.model.request.outcomes import quantile
 from oncallsim.model.request.world import (
     I_BUSY,
@@ -107,7 +107,7 @@ EXTRA_FIELDS = (
 ) = range(len(EXTRA_FIELDS))
 
 
-@unmanaged
+@step
 def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, app_s: float) -> None:
     """The measured record fields and the extras, from the minute's counts."""
     m = w.measures

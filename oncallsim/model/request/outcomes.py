@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import inline_step, unmanaged
+from oncallsim.model.kernel import inline_step, step, unmanaged
 from oncallsim.model.request.world import (
     HIST_BIN_S,
     INSTANCE_HIST_BIN_S,
@@ -91,7 +91,7 @@ def timed_out(w: Any, where: int, timeout: float, waited: bool, second: int, tag
     w.measures[M_TO_QUEUE + where] += 1.0
 
 
-@unmanaged
+@step
 def where_spent(w: Any, instance: int, wait: float, service: float) -> int:
     """Where a timed-out request spent its time: a dead or slow instance, a queue (it waited longer than it
     was served), or in service (CPU and database reads)."""
@@ -102,7 +102,7 @@ def where_spent(w: Any, instance: int, wait: float, service: float) -> int:
     return WHERE_QUEUE if wait > service else WHERE_SERVICE
 
 
-@unmanaged
+@step
 def inst_hist_add(w: Any, instance: int, response: float) -> None:
     """An instance's answer (or its client's timeout) in its latency histogram (the fleet view's p99)."""
     hist = w.inst_hist[instance]
@@ -111,7 +111,7 @@ def inst_hist_add(w: Any, instance: int, response: float) -> None:
     hist[b if b < last else last] += 1
 
 
-@unmanaged
+@step
 def second_of(t0: float, x: float) -> int:
     s = int(x - t0)
     return 0 if s < 0 else (59 if s > 59 else s)

@@ -41,8 +41,8 @@ from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
 from oncallsim.model.request.outcomes import (
     quantile,
 )
-from oncallsim.model.request.routing import arrive, retry
-from oncallsim.model.request.service import complete, read_or_abandon, warm_query
+from oncallsim.model.request.routing import arrive, retry, route
+from oncallsim.model.request.service import RELEASE, complete, read_or_abandon, release, warm_query
 from oncallsim.model.request.world import (
     I_BALANCER,
     I_BUSY,
@@ -136,6 +136,10 @@ def request_minute(
             w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]
             sec += 1
             sec_next = t0 + sec + 1.0
+        routing = False  # an arrival or a retry goes on to the balancer (one place, below)
+        obj = 0
+        tag = -1
+        call = -1
         if x == te:
             ident = w.heap_id[0]
             if ident >= workers_total:  # a warm-up read completed: the object is stored
@@ -151,6 +155,8 @@ def request_minute(
                     then = read_or_abandon(p, w, ident, x, t0, part_s, mode, app_s, q_mean)
                 else:
                     then = complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
+                if then == RELEASE:  # done with its request: the worker takes the next one, or waits
+                    then = release(p, w, ident, x, t0, mode, app_s, q_mean)
                 if then < _INF:  # the same worker's next phase: it replaces the earliest
                     replace_top(w, then, ident)
                 else:
@@ -160,14 +166,19 @@ def request_minute(
                 i += 1
             else:
                 w.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
-            arrive(p, w, st, x, t0, mode, app_s, q_mean, sample_every)
+            routing, obj, tag, call = arrive(p, w, st, x, t0, mode, sample_every)
         elif x == next_warm:
             warm_query(p, w, x, part_s, workers_total)
             next_warm = x + exponential(w.gen, 1.0 / warm_rate)
         elif x == td:
             take_deadline(p, w, x, t0)
         else:
-            retry(p, w, x, t0, mode, app_s, q_mean)
+            call = retry(p, w, x)
+            obj = w.c_object[call]
+            tag = w.c_tag[call]
+            routing = True
+        if routing:
+            route(p, w, x, t0, obj, tag, call, mode, app_s, q_mean)
     while sec < 60:
         w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
         w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]

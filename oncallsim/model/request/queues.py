@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import inline_step, unmanaged
+from oncallsim.model.kernel import inline_step, step
 from oncallsim.model.request.world import I_QLEN, I_SFREE, Q_CURSOR, Q_HEAD, Q_LEN, Q_TAIL
 
 __all__ = ["dequeue", "dequeue_tail", "enqueue", "room"]
 
 
-@unmanaged
+@step
 def room(w: Any) -> int:
     """Free slots left in the pool."""
     return int(w.ints[I_SFREE])
@@ -68,7 +68,7 @@ def dequeue(w: Any, qid: int) -> int:
     return slot
 
 
-@unmanaged
+@step
 def dequeue_tail(w: Any, qid: int) -> int:
     """Take the newest request of queue ``qid`` (not empty): adaptive LIFO's service order."""
     qs = w.qs

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from oncallsim.model.fields import ST
-from oncallsim.model.kernel import P, inline_step, unmanaged
+from oncallsim.model.kernel import P, code_value, inline_step, step
 from oncallsim.model.request.balancers import POOLED, answered, choose, client_of, instance_for, picked
 from oncallsim.model.request.calls import (
     failed,
@@ -62,17 +62,16 @@ from oncallsim.model.request.world import (
     X_OUTCOME,
 )
 
-__all__ = ["arrive", "retry"]
+__all__ = ["arrive", "retry", "route"]
 
 _INF = math.inf
 
 
 @inline_step
-def arrive(
-    p: Any, w: Any, st: Any, x: float, t0: float, mode: int, app_s: float, q_mean: float, sample_every: int
-) -> None:
-    """A request arrives at the balancer: shedding, then (with retries, as a call's first attempt) a free
-    worker, the queue, or overload."""
+def arrive(p: Any, w: Any, st: Any, x: float, t0: float, mode: int, sample_every: int) -> tuple[bool, int, int, int]:
+    """A request arrives at the balancer: shedding, then (with retries) the client opens a call for it.
+    Returns (admitted, object, sample tag, call): an admitted request goes on to ``route`` (one place in the
+    loop routes arrivals and retries alike, so its compiled body exists once)."""
     m = w.measures
     g = w.gen
     seq = w.ints[I_SEQ]
@@ -87,8 +86,7 @@ def arrive(
         w.samples[tag, X_HIT] = -1.0
         w.samples[tag, X_INSTANCE] = -1.0
     m[M_ARRIVED] += 1.0
-    second = second_of(t0, x)
-    w.seconds[S_ARRIVALS, second] += 1.0
+    w.seconds[S_ARRIVALS, second_of(t0, x)] += 1.0
     obj = 0
     if mode == MODE_PIPELINE:
         low = uniform(g) < p[P.low_priority_share]
@@ -98,113 +96,105 @@ def arrive(
             m[M_SHED] += 1.0
             if tag >= 0:
                 w.samples[tag, X_OUTCOME] = O_SHED
-            return
+            return False, obj, tag, -1
         obj = uniform_int(g, len(w.expiry))
     m[M_ADMITTED] += 1.0
     call = -1
     if w.ints[I_RETRIES] > 0:  # the client opens a call: it may retry
         call = open_call(w, x, obj, tag, client_of(w) if w.ints[I_BALANCER] != POOLED else 0)
         sent(p, w, call, x)
-    _route(p, w, x, t0, obj, tag, second, call, mode, app_s, q_mean)
+    return True, obj, tag, call
 
 
-@unmanaged
-def retry(p: Any, w: Any, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> None:
-    """A call's backoff ended: its next attempt goes to the balancer."""
+@step
+def retry(p: Any, w: Any, x: float) -> int:
+    """A call's backoff ended: its next attempt leaves for the balancer (``route``). Returns the call."""
     call = take_retry(w)
     sent(p, w, call, x)
-    _route(p, w, x, t0, w.c_object[call], w.c_tag[call], second_of(t0, x), call, mode, app_s, q_mean)
+    return call
 
 
 @inline_step
-def _route(
+def route(
     p: Any,
     w: Any,
     x: float,
     t0: float,
     obj: int,
     tag: int,
-    second: int,
     call: int,
     mode: int,
     app_s: float,
     q_mean: float,
 ) -> None:
     """A request (an attempt of ``call``, −1 none) at the balancer: pooled, a free worker, else the queue;
-    the others choose an instance (``_dispatch``)."""
-    g = w.gen
+    the others choose an instance (``_dispatch``). One place starts a worker and one fails the request."""
+    second = second_of(t0, x)
+    k = -1
+    client = -1
+    outcome = O_OVERLOAD  # what it fails with, if nothing takes it; −1: it waits, or was dropped
+    response = 0.0
+    pooled = w.qs.shape[1] - 1
     if w.ints[I_ENABLED] == 0:
-        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
+        pass
     elif w.ints[I_BALANCER] != POOLED:
-        _dispatch(p, w, x, t0, obj, tag, second, call, mode, app_s, q_mean)
+        k, client, outcome, response = _dispatch(p, w, x, t0, obj, tag, call)
     elif w.ints[I_FREE] > 0:
-        k = w.free[uniform_int(g, w.ints[I_FREE])]
+        k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
         free_remove(w, k)
-        push(w, start(p, w, k, x, x, obj, tag, -1, call, mode, app_s, q_mean), k)
-    elif w.ints[I_QUEUE_LIMIT] > 0 and full(w, w.qs.shape[1] - 1):
-        drop(w, w.qs.shape[1] - 1, -1, tag, x, t0, call, x)
+    elif w.ints[I_QUEUE_LIMIT] > 0 and full(w, pooled):
+        drop(w, pooled, code_value(-1), tag, x, t0, call, x)
+        outcome = -1
     elif room(w) > 0:
-        enqueue(w, w.qs.shape[1] - 1, x, obj, tag, -1, call)
+        enqueue(w, pooled, x, obj, tag, -1, call)
         if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
             w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
-    else:
-        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
+        outcome = -1
+    if k >= 0:
+        push(w, start(p, w, k, x, x, obj, tag, client, call, mode, app_s, q_mean), k)
+    elif outcome >= 0:
+        failed(w, call, x, outcome, response, False, second, tag, x, t0)
 
 
 @inline_step
-def _dispatch(
-    p: Any,
-    w: Any,
-    x: float,
-    t0: float,
-    obj: int,
-    tag: int,
-    second: int,
-    call: int,
-    mode: int,
-    app_s: float,
-    q_mean: float,
-) -> None:
-    """A balancer other than pooled: its client (the call's, else one at random) chooses an instance; a free
-    worker there takes the request, else it waits in that instance's queue."""
+def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int) -> tuple[int, int, int, float]:
+    """A balancer other than pooled: its client (the call's, else one at random) chooses an instance. Returns
+    (a free worker there, −1 none; the client; the outcome the request fails with, −1 none; its response
+    time): the request waits in that instance's queue when no worker is free."""
     if call < 0:
         client, i = choose(w, x)
     else:
         client = w.c_client[call]
         i = instance_for(w, client, x)
     if i < 0:  # nothing in this client's rotation
-        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
-        return
+        return -1, client, O_OVERLOAD, 0.0
     if w.ints[I_THROTTLE] != 0 and throttled(w, client, x):  # the client rejects it itself
-        failed(w, call, x, O_THROTTLED, 0.0, False, second, tag, x, t0)
-        return
+        return -1, client, O_THROTTLED, 0.0
     picked(w, client, i)
     if w.health[i] == REFUSE:  # connection refused: the client learns at once
         answered(w, client, i, x, REFUSED_S, False, 0.0)
         if tag >= 0:
             w.samples[tag, X_INSTANCE] = i
-        failed(w, call, x, O_REFUSED, REFUSED_S, False, second, tag, x, t0)
         w.instances[N_ERRORS, i] += 1.0
         inst_hist_add(w, i, REFUSED_S)
-        return
+        return -1, client, O_REFUSED, REFUSED_S
     if w.ints[I_LIMITER] != 0 and limited(w, i, x):  # the instance's limiter: 429 at once
         answered(w, client, i, x, 0.0, False, 0.0)
-        failed(w, call, x, O_LIMITED, 0.0, False, second, tag, x, t0)
         w.instances[N_ERRORS, i] += 1.0
         w.instances[N_LIMITED, i] += 1.0
-        return
+        return -1, client, O_LIMITED, 0.0
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
         if w.free_pos[k] >= 0:
             free_remove(w, k)
-            push(w, start(p, w, k, x, x, obj, tag, client, call, mode, app_s, q_mean), k)
-            return
+            return k, client, -1, 0.0
     if w.ints[I_QUEUE_LIMIT] > 0 and full(w, i):
         drop(w, i, client, tag, x, t0, call, x)
-    elif room(w) > 0:
+        return -1, client, -1, 0.0
+    if room(w) > 0:
         enqueue(w, i, x, obj, tag, client, call)
         if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
             w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
-    else:
-        answered(w, client, i, x, 0.0, False, 0.0)
-        failed(w, call, x, O_OVERLOAD, 0.0, False, second, tag, x, t0)
+        return -1, client, -1, 0.0
+    answered(w, client, i, x, 0.0, False, 0.0)
+    return -1, client, O_OVERLOAD, 0.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import P, inline_step, unmanaged
+from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.balancers import POOLED, answered
 from oncallsim.model.request.calls import (
     failed,
@@ -77,9 +77,12 @@ from oncallsim.model.request.world import (
     X_WAIT,
 )
 
-__all__ = ["complete", "query", "read_or_abandon", "start", "take_next", "warm_query"]
+__all__ = ["RELEASE", "complete", "query", "read_or_abandon", "release", "start", "take_next", "warm_query"]
 
 _INF = math.inf
+# what a worker's stage returns when the worker is done with its request: the loop then calls ``release``, in
+# one place (its compiled body, with the next request's start, exists once); every event time is ≥ 0
+RELEASE = -1.0
 
 
 @inline_step
@@ -156,7 +159,7 @@ def start(
     return x + cpu
 
 
-@unmanaged
+@step
 def _dead_start(p: Any, w: Any, k: int, x: float, arrival: float, tag: int, health: int) -> float:
     """Worker ``k`` of a dead instance takes a request: a refused connection ends in ``REFUSED_S``; a hung or
     unreachable instance holds it until its client gives up. Returns when the worker is done with it."""
@@ -174,10 +177,11 @@ def _dead_start(p: Any, w: Any, k: int, x: float, arrival: float, tag: int, heal
     return gave_up if gave_up > x else x
 
 
-@unmanaged
+@step
 def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """The end of a request on a dead instance: refused (an error at once), or its client gave up (a timeout,
-    where = dead instance). A request that was in service when its instance hung waits for its client too."""
+    where = dead instance). A request that was in service when its instance hung waits for its client too.
+    Returns ``RELEASE`` when the worker is done with it, else when its client gives up."""
     arrival = w.w_arrival[k]
     timeout = p[P.timeout_s]
     instance = w.w_instance[k]
@@ -201,7 +205,7 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
         if client >= 0:
             answered(w, client, instance, x, timeout, False, 0.0)
     w.w_held[k] = 0
-    return _release(p, w, k, x, t0, mode, app_s, q_mean)
+    return RELEASE
 
 
 @inline_step
@@ -267,7 +271,7 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     return take(w, qid, x, t0)
 
 
-@unmanaged
+@step
 def _abandoned(
     w: Any,
     instance: int,
@@ -291,8 +295,8 @@ def _abandoned(
 
 @inline_step
 def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> float:
-    """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome, free the worker.
-    Returns when the worker's next phase ends (∞: it is free, or no longer serving)."""
+    """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome. Returns ``RELEASE`` (the
+    worker is done with it), or when a hung instance's worker is next due."""
     if w.w_held[k] != 0:
         return _dead_complete(p, w, k, x, t0, mode, app_s, q_mean)
     m = w.measures
@@ -341,11 +345,11 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
         cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
         answered(w, client, instance, x, response if response < timeout else timeout, ok, cpu)
-    return _release(p, w, k, x, t0, mode, app_s, q_mean)
+    return RELEASE
 
 
 @inline_step
-def _release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
+def release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """Worker ``k`` is done with its request: it takes the next one (returns when that one's CPU phase ends)
     or joins the free workers (∞); an instance no longer serving takes nothing new."""
     w.inst_busy[w.w_instance[k]] -= 1
@@ -361,8 +365,8 @@ def _release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: floa
 def read_or_abandon(
     p: Any, w: Any, k: int, x: float, t0: float, part_s: float, mode: int, app_s: float, q_mean: float
 ) -> float:
-    """Worker ``k``'s next database read, unless its deadline has passed (deadline propagation): then the
-    work stops here, wasted, and the worker moves on."""
+    """Worker ``k``'s next database read (returns when it completes), unless its deadline has passed (deadline
+    propagation): then the work stops here, wasted, and the worker is done with it (``RELEASE``)."""
     arrival = w.w_arrival[k]
     timeout = p[P.timeout_s]
     if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
@@ -374,12 +378,12 @@ def read_or_abandon(
         instance = w.w_instance[k]
         where = where_spent(w, instance, start - arrival, x - start)
         _abandoned(w, instance, w.w_client[k], w.w_call[k], arrival, w.w_tag[k], x, t0, timeout, where)
-        return _release(p, w, k, x, t0, mode, app_s, q_mean)
+        return RELEASE
     w.w_queries[k] -= 1
     return query(w, x, part_s)
 
 
-@unmanaged
+@step
 def warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> None:
     """The warm-up job reads the next object of the hot set; it stores it when the read completes."""
     if w.ints[I_WFREE] == 0:

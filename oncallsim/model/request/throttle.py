@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import flag_value, step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.windows import ring_bucket
 from oncallsim.model.request.world import R_THROTTLE_K, THROTTLE_BUCKETS
@@ -24,7 +24,7 @@ BUCKET_S = 0.3
 MIN_REQUESTS = 20.0
 
 
-@unmanaged
+@step
 def mark(w: Any, c: int, x: float, accepted: bool) -> None:
     """One request of client ``c`` decided at ``x``: accepted by the backend, or not (a failure or a local reject)."""
     b, stale = ring_bucket(w.thr_stamp[c], int(x / BUCKET_S))
@@ -36,7 +36,7 @@ def mark(w: Any, c: int, x: float, accepted: bool) -> None:
         w.thr[1, c, b] += 1.0
 
 
-@unmanaged
+@step
 def reject_probability(w: Any, c: int, x: float) -> float:
     """max(0, (requests − K·accepts)/(requests + 1)) over the window, 0 below the minimum of requests."""
     number = int(x / BUCKET_S)
@@ -53,11 +53,11 @@ def reject_probability(w: Any, c: int, x: float) -> float:
     return (requests - k * accepts) / (requests + 1.0)
 
 
-@unmanaged
+@step
 def throttled(w: Any, c: int, x: float) -> bool:
     """Whether client ``c`` rejects a request at ``x`` itself (counted as a failed request when it does)."""
     p = reject_probability(w, c, x)
     if p > 0.0 and uniform(w.gen) < p:
-        mark(w, c, x, False)
+        mark(w, c, x, flag_value(False))
         return True
     return False

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import unmanaged
+from oncallsim.model.kernel import step
 
 __all__ = ["ring_bucket"]
 
 
-@unmanaged
+@step
 def ring_bucket(stamps: Any, number: int) -> tuple[int, bool]:
     """The ring slot of time bucket ``number`` (time // bucket width), and whether it held an older bucket that
     the caller must reset (the slot is stamped with ``number`` now)."""
