@@ -6,8 +6,9 @@ modules also hold prose: a change in a callee's module would load stale machine 
 there), while a changed docstring, comment, help text or label — or a blank line above a function —
 recompiles. This locator, tried before numba's own for every file of the package, keys all of oncallsim's
 compiled functions on one digest of *what is compiled*: the syntax trees of the modules that hold or feed
-compiled code, without docstrings and with every string that holds white space (prose: help texts, labels,
-messages) blanked; identifiers such as choice names stay in. Line numbers, comments and formatting are not
+compiled code, without docstrings, with every string that holds white space (prose: messages, help texts)
+blanked, and every string of a registry entry (``ControlSpec(…)``: labels, units, help) too; identifiers such
+as the choice names of a module's constants stay in. Line numbers, comments and formatting are not
 part of a syntax tree. The digest also names the cache's folder, so versions of the code (two branches, a
 scratch copy) keep their own machine code side by side and identical code shares it.
 
@@ -57,6 +58,17 @@ class _Prose(ast.NodeTransformer):
         return node
 
     visit_Module = visit_ClassDef = visit_FunctionDef = visit_AsyncFunctionDef = _body
+
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        """A registry entry (``ControlSpec(…)``, any ``…Spec(…)``) is data for Python, never compiled: its
+        strings (names, labels, units, help) are all blanked, with or without white space."""
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        self.generic_visit(node)
+        if callee.endswith("Spec"):
+            for part in ast.walk(node):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    part.value = ""
+        return node
 
     def visit_Constant(self, node: ast.Constant) -> ast.Constant:
         if isinstance(node.value, str) and any(ch.isspace() for ch in node.value):

@@ -24,10 +24,7 @@ import numpy.typing as npt
 __all__ = [
     "JIT",
     "P",
-    "called",
-    "code_value",
     "compiled",
-    "flag_value",
     "from_python",
     "inline_step",
     "kernel_params",
@@ -65,48 +62,45 @@ if JIT:
         allocate; the arrays it works on are made by Python and outlive the call."""
         return njit(cache=True, nogil=True, _nrt=False)(fn)  # type: ignore[call-overload,no-any-return]
 
+    def _as_values(dispatcher: Any) -> Any:
+        """Type the arguments of calls to ``dispatcher`` from compiled code as values, never as literals. numba
+        types a constant argument (an outcome code, ``False``, a slot index) as its literal and compiles the
+        callee once per constant (``decide`` was compiled 8 times, ``call_failed`` 8); a step never needs a
+        literal."""
+        typed = type(dispatcher).get_call_template
+
+        def get_call_template(args: Any, kws: Any) -> Any:
+            plain = tuple(types.unliteral(a) for a in args)
+            return typed(dispatcher, plain, {k: types.unliteral(v) for k, v in kws.items()})
+
+        dispatcher.get_call_template = get_call_template
+        return dispatcher
+
+    _STEP = {"cache": True, "nogil": True, "_nrt": False, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
     def step(fn: T) -> T:
         """``unmanaged``, and called from compiled code only: numba builds no CPython or C wrapper for it. A
         wrapper unboxes each argument from a Python object, and for a function of the request engine's world
         (a tuple of some eighty arrays) building one cost ~0.7 s of compiling, for every such function."""
-        return njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)  # type: ignore[call-overload,no-any-return]
+        return _as_values(njit(**_STEP)(fn))  # type: ignore[no-any-return]
 
     def inline_step(fn: T) -> T:
-        """``unmanaged``, and inlined into its callers by numba: a call passes the request engine's world, a
-        tuple of some forty arrays, flattened into hundreds of arguments; the steps every request takes are
-        inlined instead (a busy minute 59 → 21 ms, for ~20 s more of compiling once)."""
-        return njit(cache=True, nogil=True, _nrt=False, inline="always")(fn)  # type: ignore[call-overload,no-any-return]
+        """``step``, inlined into its callers by LLVM (``forceinline``: LLVM's alwaysinline). A call passes the
+        request engine's world, a tuple of some eighty arrays, flattened into hundreds of arguments, so the steps
+        every request takes are inlined (a busy minute 59 → 21 ms). numba compiles such a step once; its own
+        inlining (``inline="always"``) typed and lowered a copy of the body at every call site, which was most
+        of the engine's compile time (70 → 39 s of CPU)."""
+        return _as_values(njit(**_STEP, forceinline=True)(fn))  # type: ignore[no-any-return]
 
     @cache
     def _with_wrappers(py_func: Callable[..., Any]) -> Any:
         return njit(cache=True, nogil=True, _nrt=False)(py_func)  # type: ignore[call-overload]
-
-    @cache
-    def _called(py_func: Callable[..., Any]) -> Any:
-        return step(py_func)
-
-    def called(fn: T) -> T:
-        """An ``inline_step`` called instead of inlined, where it runs rarely (once a minute): its body is then
-        compiled once for all those places instead of once in each."""
-        return _called(getattr(fn, "py_func", fn))  # type: ignore[no-any-return]
 
     def from_python(fn: T) -> T:
         """A compiled step callable from Python (a test or a check that drives one mechanism): a second
         dispatcher of the same function with its wrappers, compiled only when Python calls it; the engine's own
         calls never build them (``step``)."""
         return _with_wrappers(getattr(fn, "py_func", fn))  # type: ignore[no-any-return]
-
-    @inline_step
-    def code_value(code: int) -> int:
-        """A code (an outcome, a cause, a client or none) passed on as a value. numba types a constant argument
-        as a literal and compiles the function it calls once per constant (``call_failed`` was compiled eight
-        times, once per outcome); an arithmetic result is a plain int64."""
-        return code + 0
-
-    @inline_step
-    def flag_value(flag: bool) -> bool:
-        """A switch passed on as a value, not a literal True or False (see ``code_value``)."""
-        return flag == True  # noqa: E712  (a comparison's result is a plain boolean, never a literal)
 
     @compiled
     def pdtr(k: float, m: float) -> float:
@@ -123,16 +117,8 @@ else:  # interpreted: the same functions, run by CPython
     step = compiled
     inline_step = compiled
 
-    def code_value(code: int) -> int:
-        return code
-
     def from_python(fn: T) -> T:
         return fn
-
-    called = from_python
-
-    def flag_value(flag: bool) -> bool:
-        return flag
 
     def pdtr(k: float, m: float) -> float:
         return float(_scipy_pdtr(k, m))

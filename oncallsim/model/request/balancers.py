@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.kernel import flag_value, inline_step
+from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.throttle import mark
 from oncallsim.model.request.world import (
@@ -171,7 +171,7 @@ def answered(w: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permill
     b = w.bal
     b[B_OUT, c, i] -= 1.0
     if w.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
-        mark(w, c, x, flag_value(ok))
+        mark(w, c, x, ok)
     if w.ints[I_BALANCER] != P2C:
         return
     gap = x - b[B_STAMP, c, i]

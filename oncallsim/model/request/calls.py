@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import P, code_value, inline_step, step
+from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.heap import pop_on, push_on
 from oncallsim.model.request.outcomes import decide, second_of, timed_out, where_spent
@@ -182,7 +182,7 @@ def failed(
     if call < 0:
         decide(w, outcome, response, waited, second, tag)
     elif current(w, call, sent_at):
-        call_failed(w, call, code_value(outcome), x, t0)
+        call_failed(w, call, outcome, x, t0)
 
 
 @inline_step
@@ -244,7 +244,7 @@ def take_deadline(p: Any, w: Any, x: float, t0: float) -> None:
     w.ints[I_DHEAD] = (head + 1) % len(w.d_time)
     w.ints[I_DLEN] -= 1
     if w.c_state[call] == C_WAITING and w.c_sent[call] + p[P.timeout_s] == due:
-        call_failed(w, call, code_value(O_TIMEOUT), x, t0)
+        call_failed(w, call, O_TIMEOUT, x, t0)
 
 
 @inline_step

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from oncallsim.model.fields import ST
-from oncallsim.model.kernel import P, called, step, unmanaged
+from oncallsim.model.kernel import P, step, unmanaged
 from oncallsim.model.request.balancers import POOLED, answered
 from oncallsim.model.request.calls import (
     failed,
@@ -51,8 +51,6 @@ __all__ = ["close_minute", "fill_cache", "open_minute", "sorted_arrivals"]
 FLUSH = 2  # the plan's flag (stages.FLUSH): every expiry cleared at the minute's start
 
 _INF = math.inf
-
-_take_next = called(take_next)  # once a minute, for a few workers: a call, its body compiled once more, not twice
 
 
 @step
@@ -140,11 +138,11 @@ def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s
             if not w.w_busy[k]:
                 if w.free_pos[k] >= 0:
                     free_remove(w, k)
-                push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+                push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
     while w.ints[I_FREE] > 0 and w.qs[Q_LEN, w.qs.shape[1] - 1] > 0:
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
         free_remove(w, k)
-        push(w, _take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+        push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
 
 @step

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from oncallsim.model.fields import ST
-from oncallsim.model.kernel import P, code_value, inline_step, step
+from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.balancers import POOLED, answered, choose, client_of, instance_for, picked
 from oncallsim.model.request.calls import (
     failed,
@@ -143,7 +143,7 @@ def route(
         k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
         free_remove(w, k)
     elif w.ints[I_QUEUE_LIMIT] > 0 and full(w, pooled):
-        drop(w, pooled, code_value(-1), tag, x, t0, call, x)
+        drop(w, pooled, -1, tag, x, t0, call, x)
         outcome = -1
     elif room(w) > 0:
         enqueue(w, pooled, x, obj, tag, -1, call)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import flag_value, step
+from oncallsim.model.kernel import step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.windows import ring_bucket
 from oncallsim.model.request.world import R_THROTTLE_K, THROTTLE_BUCKETS
@@ -58,6 +58,6 @@ def throttled(w: Any, c: int, x: float) -> bool:
     """Whether client ``c`` rejects a request at ``x`` itself (counted as a failed request when it does)."""
     p = reject_probability(w, c, x)
     if p > 0.0 and uniform(w.gen) < p:
-        mark(w, c, x, flag_value(False))
+        mark(w, c, x, False)
         return True
     return False
