@@ -24,8 +24,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP) $(RUN_STAMP)
 
 # `make run PORT=8001` for another port; a busy one is refused with one line naming it, before anything starts.
+# Both engines are compiled once on a machine, before the server opens, with a progress line (oncallsim prepare).
 run: $(RUN_STAMP)
 	@$(BIN)/python -m oncallsim.web.ports $(PORT)
+	$(BIN)/oncallsim prepare
 	$(BIN)/oncallsim serve --port $(PORT)
 
 lint: $(STAMP)

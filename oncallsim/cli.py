@@ -230,6 +230,27 @@ def run_summary(sim: Simulation) -> str:
 app.command("debrief")(guarded(debrief))
 
 
+@app.command("prepare")
+@guarded
+def prepare_command(
+    engine: Annotated[
+        list[str] | None, typer.Option("--engine", help="An engine to prepare (repeatable); default: every engine.")
+    ] = None,
+) -> None:
+    """Compile the engines once on this machine (in a process of its own), with a progress line; a later
+    start loads them from the cache in under a second."""
+    from oncallsim.model.engine import ENGINES, get_engine
+    from oncallsim.readiness import ensure_ready, print_progress
+
+    names = engine or list(ENGINES)
+    for name in names:
+        get_engine(name)
+    failed = [done for done in ensure_ready(names, print_progress(sys.stderr)) if done.state == "failed"]
+    if failed:
+        raise InvalidInput("engine", "; ".join(done.line() for done in failed))
+    err.print(f"ready: {', '.join(names)}", soft_wrap=True)
+
+
 @app.command()
 @guarded
 def serve(

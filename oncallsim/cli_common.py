@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from oncallsim.model import CONTROL_SPECS, SETTINGS, InvalidInput, Params, RunPlan
 from oncallsim.model.controls import WORLD_SETTINGS
-from oncallsim.model.engine import Engine, prepare
+from oncallsim.model.engine import Engine
 from oncallsim.scenarios import parse_clock
 from oncallsim.simulation import Action, RunFile
 from oncallsim.simulation import parse_action as _parse_action
@@ -241,10 +241,14 @@ def notice_after(seconds: float, message: str, stream: TextIO | None = None) -> 
 
 
 def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
-    """Prepare ``engine`` (compiled on its first use on this machine, then loaded from numba's cache); when
-    that takes more than a second, say so on stderr rather than look frozen."""
-    with notice_after(1.0, f"preparing the {engine.name} engine (compiled once on this machine)…", stream):
-        prepare(engine)
+    """Prepare ``engine``: compiled on its first use on this machine, in a process of its own, with a progress
+    line on stderr (``readiness``); then loaded here from the cache."""
+    from oncallsim.readiness import ensure_ready, print_progress
+
+    out = stream if stream is not None else sys.stderr
+    (done,) = ensure_ready([engine.name], print_progress(out))
+    if done.state == "failed":
+        raise InvalidInput("engine", f"the {engine.name} engine could not be prepared: {done.message}")
 
 
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)

@@ -182,6 +182,8 @@ def ensure_ready(
     for name in names:
         while True:
             now = status(name)
+            if now.state == "missing" and time.monotonic() - spawned <= RESPAWN_AFTER_S:
+                now = Readiness(name, "preparing", 0.0, _expected_cpu(name))  # the preparer is starting
             if report is not None:
                 report(now)
             if now.state in ("ready", "failed"):

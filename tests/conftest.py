@@ -19,3 +19,14 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("deterministic", derandomize=True, print_blob=True)
 _hypothesis_settings.load_profile("deterministic")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Both engines compiled before the first test, once per version of the compiled code, by the preparer
+    process as `make run` does (``oncallsim.readiness``): a cold cache costs its compile here, with a
+    progress line, instead of inside whichever test happens to come first."""
+    import sys
+
+    from oncallsim.readiness import ensure_ready, print_progress
+
+    ensure_ready(["minute", "request"], print_progress(sys.stderr))

@@ -76,8 +76,9 @@ def test_a_copy_with_its_prose_edited_compiles_nothing(tmp_path: Path) -> None:
     text = controls.read_text("utf-8")
     assert '"Minimum instances. Raising it starts instances at once; "' in text
     controls.write_text(
-        text.replace('"Minimum instances. Raising it starts instances at once; "', '"The fewest instances; "')
-        .replace('"Fleet floor"', '"Fleet minimum"'),
+        text.replace('"Minimum instances. Raising it starts instances at once; "', '"The fewest instances; "').replace(
+            '"Fleet floor"', '"Fleet minimum"'
+        ),
         "utf-8",
     )
     disciplines = copy / "model" / "request" / "disciplines.py"

@@ -26,6 +26,7 @@ def test_make_run_installs_the_package_alone_and_make_test_everything(tmp_path: 
     run = dry_run("run", tmp_path / "fresh", "PORT=8123")
     assert "pip install --quiet -e .\n" in run and "[test]" not in run
     assert "oncallsim.web.ports 8123" in run and "serve --port 8123" in run
+    assert run.index("oncallsim prepare") < run.index("serve --port 8123")  # compiled before the server opens
     test = dry_run("test", tmp_path / "fresh")
     assert "-e '.[test]'" in test
     extras = (ROOT / "pyproject.toml").read_text()

@@ -94,12 +94,14 @@ if JIT:
 
     @cache
     def _with_wrappers(py_func: Callable[..., Any]) -> Any:
-        return njit(cache=True, nogil=True, _nrt=False)(py_func)  # type: ignore[call-overload]
+        # not cached on disk: numba's cache names a function by module and name, so the twin and the step would
+        # share one entry per signature, and Python would call the step's code, which has no wrapper
+        return njit(cache=False, nogil=True, _nrt=False)(py_func)  # type: ignore[call-overload]
 
     def from_python(fn: T) -> T:
         """A compiled step callable from Python (a test or a check that drives one mechanism): a second
-        dispatcher of the same function with its wrappers, compiled only when Python calls it; the engine's own
-        calls never build them (``step``)."""
+        dispatcher of the same function with its wrappers, compiled (in memory only) when Python calls it; the
+        engine's own calls never build them (``step``)."""
         return _with_wrappers(getattr(fn, "py_func", fn))  # type: ignore[no-any-return]
 
     @compiled

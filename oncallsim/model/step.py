@@ -74,10 +74,10 @@ def advance(
     k = state.kernel
     values, slots = k.values, k.slots
     happened, rng_state = drawn_minute(
-        k.params, t, state.plan.clock_start_min, int(k.flags[t]), k.surge, rng.state if rng is not None else 0,
+        k.params, t, state.plan.clock_start_min, int(k.flags[t]), k.surge, int(rng.state) if rng is not None else 0,
         rng is not None, vec, boot, window, values, slots, k.ln_factorial,
     )  # fmt: skip
-    if rng is not None:
+    if rng is not None:  # a whole number (returned as a float): passed back as one, so one compiled version serves
         rng.state = rng_state
     if happened:
         events.extend(from_slots(slots.tolist()))

@@ -145,9 +145,10 @@ async def start_run(manager: RunManager, new: NewRun) -> LiveRun:
     scenario = new.resolve()
     seed = random_seed() if new.seed is None else new.seed
     engine = get_engine(new.engine or scenario.engine or DEFAULT_ENGINE).name
-    sim = Simulation(
-        scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes, engine=engine
-    )
+    sim = await asyncio.to_thread(  # a request-engine run lays out its world here: off the event loop
+        Simulation, scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes,
+        engine=engine,
+    )  # fmt: skip
     player = check_player(new.player)
     return await manager.create(sim, new.speed, paused=new.paused, difficulty=new.difficulty, player=player)
 

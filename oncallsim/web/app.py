@@ -54,12 +54,14 @@ def create_app(
     """The app. ``host`` and ``allow_hosts`` make the Host allow-list; ``token`` (required by the CLI when
     binding beyond loopback) is asked of every request."""
     store = RunStore(db_path or default_db_path())
-    manager = RunManager(store)
+    warmer = engines.EngineWarmer()
+    manager = RunManager(store, engine_state=warmer.readiness)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.engines.start()
         yield
+        app.state.engines.stop()
         await manager.shutdown()
         store.close()
 
@@ -68,7 +70,7 @@ def create_app(
     app.state.store = store
     app.state.manager = manager
     app.state.boot_token = secrets.token_hex(4)
-    app.state.engines = engines.EngineWarmer()
+    app.state.engines = warmer
     app.add_middleware(Guard, config=SecurityConfig.for_bind(host, allow_hosts, token))  # type: ignore[arg-type]
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)

@@ -1,44 +1,95 @@
-"""The engines, prepared in the background when the console starts: the first use of an engine on a machine
-compiles it (up to a minute), and the page says so (``GET /api/engines``) rather than look frozen."""
+"""The engines as the console sees them: loaded here, or being prepared by a preparer process (``readiness``).
+
+The server never compiles an engine itself: compiling holds numba's compiler lock for as long as it takes, and
+the live runs, pages and debriefs of this process would wait behind it. At start-up it starts a preparer for
+what is not compiled yet, and a watcher thread loads each engine from the cache as soon as the preparer has
+put it there (well under a second). Until then a run on that engine waits, and its page shows how far the
+preparation is (``GET /api/engines``, and the ``preparing`` field of a run's state).
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request
 
 from oncallsim.model.engine import ENGINES, prepare
+from oncallsim.readiness import RESPAWN_AFTER_S, Readiness, start_preparer, status
 
 __all__ = ["EngineWarmer", "router"]
 
 log = logging.getLogger("oncallsim.web")
 router = APIRouter(prefix="/api")
+WATCH_EVERY_S = 0.5
 
 
 class EngineWarmer:
-    """Prepares every engine on a background thread each; ``ready`` says which are."""
+    """Which engines this process has loaded; the others' preparation, read from the preparer's files."""
 
     def __init__(self) -> None:
-        self.ready = dict.fromkeys(ENGINES, False)
+        self.loaded = dict.fromkeys(ENGINES, False)
         self.failed: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        for name in ENGINES:
-            threading.Thread(target=self._prepare, args=(name,), name=f"prepare-{name}", daemon=True).start()
+        self._thread = threading.Thread(target=self._watch, name="engines", daemon=True)
+        self._thread.start()
 
-    def _prepare(self, name: str) -> None:
+    def stop(self) -> None:
+        self._stop.set()
+
+    def readiness(self, name: str) -> Readiness:
+        """The engine's state for a page: ready only once this process has loaded it."""
+        if self.loaded.get(name):
+            return Readiness(name, "ready", 1.0, 0.0)
+        if name in self.failed:
+            return Readiness(name, "failed", message=self.failed[name])
+        now = status(name)
+        if now.ready:  # compiled, and about to be loaded here
+            return Readiness(name, "preparing", 0.99, 0.0)
+        return now
+
+    def ready(self, name: str) -> bool:
+        return bool(self.loaded.get(name))
+
+    def _watch(self) -> None:
+        """Start a preparer for what is missing; load each engine once it is compiled (minute first)."""
         try:
-            prepare(ENGINES[name])
-        except Exception as exc:  # a broken engine must not take the console down; it is logged and shown
-            log.exception("preparing the %s engine failed", name)
-            self.failed[name] = type(exc).__name__
-            return
-        self.ready[name] = True
+            start_preparer()
+        except OSError as exc:  # no preparer can start (a read-only machine): compile here, said in the log
+            log.warning("cannot start the engines' preparer (%s): compiling in the server", exc)
+        spawned = time.monotonic()
+        order = sorted(ENGINES, key=lambda name: name != "minute")
+        while not self._stop.is_set():
+            pending = [name for name in order if not self.loaded[name] and name not in self.failed]
+            if not pending:
+                return
+            for name in pending:
+                now = status(name)
+                if now.ready:
+                    try:
+                        prepare(ENGINES[name])  # from the cache: well under a second
+                    except Exception as exc:  # a broken engine must not take the console down
+                        log.exception("loading the %s engine failed", name)
+                        self.failed[name] = f"{type(exc).__name__}: {exc}"
+                        continue
+                    self.loaded[name] = True
+                elif now.state == "failed":
+                    log.error("preparing the %s engine failed: %s", name, now.message)
+                    self.failed[name] = now.message
+                elif now.state == "missing" and time.monotonic() - spawned > RESPAWN_AFTER_S:
+                    start_preparer([name])  # the preparer ended without finishing (killed): another one
+                    spawned = time.monotonic()
+                break  # one engine at a time, in order
+            self._stop.wait(WATCH_EVERY_S)
 
 
 @router.get("/engines")
 async def engines(request: Request) -> list[dict[str, Any]]:
+    """Each engine: ready, or how far its preparation is (share done, an estimate of the seconds left)."""
     warmer: EngineWarmer = request.app.state.engines
-    return [{"name": name, "ready": warmer.ready[name], "failed": warmer.failed.get(name)} for name in ENGINES]
+    return [warmer.readiness(name).to_dict() for name in ENGINES]

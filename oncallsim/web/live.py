@@ -26,6 +26,7 @@ from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, SETTINGS, InvalidInput
 from oncallsim.model.controls import WORLD_SETTINGS, check_engine, coerce_control_value
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
+from oncallsim.readiness import Readiness
 from oncallsim.simulation import Action, RunFile, Simulation, load_actions
 from oncallsim.store import RunStore
 from oncallsim.web.clock import Clock, spawn
@@ -88,8 +89,14 @@ class LiveRun:
         on_finish: Callable[[LiveRun], None] | None = None,
         clock: Clock | None = None,
         difficulty: str = DEFAULT_DIFFICULTY,
+        engine_state: Callable[[str], Readiness] | None = None,
     ) -> None:
         self.id = run_id
+        # whether the run's engine is loaded in this process (None: always); until it is, the clock waits and
+        # the state says how far its preparation is (web/engines.py)
+        self.engine_state = engine_state
+        self.preparing: dict[str, Any] | None = None
+        self._preparing_said = -1.0
         self.difficulty = check_difficulty(difficulty)
         self.incident = incident_kind(sim.plan)
         self.pause_reason: str | None = None  # why the clock stopped on its own (guided): "page", "incident"
@@ -142,6 +149,7 @@ class LiveRun:
                 if self.sim.engine.name in CONTROL_SPECS[name].engines
             },
             "pending": [a.to_dict() for a in self.pending],
+            "preparing": self.preparing,
         }
 
     async def snapshot_text(self) -> str:
@@ -312,6 +320,8 @@ class LiveRun:
     def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
         """Compute the next minute with the pending actions; the position is written every few minutes (into
         ``progress`` when the clock writes many runs' positions at once)."""
+        if self.engine_state is not None and self._waits_for_engine():
+            return
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
         self._pace(record)
@@ -324,6 +334,23 @@ class LiveRun:
         if self.done:
             self.clock.remove(self)
             self.finish_soon()
+
+    def _waits_for_engine(self) -> bool:
+        """True while the run's engine is being prepared: the minute waits, and viewers are told how far the
+        preparation is (at most once a second)."""
+        assert self.engine_state is not None
+        now = self.engine_state(self.sim.engine.name)
+        if now.ready:
+            if self.preparing is not None:
+                self.preparing = None
+                self.broadcast(self.state())
+            return False
+        self.preparing = now.to_dict()
+        clock = time.monotonic()
+        if clock - self._preparing_said >= 1.0:
+            self._preparing_said = clock
+            self.broadcast(self.state())
+        return True
 
     def _pace(self, record: MinuteRecord) -> None:
         """The difficulty's pacing after a minute: guided stops the clock at the incident and the page, normal
@@ -385,10 +412,11 @@ class LiveRun:
 class RunManager:
     """The live runs in memory, backed by the store; rebuilds any run from its log on demand."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, engine_state: Callable[[str], Readiness] | None = None) -> None:
         self.store = store
         self.runs: dict[str, LiveRun] = {}
         self.clock = Clock(store)
+        self.engine_state = engine_state  # which engines are loaded here (web/engines.py); None: all
 
     async def create(
         self,
@@ -404,7 +432,10 @@ class RunManager:
         run_id = await self.store.write(self.store.create_run, run_file, speed, "live", False, player)
         if paused:
             await self.store.write(self.store.set_held, run_id, True, 0)
-        live = LiveRun(run_id, sim, self.store, speed, paused, clock=self.clock, difficulty=difficulty)
+        live = LiveRun(
+            run_id, sim, self.store, speed, paused, clock=self.clock, difficulty=difficulty,
+            engine_state=self.engine_state,
+        )  # fmt: skip
         self.runs[run_id] = live
         live.start()
         return live
@@ -440,7 +471,10 @@ class RunManager:
         if live is not None:
             return live
         # a run the operator paused stays paused; any other waits for someone to watch
-        live = LiveRun(run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty)
+        live = LiveRun(
+            run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty,
+            engine_state=self.engine_state,
+        )  # fmt: skip
         live.model_version = row.model_version
         live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
         if row.status in ("finished", "abandoned") and not sim.done:

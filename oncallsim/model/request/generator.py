@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.kernel import JIT, step, unmanaged
+from oncallsim.model.kernel import JIT, from_python, step, unmanaged
 
 __all__ = ["STREAM", "exponential", "next_u64", "seeded", "splitmix64", "uniform", "uniform_int"]
 
@@ -92,7 +92,7 @@ def _next_u64_python(s: Any) -> int:
     return result
 
 
-next_u64 = _next_u64 if JIT else _next_u64_python
+next_u64 = from_python(_next_u64) if JIT else _next_u64_python  # for Python callers (tests); the engine calls _next_u64
 
 
 @unmanaged

@@ -374,6 +374,7 @@
     for (const el of document.querySelectorAll("#controls input, #controls button, #pause, .run-end button")) el.disabled = over;
     if (over && s.ended !== "abandoned") $("debrief-link").hidden = false;
     $("replay").hidden = !over || !records.length;
+    showPreparing(s.done ? null : s.preparing);
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
     root.dataset.speed = String(s.speed);
@@ -382,6 +383,18 @@
 
   function send(message) {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  }
+
+  // the run's engine is being compiled (once on this machine) by the server's preparer: the clock waits, and
+  // this says how far it is, so the page never looks frozen
+  function showPreparing(p) {
+    const box = $("preparing");
+    root.dataset.preparing = p ? p.state : "";
+    if (!p) { box.hidden = true; return; }
+    box.hidden = false;
+    box.textContent = p.state === "failed"
+      ? t("preparing.failed", { engine: p.name, message: p.message })
+      : t("preparing.engine", { engine: p.name, share: number(100 * p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
   }
 
   function act(control, value) {
