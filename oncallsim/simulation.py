@@ -27,6 +27,7 @@ from oncallsim.model import (
 )
 from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, check_engine, coerce_control_value
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
+from oncallsim.model.errors import quote
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.model.state import kernel_inputs
 from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
@@ -160,11 +161,11 @@ class Simulation:
         if engine is not None:
             get_engine(engine)  # a bad name is refused before anything else
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-            raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
+            raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {quote(seed)}")
         if minutes is not None and (
             isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= MAX_RUN_MINUTES
         ):
-            raise InvalidInput("minutes", f"must be a whole number from 1 to {MAX_RUN_MINUTES}, got {minutes!r}")
+            raise InvalidInput("minutes", f"must be a whole number from 1 to {MAX_RUN_MINUTES}, got {quote(minutes)}")
         if clock is not None:
             parse_clock(clock, "clock")
         self.scenario = load_scenario(scenario)
@@ -294,7 +295,7 @@ class Simulation:
         by_minute: dict[int, list[Action]] = {}
         for a in actions:
             if a.minute < self.minute:
-                raise InvalidInput("actions", f"action at minute {a.minute} is in the past (now {self.minute})")
+                raise InvalidInput("actions", f"action at minute {quote(a.minute)} is in the past (now {self.minute})")
             by_minute.setdefault(a.minute, []).append(a)
         stop = self.plan.minutes if until is None else min(until, self.plan.minutes)
         while self.minute < stop:
@@ -305,7 +306,7 @@ class Simulation:
         if by_minute and until is None:
             late = min(by_minute)
             raise InvalidInput(
-                "actions", f"action at minute {late} is past the run's end ({self.plan.minutes} minutes)"
+                "actions", f"action at minute {quote(late)} is past the run's end ({self.plan.minutes} minutes)"
             )
         return self.timeline
 
@@ -371,13 +372,14 @@ class Simulation:
         sim = cls.from_run_file(run)
         played = sim.length if run.played is None else run.played
         if played > sim.length:
-            raise InvalidInput("played", f"must be from 0 to the run's length {sim.length}, got {played}")
+            raise InvalidInput("played", f"must be from 0 to the run's length {sim.length}, got {quote(played)}")
         actions = load_actions(run.actions)
         late = [a for a in actions if a.minute > played or a.minute >= sim.length]
         if late:
             raise InvalidInput(
                 "actions",
-                f"an action at minute {late[0].minute} is after the {played} minutes played (run length {sim.length})",
+                f"an action at minute {quote(late[0].minute)} is after the {played} minutes played "
+                f"(run length {sim.length})",
             )
         sim.run(actions, until=played if until is None else until)
         return sim

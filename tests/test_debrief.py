@@ -261,7 +261,7 @@ def test_one_click_what_ifs_replay_the_run_s_own_draws() -> None:
 
 def test_the_debrief_charts_read() -> None:
     """One legend per panel, the time axis under each, readable marker labels, counterfactuals in their own styles."""
-    from oncallsim.debrief.charts import PANELS, debrief_figure
+    from oncallsim.debrief.charts import DECISIONS, PANELS, debrief_figure
     from oncallsim.policies import counterfactuals
 
     sim = Simulation("bad-deploy", seed=7)
@@ -270,11 +270,50 @@ def test_the_debrief_charts_read() -> None:
     sim.run()
     others = {name: o.timeline for name, o in counterfactuals(sim).items()}
     fig = debrief_figure(sim.timeline, sim.params, sim.actions, 1000.0, others)
-    rows = {trace.yaxis: trace.legend for trace in fig.data}
+    rows = {trace.yaxis: trace.legend for trace in fig.data if trace.meta != DECISIONS}
     assert len(set(rows.values())) == len(PANELS)  # each panel's traces in that panel's own legend
     assert all((legend or "legend").removeprefix("legend") == axis.removeprefix("y") for axis, legend in rows.items())
     assert all(fig.layout[f"xaxis{i if i > 1 else ''}"].showticklabels for i in range(1, len(PANELS) + 1))
     labels = [a.text for a in fig.layout.annotations if a.text.startswith("▼")]
-    assert "▼ Load shedding = 30 %, Roll back" in labels and "▼ page fired" in labels and "▼ deploy started" in labels
+    assert labels == ["▼ deploy started", "▼ page fired"]  # the run's events: a line across the panels, a label
+    # the decisions: one trace per panel, a ▼ and a dotted line at the minute across it, what was done on hover
+    decisions = [t for t in fig.data if t.meta == DECISIONS]
+    assert [t.xaxis for t in decisions] == ["x", *(f"x{i}" for i in range(2, len(PANELS) + 1))]
+    for trace in decisions:
+        overlay = fig.layout[f"yaxis{trace.yaxis.removeprefix('y')}"]
+        assert overlay.overlaying == trace.xaxis.replace("x", "y") and list(overlay.range) == [0, 1]
+        assert not overlay.visible
+        assert list(trace.x) == [sim.timeline[40].clock] * 2 + [None]
+        assert list(trace.y) == [1.0, 0.0, None] and trace.text[0] == "Load shedding = 30 %, Roll back"
+        assert "%{text}" in trace.hovertemplate and trace.hoverinfo != "skip"
     styles = {t.name: t.line.dash for t in fig.data if "(" in t.name}
     assert styles["p99 (hands-off)"] != styles["p99 (textbook)"] and "solid" not in styles.values()
+
+
+def test_a_day_with_an_action_every_minute_debriefs_with_a_bounded_chart() -> None:
+    """An action at each of a day's 1,440 minutes: the chart holds one decisions trace per panel (a point pair a
+    minute), never a shape and a label per decision (plotly re-validates every shape so far on each one added,
+    a cost in the square of the action minutes); the HTML report, in English and translated, carries them all."""
+    from oncallsim.debrief.charts import DECISIONS, MARKED_EVENTS, PANELS, debrief_figure
+    from oncallsim.debrief.html import render_html
+
+    sim = Simulation("free-play", seed=3)
+    for minute in range(sim.length):
+        sim.step([("target_utilization", 0.55 if minute % 2 else 0.65)])
+    assert sim.length == len({a.minute for a in sim.actions}) == 1440
+    others = counterfactuals(sim)
+    report = make_report(sim, others)
+    timelines = {name: o.timeline for name, o in others.items()}
+    fig = debrief_figure(sim.timeline, sim.params, sim.actions, report.latency_target_ms, timelines)
+    events = sum(getattr(e, "code", "") in MARKED_EVENTS for r in sim.timeline for e in r.events)
+    assert events < 5  # the day's own events (a few), not its decisions
+    assert len(fig.layout.shapes) == events * len(PANELS)
+    assert len(fig.layout.annotations) == len(PANELS) + events  # the panels' titles and the events' labels
+    decisions = [t for t in fig.data if t.meta == DECISIONS]
+    assert len(decisions) == len(PANELS) and len(fig.data) < 40
+    assert all(len(t.x) == 3 * 1440 for t in decisions)
+    assert decisions[0].text[:4] == ("Target utilization = 65 %",) * 2 + ("", "Target utilization = 55 %")
+    for language in ("en", "da"):
+        page = render_html(report, sim.timeline, sim.plan, sim.params, sim.actions, timelines, language)
+        assert page.count('"meta":"decisions"') == len(PANELS) and page.count('"type":"line"') == len(fig.layout.shapes)
+        assert page.count('"Target utilization = 55 %"') == 720 * 2 * len(PANELS)  # each on hover, in each panel

@@ -39,11 +39,15 @@ numbers = st.one_of(
     st.integers(),
     st.integers(min_value=-(10**400), max_value=10**400),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0, 1, -1, 2**32, 2**32 - 1, 2**53 + 1, 10**4000, 1e308, -0.0]),  # longer: raw_bodies
+    st.sampled_from([0, 1, -1, 2**32, 2**32 - 1, 2**53 + 1, 2**70, -(2**70), 10**400, 10**4000, 1e308, -0.0]),
+    st.sampled_from([float("inf"), float("nan"), -0, 1e-320]),  # 1e309 is inf; longer: raw_bodies
 )
+# Text that looks like a number: a digit that is no decimal digit, another script's digits, a huge whole number
+NUMBER_TEXTS = ["³", "١٢", "²³", "-0", "+1", "1e309", "NaN", "-inf", "1_000", str(2**70), "1" + "0" * 400]
 texts = st.one_of(
     st.text(max_size=40),
     st.sampled_from(["", "bad-deploy", "/dev/zero", "/etc/passwd", "x.toml", "../../x", "\x00", "16", "true", "nan"]),
+    st.sampled_from(NUMBER_TEXTS),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
 json_values = st.recursive(
@@ -84,6 +88,11 @@ raw_bodies = st.one_of(
             b'{"scenario": "surge", "seed": 1e999}',
             b"NaN",
             b'{"scenario": "surge", "speed": Infinity}',
+            b'{"scenario": "surge", "overrides": {"ttl_s": 1e309, "floor": 1' + b"0" * 400 + b"}}",
+            b'{"scenario": "surge", "overrides": {"floor": NaN}}',
+            b'{"control": "floor", "value": 1' + b"0" * 400 + b"}",
+            b'{"control": "ttl_s", "value": 1e309}',
+            b'{"control": "floor", "value": -0}',
         ]
     ),
 )
@@ -159,6 +168,15 @@ def run_file_mutations(draw: Any) -> bytes:
     for _ in range(draw(st.integers(1, 3))):
         key = draw(st.sampled_from([*data, "scenario_spec", "extra"]))
         data[key] = draw(json_values)
+    if draw(st.booleans()):  # a known setting or action with a nasty number: the core's refusal, never a 500
+        name = draw(st.sampled_from([*CONTROLS, "boot_delay_min", "slo", "app_time_ms", "replace"]))
+        value = draw(st.one_of(numbers, st.sampled_from(NUMBER_TEXTS)))
+        if draw(st.booleans()):
+            data["overrides"] = {name: value}
+        else:
+            data["actions"] = [
+                {"minute": draw(st.sampled_from([0, 5, 2**70, 10**400])), "control": name, "value": value}
+            ]
     return encode(data)
 
 
@@ -178,7 +196,7 @@ def test_fuzz_run_file_import(client: TestClient, data: Any) -> None:
     seed=st.one_of(texts, numbers.map(str)),
     speed=st.one_of(texts, numbers.map(str)),
     clock=texts,
-    param=st.tuples(texts, texts),
+    param=st.tuples(st.one_of(texts, st.sampled_from(CONTROLS)), texts),
 )
 def test_fuzz_forms_and_share_links(
     client: TestClient, scenario: str, seed: str, speed: str, clock: str, param: tuple[str, str]
@@ -187,6 +205,25 @@ def test_fuzz_forms_and_share_links(
     check_http(client.post("/runs", data=form, follow_redirects=False))
     check_http(client.get("/play", params={"scenario": scenario, "seed": seed}))
     check_http(client.get("/", params={"scenario": scenario, "seed": seed}))
+    check_http(client.get("/leaderboard", params={"scenario": scenario, "seed": seed}))
+
+
+@pytest.fixture(scope="module")
+def finished_id(client: TestClient) -> str:
+    """A finished run (an imported one), for the pages only a finished run has: the what-ifs."""
+    sim = Simulation("bad-deploy", seed=3)
+    sim.run(until=30)
+    sim.step([("rollback", None)])
+    sim.run(until=40)
+    response = client.post("/api/runs/import", files={"file": ("run.json", sim.run_file().model_dump_json())})
+    return str(response.json()["id"])
+
+
+@FUZZ
+@given(kind=st.one_of(texts, st.sampled_from(["earlier", "without", "rollback_at_page"])), index=texts, minutes=texts)
+def test_fuzz_what_ifs(client: TestClient, finished_id: str, kind: str, index: str, minutes: str) -> None:
+    params = {"kind": kind, "index": index, "minutes": minutes}
+    check_http(client.get(f"/runs/{finished_id}/whatif", params=params))
 
 
 @FUZZ
@@ -271,6 +308,7 @@ def test_fuzz_socket_messages_keep_the_socket_open(
                     "ttl_s=inf",
                     "floor=1e400",
                     "9" * 5000,
+                    *("³", "١٢", "-0", str(2**70), "floor=³", "floor=١٢", f"ttl_s={10**400}", "ttl_s=-0", "slo=NaN"),
                     "--debrief",
                 ]
             ),

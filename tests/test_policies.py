@@ -116,3 +116,72 @@ def test_user_policy_from_module_path(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_bad_policy_on_the_command_line_is_one_line() -> None:
     done = CliRunner().invoke(app, ["run", "free-play", "--policy", "nomodule_xyz:P"])
     assert done.exit_code == 2 and "policy: cannot import" in done.stderr
+
+
+class Counted:
+    """A policy class for ``module:attr``."""
+
+    name = "counted"
+
+    def reset(self, seed: int) -> None:
+        pass
+
+    def decide(self, observation: Observation) -> list[tuple[str, object]]:
+        return []
+
+
+def make_counted() -> Counted:
+    return Counted()
+
+
+def needs_an_argument(level: int) -> Counted:
+    raise AssertionError("a factory that needs an argument is never called")
+
+
+def broken_factory() -> Counted:
+    raise RuntimeError("no config file")
+
+
+COUNTED = Counted()
+
+
+def not_a_policy() -> str:
+    return "a string"
+
+
+def test_a_module_attr_policy_is_a_class_a_factory_or_an_instance() -> None:
+    from functools import partial
+
+    import tests.test_policies as here
+
+    assert isinstance(load_policy("tests.test_policies:Counted"), Counted)
+    assert isinstance(load_policy("tests.test_policies:make_counted"), Counted)
+    assert load_policy("tests.test_policies:COUNTED") is COUNTED
+    here.PARTIAL = partial(make_counted)  # type: ignore[attr-defined]
+    assert isinstance(load_policy("tests.test_policies:PARTIAL"), Counted)
+
+
+@pytest.mark.parametrize(
+    ("ref", "said"),
+    [
+        ("os:system", "os:system is not a policy"),  # a builtin needing an argument: it was called, a TypeError
+        ("os:getcwd", "os:getcwd is not a policy"),  # a builtin: never called
+        ("os:sep", "os:sep is not a policy"),
+        ("builtins:object", "builtins:object is not a policy"),  # a class without reset and decide
+        ("tests.test_policies:needs_an_argument", "called with no argument"),
+        ("tests.test_policies:broken_factory", "tests.test_policies:broken_factory() failed: RuntimeError"),
+        ("tests.test_policies:not_a_policy", "not_a_policy is not a policy"),
+    ],
+)
+def test_what_is_not_a_policy_is_refused_in_one_line(ref: str, said: str) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+    from oncallsim.model import InvalidInput
+
+    with pytest.raises(InvalidInput) as info:
+        load_policy(ref)
+    assert info.value.field == "policy" and said in info.value.reason
+    done = CliRunner().invoke(app, ["run", "bad-deploy", "--minutes", "3", "--policy", ref])
+    assert done.exit_code == 2 and f"policy: {info.value.reason}" in done.output, done.output
+    assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1

@@ -145,6 +145,31 @@ def test_json_posts_need_application_json(client: TestClient) -> None:
     assert client.get("/api/runs").json() == []  # nothing was started
 
 
+def test_a_delete_needs_no_body_and_keeps_the_origin_rules(client: TestClient) -> None:
+    """DELETE /api/runs/{id} as curl or fetch() sends it, no body and no Content-Type: accepted. A foreign
+    Origin or Sec-Fetch-Site is still refused, and a DELETE that sends a body must say it is JSON."""
+    first, second, third = (new_run(client, paused=True) for _ in range(3))
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):
+        assert_error(client.delete(f"/api/runs/{first}", headers=headers), 403, "origin")
+    text = client.request("DELETE", f"/api/runs/{first}", content=b"{}", headers={**SAME, "Content-Type": "text/plain"})
+    assert_error(text, 415, "content-type")
+    assert {first, second, third} <= {r["id"] for r in client.get("/api/runs").json()}
+    bare = client.delete(f"/api/runs/{first}")  # no Content-Type, no Content-Length
+    assert bare.status_code == 200 and bare.json() == {"deleted": first}, bare.text
+    same = client.delete(f"/api/runs/{second}", headers={**SAME, "Content-Length": "0"})
+    assert same.status_code == 200 and same.json() == {"deleted": second}, same.text
+    assert client.request("DELETE", f"/api/runs/{third}", json={}).status_code == 200  # with a JSON body, as before
+    assert_error(client.delete(f"/api/runs/{first}"), 422, "run")  # gone
+    assert not {first, second, third} & {r["id"] for r in client.get("/api/runs").json()}
+
+
+def test_a_content_length_is_ascii_digits(client: TestClient) -> None:
+    """HTTP's digits: "³" is a digit to str.isdigit() (and int() fails on it), so it is refused like "1e3"."""
+    for length in ("³".encode("latin-1"), "١٢".encode(), b"-1", b"1e3"):
+        headers = {"Content-Type": "application/json", "Content-Length": length}
+        assert_error(client.post("/api/runs", content=b"", headers=headers), 400, "body")
+
+
 def test_cross_site_posts_are_refused(client: TestClient) -> None:
     run_id = new_run(client, paused=True)
     for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):
@@ -250,9 +275,10 @@ def test_pages_escape_a_hostile_scenario_title(client: TestClient) -> None:
         ({"speed": 3}, "speed"),
         ({"minutes": True}, "minutes"),
         ({"minutes": 1.5}, "minutes"),
-        ({"overrides": {"boot_delay_min": float("nan")}}, "overrides"),
-        ({"overrides": {"ttl_s": float("inf")}}, "overrides"),
-        ({"overrides": {"ttl_s": 10**400}}, "overrides"),
+        # a number of any size reaches the core, which names the parameter or control and its range
+        ({"overrides": {"boot_delay_min": float("nan")}}, "boot_delay_min"),
+        ({"overrides": {"ttl_s": float("inf")}}, "ttl_s"),
+        ({"overrides": {"ttl_s": 10**400}}, "ttl_s"),
         ({"clock": "25:00"}, "clock"),
         ({"extra": 1}, "extra"),
     ],

@@ -99,6 +99,8 @@ def test_local_processes_give_the_same_rows_as_one_process(
         (["--grid", "floor=3,,4"], "has an empty value"),
         (["--grid", "floor=0,4"], "floor: 0 is out of range"),
         (["--policy", "no_such_module_xyz:P"], "policy: cannot import"),
+        (["--policy", "os:system"], "policy: os:system is not a policy"),  # never called (it was: a TypeError)
+        (["--policy", "json:loads"], "policy: json:loads is not a policy"),
         (["--seeds", "0"], "--seeds: must be from 1 to 4294967296"),
         (["--seeds", "4294967297"], "--seeds: must be from 1 to 4294967296"),
         (["--seed-start", "4294967295", "--seeds", "2"], "--seeds: must be from 1 to 1 "),

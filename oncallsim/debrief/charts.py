@@ -17,7 +17,7 @@ from oncallsim.model.placeholders import fill
 from oncallsim.model.plan import time_label
 from oncallsim.simulation import Action
 
-__all__ = ["PANELS", "REQUEST_PANELS", "debrief_figure"]
+__all__ = ["DECISIONS", "PANELS", "REQUEST_PANELS", "debrief_figure"]
 
 PANELS = (
     "Requests vs capacity (req/s)",
@@ -38,6 +38,9 @@ COUNTERFACTUAL_STYLE = {
 }
 # The run's own events marked on every panel, with their colours (decisions are marked in slate).
 MARKED_EVENTS = {"deploy_started": "#64748b", "cache_flushed": "#64748b", "page_fired": "#b91c1c"}
+# The decisions' traces (one per panel): their name, and their colour
+DECISIONS = "decisions"
+DECISION_COLOR = "#334155"
 
 
 def axis_labels(timeline: Sequence[MinuteRecord]) -> list[str]:
@@ -48,6 +51,61 @@ def axis_labels(timeline: Sequence[MinuteRecord]) -> list[str]:
     start = int(hours) * 60 + int(minutes) - timeline[0].minute
     days = timeline[-1].minute >= 1440
     return [time_label(start, r.minute, days) for r in timeline]
+
+
+def axis(letter: str, row: int) -> str:
+    """A panel's axis as a trace or a shape names it: "x", "x2", …"""
+    return letter if row == 1 else f"{letter}{row}"
+
+
+def decision_marks(fig: go.Figure, x: Sequence[str], actions: Sequence[Action], rows: int) -> None:
+    """The operator's decisions, one trace per panel, so the figure's size grows with the action minutes, never its
+    cost with their square: a dotted line at each action minute across the panel (on a hidden axis of its own
+    overlaying the panel's, from 0 to 1) and a ▼ at its top, what was done at that minute on hover."""
+    said: dict[int, list[str]] = {}
+    for a in actions:
+        if a.minute < len(x):
+            said.setdefault(a.minute, []).append(describe(a))
+    if not said:
+        return
+    xs: list[str | None] = []
+    ys: list[float | None] = []
+    texts: list[str] = []
+    sizes: list[int] = []
+    for minute in sorted(said):
+        label = ", ".join(said[minute])
+        xs += [x[minute], x[minute], None]
+        ys += [1.0, 0.0, None]
+        texts += [label, label, ""]
+        sizes += [8, 0, 0]
+    for row in range(1, rows + 1):
+        overlay = rows + row  # the hidden axes come after the panels' own
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                text=texts,
+                name=DECISIONS,
+                meta=DECISIONS,
+                mode="lines+markers",
+                line={"color": DECISION_COLOR, "width": 1, "dash": "dot"},
+                marker={"symbol": "triangle-down", "size": sizes, "color": DECISION_COLOR},
+                hovertemplate="▼ %{x}: %{text}<extra></extra>",  # its own minute: a hover near it shows it too
+                cliponaxis=False,
+                connectgaps=False,
+                showlegend=False,
+                legend="legend" if row == 1 else f"legend{row}",
+                xaxis=axis("x", row),
+                yaxis=f"y{overlay}",
+            )
+        )
+        fig.layout[f"yaxis{overlay}"] = {
+            "overlaying": axis("y", row),
+            "anchor": axis("x", row),
+            "range": [0, 1],
+            "visible": False,
+            "fixedrange": True,
+        }
 
 
 def debrief_figure(
@@ -124,21 +182,38 @@ def debrief_figure(
             code = getattr(e, "code", "")
             if code in MARKED_EVENTS:
                 marks.append((r.minute, str(e), MARKED_EVENTS[code]))
-    for minute in sorted({a.minute for a in actions if a.minute < len(timeline)}):
-        marks.append((minute, ", ".join(describe(b) for b in actions if b.minute == minute), "#334155"))
-    for minute, label, color in marks:
-        fig.add_vline(x=x[minute], line={"color": color, "width": 1, "dash": "dot"})
-        fig.add_annotation(
-            x=x[minute],
-            y=1.0,
-            yref="paper",
-            text="▼ " + label,
-            showarrow=False,
-            font={"size": 10, "color": color},
-            textangle=-90,
-            xanchor="right",
-            yanchor="top",
-        )
+    # The run's events: a dotted line across every panel and a label at the top (a few a run). Built as one list
+    # and set at once: plotly's add_vline/add_annotation re-validate every shape so far, a cost in the square.
+    shapes = [
+        {
+            "type": "line",
+            "xref": axis("x", row),
+            "yref": f"{axis('y', row)} domain",
+            "x0": x[minute],
+            "x1": x[minute],
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": color, "width": 1, "dash": "dot"},
+        }
+        for minute, _, color in marks
+        for row in range(1, len(panels) + 1)
+    ]
+    notes = [
+        {
+            "x": x[minute],
+            "y": 1.0,
+            "yref": "paper",
+            "text": "▼ " + label,
+            "showarrow": False,
+            "font": {"size": 10, "color": color},
+            "textangle": -90,
+            "xanchor": "right",
+            "yanchor": "top",
+        }
+        for minute, label, color in marks
+    ]
+    fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *notes])
+    decision_marks(fig, x, actions, len(panels))
     fig.update_xaxes(nticks=16, showticklabels=True)  # the time axis under each panel, not only the last
     legends = {}
     for row in range(1, len(panels) + 1):

@@ -13,7 +13,7 @@ from babel.lists import format_list
 from jinja2 import Environment, PackageLoader, select_autoescape
 from plotly.offline import get_plotlyjs
 
-from oncallsim.debrief.charts import debrief_figure
+from oncallsim.debrief.charts import DECISIONS, debrief_figure
 from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS, Report
 from oncallsim.debrief.scorecard import ObjectiveResult
 from oncallsim.i18n import (
@@ -255,9 +255,16 @@ def localize_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     numbers in the language's symbols."""
     if language == DEFAULT_LANGUAGE:
         return figure
+    said: dict[str, str] = {}  # the decisions' labels repeat (one per panel, the same move many times)
     for trace in figure.get("data", []):
         if isinstance(trace.get("name"), str):
             trace["name"] = translate_text(trace["name"], language)
+        if trace.get("meta") == DECISIONS and isinstance(trace.get("text"), list):
+            for i, text in enumerate(trace["text"]):
+                if isinstance(text, str) and text:
+                    if text not in said:
+                        said[text] = translate_text(text, language)
+                    trace["text"][i] = said[text]
     layout = figure.setdefault("layout", {})
     for note in layout.get("annotations", []):
         if isinstance(note.get("text"), str):
@@ -299,6 +306,7 @@ def render_html(
         include_plotlyjs=False,
         full_html=False,
         div_id="debrief-chart",
+        validate=False,  # our own figure, checked when it was built (validating it again copies it whole)
         config={"displaylogo": False, "responsive": True},
     )
     # to_html gives "<div>…</div> <script>…</script>": the div goes where the charts belong, the script after plotly.js

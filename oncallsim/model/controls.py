@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.effects import EFFECT_EVENTS, PRESS_ROLLBACK, PRESS_WARMUP, SET, SET_FLOOR, apply_effect
-from oncallsim.model.errors import InvalidInput
+from oncallsim.model.errors import InvalidInput, number_text, quote, whole_number
 from oncallsim.model.events import Event
 from oncallsim.model.fields import ST
 from oncallsim.model.placeholders import fill
@@ -382,41 +382,40 @@ def coerce_control_value(name: str, value: Any) -> Any:
         raise InvalidInput("control", f"unknown control {name!r}; known: " + ", ".join(CONTROL_SPECS))
     if spec.kind == "button":
         if value is not None:
-            raise InvalidInput(name, f"is a button and takes no value, got {value!r}")
+            raise InvalidInput(name, f"is a button and takes no value, got {quote(value)}")
         return None
     if spec.kind == "instance":
-        if isinstance(value, str) and value.strip().removeprefix("i-").isdigit():
-            value = int(value.strip().removeprefix("i-"))
+        if isinstance(value, str):
+            number = whole_number(value.strip().removeprefix("i-"))
+            value = value if number is None or number < 0 else number
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 100_000:
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
         return value
     if spec.kind == "choice":
         if not isinstance(value, str) or value not in spec.choices:
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
         return value
     if spec.kind == "bool":
         if isinstance(value, str) and value.strip().lower() in {"true", "on", "1", "yes", "false", "off", "0", "no"}:
             return value.strip().lower() in {"true", "on", "1", "yes"}
         if not isinstance(value, bool):
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
         return value
     if isinstance(value, str):
         try:
-            value = float(value.strip())
+            value = number_text(value)
         except ValueError:
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
-    if spec.kind == "int":
-        if not float(value).is_integer():
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {value!r}")
-        value = int(value)
-    else:
-        value = float(value)
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}") from None
+    # an integer is compared as it is (10**400 is out of range, never an OverflowError on the way to a float)
+    finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    if isinstance(value, bool) or not finite:
+        raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
+    if spec.kind == "int" and isinstance(value, float) and not value.is_integer():
+        raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
     assert spec.min is not None and spec.max is not None
     if not spec.min <= value <= spec.max:
-        raise InvalidInput(name, f"{value!r} is out of range; allowed {spec.describe_range()}")
-    return value
+        raise InvalidInput(name, f"{quote(value)} is out of range; allowed {spec.describe_range()}")
+    return int(value) if spec.kind == "int" else float(value) + 0.0  # + 0.0: -0.0 is 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from oncallsim.model.errors import InvalidInput
+from oncallsim.model.errors import InvalidInput, number_text, quote
 
 __all__ = ["DEFAULT_PARAMS", "ParamInfo", "Params", "param_info"]
 
@@ -184,11 +184,12 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Params)}
 def check_param_value(name: str, value: Any) -> None:
     meta = _FIELDS[name].metadata
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInput(name, f"must be a number, got {value!r}")
+        raise InvalidInput(name, f"must be a number, got {quote(value)}")
     if meta["integer"] and not isinstance(value, int):
-        raise InvalidInput(name, f"must be a whole number in {_range(meta)}, got {value!r}")
+        raise InvalidInput(name, f"must be a whole number in {_range(meta)}, got {quote(value)}")
+    # an integer is compared as it is: 10**400 is out of range, never an OverflowError on the way to a float
     if not (meta["min"] <= value <= meta["max"]) or value != value:
-        raise InvalidInput(name, f"{value!r} is out of range; allowed {_range(meta)} {meta['unit']}")
+        raise InvalidInput(name, f"{quote(value)} is out of range; allowed {_range(meta)} {meta['unit']}")
 
 
 def coerce_param(name: str, value: Any) -> float | int:
@@ -198,15 +199,14 @@ def coerce_param(name: str, value: Any) -> float | int:
     meta = _FIELDS[name].metadata
     if isinstance(value, str):
         try:
-            num = float(value.strip())
+            value = number_text(value)
         except ValueError:
-            raise InvalidInput(name, f"must be a number in {_range(meta)}, got {value!r}") from None
-        value = int(num) if meta["integer"] and num.is_integer() else num
-    elif meta["integer"] and isinstance(value, float) and value.is_integer():
+            raise InvalidInput(name, f"must be a number in {_range(meta)}, got {quote(value)}") from None
+    if meta["integer"] and isinstance(value, float) and value.is_integer():
         value = int(value)
-    elif not meta["integer"] and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
     check_param_value(name, value)
+    if not meta["integer"]:
+        value = float(value) + 0.0  # in range, so a float; + 0.0: -0.0 is 0
     return value  # type: ignore[no-any-return]
 
 

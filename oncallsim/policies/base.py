@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from collections.abc import Callable
+from typing import Any
 
 from oncallsim.model import InvalidInput
 from oncallsim.simulation import Policy
@@ -38,8 +41,31 @@ def load_policy(ref: str | Policy) -> Policy:
         target = getattr(module, attr)
     except AttributeError:
         raise InvalidInput("policy", f"module {module_name!r} has no attribute {attr!r}") from None
-    # a class (which would itself pass the protocol check) or a factory is called; an instance is used as is
-    policy = target() if isinstance(target, type) or (callable(target) and not isinstance(target, Policy)) else target
+    return _made(ref, target)
+
+
+def _made(ref: str, target: Any) -> Policy:
+    """The policy ``module:attr`` names: an instance as it is; a class or a factory (a Python function, a method,
+    a partial) called with no argument. Anything else is refused before it is called, and a call that fails or
+    makes something that is not a policy is refused too, each in one line: ``os:system`` is not called at all."""
+    refused = f"{ref} is not a policy: it needs a name, reset(seed) and decide(observation)"
+    if isinstance(target, Policy) and not isinstance(target, type):
+        return target
+    if isinstance(target, type):
+        if not all(callable(getattr(target, method, None)) for method in ("reset", "decide")):
+            raise InvalidInput("policy", refused)
+    elif not (inspect.isfunction(target) or inspect.ismethod(target) or isinstance(target, functools.partial)):
+        raise InvalidInput("policy", refused)
+    try:
+        inspect.signature(target).bind()
+    except TypeError:
+        raise InvalidInput("policy", f"{refused} (a class or factory is called with no argument)") from None
+    except ValueError:  # no signature to read
+        raise InvalidInput("policy", refused) from None
+    try:
+        policy = target()
+    except Exception as exc:
+        raise InvalidInput("policy", f"{ref}() failed: {type(exc).__name__}: {str(exc)[:200]}") from None
     if not isinstance(policy, Policy):
-        raise InvalidInput("policy", f"{ref} is not a policy: it needs a name, reset(seed) and decide(observation)")
+        raise InvalidInput("policy", refused)
     return policy

@@ -45,9 +45,10 @@ __all__ = ["InvalidInput", "NewRun", "router"]
 router = APIRouter(prefix="/api")
 log = logging.getLogger("oncallsim.web")
 
-# A number at the edge: a JSON integer of sane size or a finite float; ``true`` and ``"16"`` are not numbers.
-BoundedInt = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)]
-Number = BoundedInt | StrictFloat
+# A number at the edge: a JSON integer or float (``true`` and ``"16"`` are not numbers). Its range is the
+# control's or the parameter's, judged by the core as it judges the CLI's and a run file's: 10**400, 1e309 and
+# NaN get the same one line naming the field and its range everywhere.
+Number = StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=True)]
 Name = Annotated[str, Field(max_length=64)]
 
 

@@ -46,6 +46,7 @@ from oncallsim.i18n import (
 )
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES
+from oncallsim.model.errors import whole_number
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
 from oncallsim.scenarios import builtin_scenarios
@@ -192,8 +193,8 @@ async def play(
             refusal(request, "scenario", "unknown", name=repr(scenario[:80]), known=", ".join(known)),
             404,
         )
-    seed_value = int(seed) if seed.strip().isdigit() else -1
-    if not 0 <= seed_value <= MAX_SEED:
+    seed_value = whole_number(seed)
+    if seed_value is None or not 0 <= seed_value <= MAX_SEED:
         return error_page(
             request,
             refusal(request, "seed", "share_seed", max=MAX_SEED, got=repr(seed[:40])),
@@ -221,15 +222,11 @@ async def start(
     }
     if any(isinstance(v, str) and len(v) > 64 for v in overrides.values()) or len(overrides) > 64:
         return error_page(request, refusal(request, "param", "params"))
-    try:
-        seed_value = int(seed) if seed.strip() else None
-    except ValueError:
+    seed_value = whole_number(seed) if seed.strip() else None
+    if seed.strip() and (seed_value is None or not 0 <= seed_value <= MAX_SEED):
         return error_page(request, refusal(request, "seed", "whole", max=MAX_SEED, got=repr(seed)))
-    if seed_value is not None and not 0 <= seed_value <= MAX_SEED:
-        return error_page(request, refusal(request, "seed", "whole", max=MAX_SEED, got=repr(seed)))
-    try:
-        speed_value = int(speed)
-    except ValueError:
+    speed_value = whole_number(speed)
+    if speed_value is None:
         return error_page(
             request, refusal(request, "speed", "one_of", allowed=", ".join(map(str, SPEEDS)), got=repr(speed))
         )
@@ -276,11 +273,12 @@ async def leaderboard(
         return error_page(
             request, refusal(request, "scenario", "unknown", name=repr(scenario[:80]), known=", ".join(known))
         )
-    if not seed.strip().isdigit() or not 0 <= int(seed) <= MAX_SEED:
+    seed_value = whole_number(seed)
+    if seed_value is None or not 0 <= seed_value <= MAX_SEED:
         return error_page(request, refusal(request, "seed", "whole", max=MAX_SEED, got=repr(seed[:40])))
     store = manager_of(request).store
-    rows = await store.read(store.leaderboard, scenario, int(seed))
-    return render(request, "leaderboard.html", rows=rows, scenario=known[scenario], seed=int(seed), daily=daily_seed())
+    rows = await store.read(store.leaderboard, scenario, seed_value)
+    return render(request, "leaderboard.html", rows=rows, scenario=known[scenario], seed=seed_value, daily=daily_seed())
 
 
 @router.post("/tutorial")
@@ -381,10 +379,11 @@ async def whatif_page(
     live = await finished_or_error(request, run_id)
     if isinstance(live, HTMLResponse):
         return live
-    if not index.isdigit() or not minutes.isdigit():
+    index_value, minutes_value = whole_number(index), whole_number(minutes)
+    if index_value is None or minutes_value is None or index_value < 0 or minutes_value < 0:
         return error_page(request, refusal(request, "index", "whole_index"))
     try:
-        result = await asyncio.to_thread(what_if, live.sim, kind, int(index), int(minutes))
+        result = await asyncio.to_thread(what_if, live.sim, kind, index_value, minutes_value)
     except InvalidInput as exc:
         return error_page(request, exc)
     return render(request, "whatif.html", live=live, r=live.report, w=result)

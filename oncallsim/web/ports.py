@@ -8,6 +8,7 @@ import socket
 import sys
 
 from oncallsim.model import InvalidInput
+from oncallsim.model.errors import whole_number
 
 __all__ = ["check_port_free"]
 
@@ -27,11 +28,12 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or not argv[0].isdigit() or not 1 <= int(argv[0]) <= 65535:
+    port = whole_number(argv[0]) if argv else None
+    if port is None or not 1 <= port <= 65535:
         print("--port: must be a whole number from 1 to 65535", file=sys.stderr)
         return 2
     try:
-        check_port_free(argv[1] if len(argv) > 1 else "127.0.0.1", int(argv[0]))
+        check_port_free(argv[1] if len(argv) > 1 else "127.0.0.1", port)
     except InvalidInput as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -10,7 +10,8 @@
   ``Origin`` or ``Sec-Fetch-Site: same-origin`` (every current browser sends one of them). A form without
   either is refused.
 - **JSON** POSTs must say ``Content-Type: application/json`` (a cross-site page can send ``text/plain`` without a
-  preflight; it cannot send JSON).
+  preflight; it cannot send JSON). A ``DELETE`` without a body need not say a type (a DELETE is never sent
+  cross-site without a preflight, and a form cannot send one); one with a body must.
 - **Access token** when one is configured (always when bound beyond loopback): ``Authorization: Bearer T``, or
   the ``oncallsim_token`` cookie set by visiting any page once with ``?token=T``.
 - **Sizes**: a POST must declare its ``Content-Length``, at most ``max_body`` (uploads ``max_upload``).
@@ -235,11 +236,13 @@ class Guard:
             if headers.get("transfer-encoding"):
                 raise Refused(411, "body", "send the body with a Content-Length")
             length = "0"
-        if not length.isdigit() or len(length) > 15:
+        if not (length.isascii() and length.isdigit()) or len(length) > 15:  # HTTP's digits: not "³", not "١٢"
             raise Refused(400, "body", "Content-Length must be a whole number")
         if int(length) > limit:
             raise Refused(413, "body", f"at most {limit} bytes, got {length}")
-        if path.startswith("/api/") and path not in UPLOAD_PATHS and media != "application/json":
+        # A DELETE without a body has no type to say (and no page sends a DELETE cross-site without a preflight)
+        bodiless = scope["method"] == "DELETE" and int(length) == 0
+        if path.startswith("/api/") and path not in UPLOAD_PATHS and media != "application/json" and not bodiless:
             raise Refused(415, "content-type", f"must be application/json, got {media[:60]!r}")
 
     def _limited(self, scope: Scope, receive: Receive) -> Receive:
