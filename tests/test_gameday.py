@@ -371,3 +371,69 @@ def test_a_hidden_database_brownout_from_the_menu(client: TestClient) -> None:
     assert "brownout_started" in [e["code"] for r in facilitator_view for e in r["events"]]
     assert "brownout_started" not in [e["code"] for r in player_view for e in r["events"]]
     assert player_view[2]["db_utilization"] > 2 * player_view[1]["db_utilization"]  # the symptom
+
+
+def test_a_player_cannot_freeze_the_rooms(client: TestClient) -> None:
+    """A request-engine control sent in a minute-engine room is refused to its sender and never logged; the
+    clock of that speed, and every room on it, goes on."""
+    one, other = new_room(client, speed=16), new_room(client, speed=16)
+    with (
+        client.websocket_connect(f"/gameday/{one['id']}/ws") as fac,
+        client.websocket_connect(f"/gameday/{one['id']}/ws") as ann,
+        client.websocket_connect(f"/gameday/{other['id']}/ws") as fac2,
+    ):
+        join(fac, key(one["facilitator_url"]))
+        join(ann, key(one["player_url"]), "Ann", "operations")
+        join(fac2, key(other["facilitator_url"]))
+        for ws in (fac, fac2):
+            ws.send_json({"type": "resume"})
+        minute_of(fac2, 1)
+        ann.send_json({"type": "action", "control": "queue_limit", "value": 10})
+        error = until(ann, lambda m: m["type"] == "error")
+        assert error["field"] == "queue_limit" and "belongs to the request engine" in error["message"]
+        ann.send_json({"type": "action", "control": "floor", "value": 14})
+        assert log_of(fac, "action")["data"]["control"] == "floor"  # the first log line an action made
+        later = until(fac, lambda m: m["type"] == "minute")["record"]["minute"] + 5
+        minute_of(fac, later)  # both rooms go on at 16x
+        until(fac2, lambda m: m["type"] == "minute" and m["record"]["minute"] >= later)
+        fac.send_json({"type": "pause"})
+        fac2.send_json({"type": "pause"})
+    snap = client.get(f"/gameday/{one['id']}")  # the page still answers
+    assert snap.status_code == 200
+
+
+def test_a_restored_room_waits_for_its_facilitator_and_skips_a_bad_logged_action(
+    db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from oncallsim.store.rooms import RoomStore
+    from oncallsim.store.sqlite import RunStore
+
+    with console(db) as client:
+        room = new_room(client, speed=4)
+        with client.websocket_connect(f"/gameday/{room['id']}/ws") as fac:
+            join(fac, key(room["facilitator_url"]))
+            fac.send_json({"type": "resume"})  # running when the server went away
+            minute_of(fac, 2)
+    base = RunStore(db)  # what an older server logged unchecked, then the next player's good action
+    rooms = RoomStore(base)
+    played = rooms.get_room(room["id"]).played  # type: ignore[union-attr]
+    rooms.append_log(room["id"], played, "action", "Ann", "operations", {"control": "queue_limit", "value": 10})
+    rooms.append_log(room["id"], played, "action", "Ann", "operations", {"control": "floor", "value": 14})
+    base.close()
+    with console(db) as client, caplog.at_level("WARNING", logger="oncallsim.web"):
+        path = f"/gameday/{room['id']}/ws"
+        with client.websocket_connect(path) as ann:
+            snap = join(ann, key(room["player_url"]), "Ann", "operations")  # a player's reconnect starts nothing
+            state = snap["state"]
+            assert state["paused"] is True and state["pause_reason"] == "restored" and state["epoch"]
+            assert state["pending"] == [{"minute": played, "control": "floor", "value": 14}]
+            with client.websocket_connect(path) as fac:
+                join(fac, key(room["facilitator_url"]))
+                fac.send_json({"type": "step"})
+                record = minute_of(ann, played)["record"]
+                assert record["floor"] == 14
+                fac.send_json({"type": "resume"})
+                resumed = until(ann, lambda m: m["type"] == "state" and not m["paused"])
+                assert resumed["pause_reason"] is None
+                fac.send_json({"type": "pause"})
+    assert any("skipped on restore: queue_limit" in r.getMessage() for r in caplog.records)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,9 +25,8 @@ from oncallsim.gameday import faults, roles, tokens
 from oncallsim.gameday.postmortem import RoomFile, intervals, postmortem_markdown, team_timeline
 from oncallsim.gameday.protocol import check_text
 from oncallsim.model import InvalidInput
-from oncallsim.model.controls import coerce_control_value
 from oncallsim.scenarios.spec import Scenario
-from oncallsim.simulation import Action, Simulation, load_actions
+from oncallsim.simulation import Action, Simulation
 from oncallsim.store.rooms import LogEntry, RoomRow, RoomStore
 from oncallsim.store.sqlite import RunStore
 
@@ -76,6 +75,7 @@ class SharedRun(Protocol):
     speed: int
     pending: list[Action]
     ended: str | None
+    pause_reason: str | None
     report: Report | None
     figure_json: str | None
     room: Any
@@ -83,7 +83,7 @@ class SharedRun(Protocol):
 
     @property
     def done(self) -> bool: ...
-    def _check_rate(self) -> None: ...
+    async def take(self, control: Any, value: Any, write: Callable[[Action], Awaitable[Any]]) -> Action: ...
     def state(self) -> dict[str, Any]: ...
     def subscribe(self) -> asyncio.Queue[str | None]: ...
     def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None: ...
@@ -267,21 +267,18 @@ class Room:
             raise InvalidInput("room", "the run is over: the room is closed")
 
     async def act(self, seat: Seat, control: str, value: Any) -> Action:
-        """A player's action: checked, written with who took it (on disk), then queued for the next minute."""
+        """A player's action: checked as the console's are (``LiveRun.take``: the run's engine and its state),
+        written with who took it (on disk), then queued for the next minute."""
         roles.require(seat.role, "act")
         self._open()
-        live = self.live
-        checked = coerce_control_value(control, value)
-        live._check_rate()
-        async with live._writing:
-            self._open()
-            action = Action(live.sim.minute, control, checked)
-            data: dict[str, Any] = {"control": control, "text": describe(action)}
-            if checked is not None:
-                data["value"] = checked
+
+        async def write(action: Action) -> None:
+            data: dict[str, Any] = {"control": action.control, "text": describe(action)}
+            if action.value is not None:
+                data["value"] = action.value
             await self._log("action", seat.name, seat.role, data, action.minute)
-            live.pending.append(action)
-        return action
+
+        return await self.live.take(control, value, write)
 
     async def say(self, seat: Seat, kind: str, text: str) -> None:
         """A line in the channel (players and the facilitator), a status update (communications), a note
@@ -477,12 +474,17 @@ class RoomManager:
         the log's actions, the players, the log, the hidden faults' masks."""
         run = row.run_file
         sim = Simulation.from_run_file(run)
-        logged = load_actions(run.actions)
-        sim.run(logged, until=run.played)
-        live = self.runs.new(row.id, sim, self.store, row.speed, row.held)
-        live.pending = [a for a in logged if a.minute >= sim.minute]
-        if row.status in ("finished", "closed") and not sim.done:
+        pending, skipped = sim.replay_log(run.actions, run.played or 0)
+        for line in skipped:  # an older server logged it unchecked: the room comes back without it
+            log.warning("room %s: a logged action skipped on restore: %s", row.id, line)
+        # back paused, whoever held it: the facilitator resumes (a player's reconnect does not start it)
+        live = self.runs.new(row.id, sim, self.store, row.speed, True)
+        live.pending = pending
+        closed = any(e.kind == "close" for e in row.log)  # the log is the truth (the debrief may not be written)
+        if (closed or row.status in ("finished", "closed")) and not sim.done:
             live.ended = "ended"
+        if not live.done:
+            live.pause_reason = "restored"
         if row.summary is not None:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
