@@ -437,3 +437,44 @@ def test_a_restored_room_waits_for_its_facilitator_and_skips_a_bad_logged_action
                 assert resumed["pause_reason"] is None
                 fac.send_json({"type": "pause"})
     assert any("skipped on restore: queue_limit" in r.getMessage() for r in caplog.records)
+
+
+def test_chat_refuses_invisible_reordering_and_limits_per_link_not_per_name(client: TestClient) -> None:
+    from oncallsim.gameday.room import LINK_MESSAGES_PER_MINUTE, MESSAGES_PER_MINUTE, PLAYERS_PER_LINK
+
+    room = new_room(client)
+    path, player = f"/gameday/{room['id']}/ws", key(room["player_url"])
+    with client.websocket_connect(path) as ann:
+        join(ann, player, "Ann", "operations")
+        for bad in ("ok \u202eevil\u202c", "pay\u200bment", "\u2067isolated\u2069", "mark\u200f"):
+            ann.send_json({"type": "message", "text": bad})
+            error = until(ann, lambda m: m["type"] == "error")
+            assert error["field"] == "text" and "invisible direction or zero-width characters (U+" in error["message"]
+        ann.send_json({"type": "message", "text": "👩\u200d💻 on it"})  # a joiner in an emoji is text
+        assert log_of(ann, "message")["data"]["text"] == "👩\u200d💻 on it"
+    # one link, many names: the link's budget is shared, and the link holds at most PLAYERS_PER_LINK players
+    sockets = [client.websocket_connect(path) for _ in range(PLAYERS_PER_LINK)]
+    try:
+        names = [f"P{i}" for i in range(PLAYERS_PER_LINK - 1)]
+        for ws, name in zip(sockets, names, strict=False):
+            assert join(ws.__enter__(), player, name, "operations")["type"] == "snapshot"
+        extra = sockets[-1].__enter__()
+        refused = join(extra, player, "One too many", "operations")
+        assert refused["type"] == "refused" and f"has its {PLAYERS_PER_LINK} players already" in refused["message"]
+        written, refusal = 1, None  # Ann's line above counts for the link
+        for i in range(LINK_MESSAGES_PER_MINUTE):
+            ws = sockets[i // MESSAGES_PER_MINUTE]
+            ws.send_json({"type": "message", "text": f"line {i}"})
+            text = f"line {i}"
+            reply = until(
+                ws, lambda m, t=text: m["type"] == "error" or m.get("entry", {}).get("data", {}).get("text") == t
+            )
+            if reply["type"] == "error":
+                refusal = reply
+                break
+            written += 1
+        assert written == LINK_MESSAGES_PER_MINUTE and refusal is not None, refusal
+        assert "messages a minute for a link" in refusal["message"]
+    finally:
+        for ws in sockets:
+            ws.__exit__(None, None, None)

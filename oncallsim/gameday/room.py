@@ -51,7 +51,10 @@ def _spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
 
 
 DIFFICULTY = "hard"  # no automatic pauses: the facilitator paces the exercise
-MESSAGES_PER_MINUTE = 30
+MESSAGES_PER_MINUTE = 30  # a person's lines in any 60 s
+LINK_MESSAGES_PER_MINUTE = 60  # everyone's who came in by one link (names are free: a link is not)
+PLAYERS_PER_LINK = 8
+PLAYERS_PER_ROOM = 40
 PLAYER_KINDS = {"action", "message", "status", "join", "control", "reveal", "close"}
 
 
@@ -61,6 +64,7 @@ class Seat:
 
     name: str
     role: str  # a player role or "facilitator"
+    link: str = ""  # which link (token) they came in by: the facilitator's or the players'
 
     @property
     def facilitator(self) -> bool:
@@ -125,13 +129,14 @@ class Room:
         self.facilitator_hash = facilitator_hash
         self.player_token = player_token
         self.players: dict[str, str] = {}  # name → role
+        self.links: dict[str, str] = {}  # name → the link they joined by (the players' link, for the restored)
         self.log: list[LogEntry] = []
         self.seats: dict[asyncio.Queue[str | None], Seat] = {}
         self.masks: dict[int, set[tuple[int, str]]] = {}  # hidden fault's seq → its masked (minute, code)
         self.waiting: dict[int, tuple[int, set[str]]] = {}  # hidden fault's seq → (minute, codes not yet seen)
         self.debrief: dict[str, Any] | None = None
         self._debriefing: asyncio.Task[None] | None = None
-        self._said: dict[str, deque[float]] = {}  # name → when they last wrote (the channel's rate limit)
+        self._said: dict[str, deque[float]] = {}  # name, and link, → when they last wrote (the rate limits)
         live.room = self
 
     # --- who may enter ------------------------------------------------------------------------------------
@@ -146,7 +151,8 @@ class Room:
 
     async def join(self, token: object, name: object, role: object) -> Seat:
         if self.authenticate(token) == "facilitator":
-            return Seat(roles.FACILITATOR, roles.FACILITATOR)
+            return Seat(roles.FACILITATOR, roles.FACILITATOR, "facilitator")
+        link = "player"  # one players' link a room (the bounds below are per link, and per room)
         checked_name, checked_role = roles.check_name(name), roles.check_role(role)
         taken = self.players.get(checked_name)
         if taken is not None and taken != checked_role:
@@ -154,11 +160,20 @@ class Room:
                 "name", f"{checked_name!r} is taken by the {roles.ROLE_LABELS[taken]}; choose another name or role"
             )
         if taken is None:
+            if len(self.players) >= PLAYERS_PER_ROOM:
+                raise InvalidInput("name", f"the room is full: at most {PLAYERS_PER_ROOM} players")
+            if sum(1 for n in self.players if self.links.get(n, "player") == link) >= PLAYERS_PER_LINK:
+                raise InvalidInput(
+                    "name",
+                    f"this link has its {PLAYERS_PER_LINK} players already: rejoin under your name, "
+                    "or ask the facilitator",
+                )
             await self.store.write(self.store.add_player, self.id, checked_name, checked_role)
             self.players[checked_name] = checked_role
+            self.links[checked_name] = link
             await self._log("join", checked_name, checked_role, {})
             self.relay({"type": "players", "players": self.player_list()})
-        return Seat(checked_name, checked_role)
+        return Seat(checked_name, checked_role, self.links.get(checked_name, link))
 
     def player_list(self) -> list[dict[str, str]]:
         online = {s.name for s in self.seats.values()}
@@ -285,23 +300,28 @@ class Room:
         (the facilitator: shown to the team in the debrief)."""
         roles.require(seat.role, {"message": "message", "status": "status", "note": "facilitate"}[kind])
         self._open()
+        checked = check_text(text)  # a refused line does not count against the rate
         self._check_chat_rate(seat)
         await self._log(
-            kind,
-            seat.name,
-            seat.role,
-            {"text": check_text(text), "clock": self.live.sim.plan.clock(self.live.sim.minute)},
+            kind, seat.name, seat.role, {"text": checked, "clock": self.live.sim.plan.clock(self.live.sim.minute)}
         )
 
     def _check_chat_rate(self, seat: Seat) -> None:
-        """At most ``MESSAGES_PER_MINUTE`` lines a person in any 60 s (a channel, not a flood)."""
+        """At most ``MESSAGES_PER_MINUTE`` lines a person and ``LINK_MESSAGES_PER_MINUTE`` a link in any 60 s
+        (a channel, not a flood: a name is free to choose, the link is not)."""
         now = time.monotonic()
-        recent = self._said.setdefault(seat.name, deque())
-        while recent and now - recent[0] > 60.0:
-            recent.popleft()
-        if len(recent) >= MESSAGES_PER_MINUTE:
-            raise InvalidInput("text", f"at most {MESSAGES_PER_MINUTE} messages a minute; wait a moment")
-        recent.append(now)
+        keyed = ((f"name:{seat.name}", MESSAGES_PER_MINUTE, "a person"),
+                 (f"link:{seat.link}", LINK_MESSAGES_PER_MINUTE, "a link"))  # fmt: skip
+        windows = []
+        for key, limit, who in keyed:
+            recent = self._said.setdefault(key, deque())
+            while recent and now - recent[0] > 60.0:
+                recent.popleft()
+            if len(recent) >= limit:
+                raise InvalidInput("text", f"at most {limit} messages a minute for {who}; wait a moment")
+            windows.append(recent)
+        for recent in windows:
+            recent.append(now)
 
     async def inject(self, seat: Seat, kind: str, at: str, values: dict[str, Any], hidden: bool) -> LogEntry:
         """A fault from the menu: validated by the scenario schema, added to the run's scenario (so the run file
