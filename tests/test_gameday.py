@@ -478,3 +478,26 @@ def test_chat_refuses_invisible_reordering_and_limits_per_link_not_per_name(clie
     finally:
         for ws in sockets:
             ws.__exit__(None, None, None)
+
+
+def test_a_room_closed_before_its_debrief_was_written_stays_closed_and_gets_it(db: Path) -> None:
+    """The server killed between the close (logged) and the debrief (written when computed): the room comes
+    back over, never open again, and its debrief is computed then."""
+    from oncallsim.store.rooms import RoomStore
+    from oncallsim.store.sqlite import RunStore
+
+    with console(db) as client:
+        room = new_room(client, minutes=30)
+        with client.websocket_connect(f"/gameday/{room['id']}/ws") as fac:
+            join(fac, key(room["facilitator_url"]))
+            for minute in range(3):
+                fac.send_json({"type": "step"})
+                minute_of(fac, minute)
+    base = RunStore(db)
+    RoomStore(base).append_log(room["id"], 3, "close", "facilitator", "facilitator", {})
+    base.close()
+    with console(db) as client, client.websocket_connect(f"/gameday/{room['id']}/ws") as ann:
+        snap = join(ann, key(room["player_url"]), "Ann", "operations")
+        assert snap["state"]["done"] is True and snap["state"]["pause_reason"] is None
+        debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
+        assert debrief["timeline"] is not None

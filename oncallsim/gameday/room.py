@@ -485,7 +485,7 @@ class RoomManager:
                 self.rooms[room_id] = room
                 if not room.live.done:
                     room.live.start()
-                elif room.live.report is not None:
+                else:  # the debrief as kept, or computed now (the server went away before it was written)
                     room.debrief_soon()
         return room
 
