@@ -456,3 +456,44 @@ def test_a_bad_action_in_an_older_log_is_skipped_on_restore(db: Path, caplog: py
         assert state["minute"] == 1 and state["controls"]["floor"] == 17
     assert any("skipped on restore: queue_limit at minute 0: queue_limit: belongs to the request" in r.getMessage()
                for r in caplog.records)  # fmt: skip
+
+
+def test_an_action_checked_before_a_minute_passed_is_checked_again_against_the_next(tmp_path: Path) -> None:
+    """Two ejects of one instance, the second waiting for the write of the first while the clock steps the
+    minute: it is refused (the instance is out of rotation now), never queued for the clock to raise on."""
+    import asyncio
+
+    from oncallsim.model import InvalidInput
+    from oncallsim.store import RunStore
+    from oncallsim.web.live import LiveRun
+
+    async def scenario() -> None:
+        store = RunStore(tmp_path / "runs.sqlite3")
+        sim = Simulation("free-play", seed=1, engine="request", minutes=10)
+        run_id = await store.write(store.create_run, sim.run_file(), 16)
+        live = LiveRun(run_id, sim, store, 16, paused=True)
+        await live.act("eject", 3)
+        async with live._writing:  # the clock holds the run: the second eject passes its first check and waits
+            second = asyncio.create_task(live.act("eject", 3))
+            while not live._writing._waiters:
+                await asyncio.sleep(0)
+            assert live.tick()  # minute 0, instance 3 ejected
+        with pytest.raises(InvalidInput, match="already out of rotation"):
+            await second
+        assert live.pending == [] and live.tick() and live.sim.minute == 2
+        store.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_end_is_said_at_once_and_the_debrief_when_it_is_ready(client: TestClient) -> None:
+    run_id = new_run(client, scenario="surge", minutes=3)
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        kinds = []
+        while not kinds or kinds[-1]["type"] != "finished":
+            message = ws.receive_json()
+            if message["type"] in ("over", "finished"):
+                kinds.append(message)
+    over, finished = kinds
+    assert over["type"] == "over" and over["state"]["done"] is True and over["debrief"] == "computing"
+    assert finished["debrief_url"] == f"/runs/{run_id}/debrief"
