@@ -220,6 +220,52 @@ class Simulation:
         self.engine.check_action(self.state, stamped.control, stamped.value)
         return stamped
 
+    def check_action(self, control: Any, value: Any = None) -> Action:
+        """An action from any surface (the console, a game-day room, the API), checked as the next minute will
+        check it: a known control with a valid value, one this run's engine has, that the run's current state
+        can take (an instance that is there); returned stamped with the next minute. Raises ``InvalidInput``.
+        Call it where the action is logged, with nothing stepping the run in between (the state it was checked
+        against is then the state it applies to)."""
+        if not isinstance(control, str):
+            raise InvalidInput("control", f"must be a control name, got {control!r}"[:200])
+        checked = coerce_control_value(control, value)
+        check_engine(control, self.engine.name)
+        self.engine.check_action(self.state, control, checked)
+        return Action(self.minute, control, checked)
+
+    def replay_log(self, logged: Iterable[Mapping[str, Any]], until: int) -> tuple[list[Action], list[str]]:
+        """A live run's log played again up to minute ``until`` (or its last action's), each action checked as
+        it was when taken (``check_action``): one this run cannot take (an older server logged it unchecked) is
+        skipped and said, never raised. Returns the actions of the minute it stops at (logged, not yet applied)
+        and what was skipped, one line each."""
+        skipped: list[str] = []
+        by_minute: dict[int, list[tuple[str, Any]]] = {}
+        for i, item in enumerate(logged):
+            try:
+                action = parse_action(item, f"log[{i}]")
+            except InvalidInput as exc:
+                skipped.append(str(exc))
+                continue
+            by_minute.setdefault(action.minute, []).append((action.control, action.value))
+        for minute in sorted(m for m in by_minute if m < self.minute):
+            skipped += [f"{c} at minute {minute}: before the run's position" for c, _ in by_minute.pop(minute)]
+        stop = min(max([until, *by_minute]), self.plan.minutes)  # the log is the truth: at least to its last action
+
+        def checked(minute: int) -> list[Action]:
+            out: list[Action] = []
+            for control, value in by_minute.pop(minute, ()):
+                try:
+                    out.append(self.check_action(control, value))
+                except InvalidInput as exc:
+                    skipped.append(f"{control} at minute {minute}: {exc}")
+            return out
+
+        while self.minute < stop:
+            self.step(checked(self.minute))
+        pending = checked(self.minute) if not self.done else []
+        skipped += [f"{c} at minute {m}: past the run's end" for m in sorted(by_minute) for c, _ in by_minute[m]]
+        return pending, skipped
+
     def _stamp_unchecked(self, action: Action | tuple[str, Any] | Mapping[str, Any]) -> Action:
         minute = self.state.minute
         if type(action) is tuple:  # the common form first: a Mapping check is an ABC's, ~0.4 µs an action

@@ -371,3 +371,133 @@ def test_a_hidden_database_brownout_from_the_menu(client: TestClient) -> None:
     assert "brownout_started" in [e["code"] for r in facilitator_view for e in r["events"]]
     assert "brownout_started" not in [e["code"] for r in player_view for e in r["events"]]
     assert player_view[2]["db_utilization"] > 2 * player_view[1]["db_utilization"]  # the symptom
+
+
+def test_a_player_cannot_freeze_the_rooms(client: TestClient) -> None:
+    """A request-engine control sent in a minute-engine room is refused to its sender and never logged; the
+    clock of that speed, and every room on it, goes on."""
+    one, other = new_room(client, speed=16), new_room(client, speed=16)
+    with (
+        client.websocket_connect(f"/gameday/{one['id']}/ws") as fac,
+        client.websocket_connect(f"/gameday/{one['id']}/ws") as ann,
+        client.websocket_connect(f"/gameday/{other['id']}/ws") as fac2,
+    ):
+        join(fac, key(one["facilitator_url"]))
+        join(ann, key(one["player_url"]), "Ann", "operations")
+        join(fac2, key(other["facilitator_url"]))
+        for ws in (fac, fac2):
+            ws.send_json({"type": "resume"})
+        minute_of(fac2, 1)
+        ann.send_json({"type": "action", "control": "queue_limit", "value": 10})
+        error = until(ann, lambda m: m["type"] == "error")
+        assert error["field"] == "queue_limit" and "belongs to the request engine" in error["message"]
+        ann.send_json({"type": "action", "control": "floor", "value": 14})
+        assert log_of(fac, "action")["data"]["control"] == "floor"  # the first log line an action made
+        later = until(fac, lambda m: m["type"] == "minute")["record"]["minute"] + 5
+        minute_of(fac, later)  # both rooms go on at 16x
+        until(fac2, lambda m: m["type"] == "minute" and m["record"]["minute"] >= later)
+        fac.send_json({"type": "pause"})
+        fac2.send_json({"type": "pause"})
+    snap = client.get(f"/gameday/{one['id']}")  # the page still answers
+    assert snap.status_code == 200
+
+
+def test_a_restored_room_waits_for_its_facilitator_and_skips_a_bad_logged_action(
+    db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from oncallsim.store.rooms import RoomStore
+    from oncallsim.store.sqlite import RunStore
+
+    with console(db) as client:
+        room = new_room(client, speed=4)
+        with client.websocket_connect(f"/gameday/{room['id']}/ws") as fac:
+            join(fac, key(room["facilitator_url"]))
+            fac.send_json({"type": "resume"})  # running when the server went away
+            minute_of(fac, 2)
+    base = RunStore(db)  # what an older server logged unchecked, then the next player's good action
+    rooms = RoomStore(base)
+    played = rooms.get_room(room["id"]).played  # type: ignore[union-attr]
+    rooms.append_log(room["id"], played, "action", "Ann", "operations", {"control": "queue_limit", "value": 10})
+    rooms.append_log(room["id"], played, "action", "Ann", "operations", {"control": "floor", "value": 14})
+    base.close()
+    with console(db) as client, caplog.at_level("WARNING", logger="oncallsim.web"):
+        path = f"/gameday/{room['id']}/ws"
+        with client.websocket_connect(path) as ann:
+            snap = join(ann, key(room["player_url"]), "Ann", "operations")  # a player's reconnect starts nothing
+            state = snap["state"]
+            assert state["paused"] is True and state["pause_reason"] == "restored" and state["epoch"]
+            assert state["pending"] == [{"minute": played, "control": "floor", "value": 14}]
+            with client.websocket_connect(path) as fac:
+                join(fac, key(room["facilitator_url"]))
+                fac.send_json({"type": "step"})
+                record = minute_of(ann, played)["record"]
+                assert record["floor"] == 14
+                fac.send_json({"type": "resume"})
+                resumed = until(ann, lambda m: m["type"] == "state" and not m["paused"])
+                assert resumed["pause_reason"] is None
+                fac.send_json({"type": "pause"})
+    assert any("skipped on restore: queue_limit" in r.getMessage() for r in caplog.records)
+
+
+def test_chat_refuses_invisible_reordering_and_limits_per_link_not_per_name(client: TestClient) -> None:
+    from oncallsim.gameday.room import LINK_MESSAGES_PER_MINUTE, MESSAGES_PER_MINUTE, PLAYERS_PER_LINK
+
+    room = new_room(client)
+    path, player = f"/gameday/{room['id']}/ws", key(room["player_url"])
+    with client.websocket_connect(path) as ann:
+        join(ann, player, "Ann", "operations")
+        for bad in ("ok \u202eevil\u202c", "pay\u200bment", "\u2067isolated\u2069", "mark\u200f"):
+            ann.send_json({"type": "message", "text": bad})
+            error = until(ann, lambda m: m["type"] == "error")
+            assert error["field"] == "text" and "invisible direction or zero-width characters (U+" in error["message"]
+        ann.send_json({"type": "message", "text": "👩\u200d💻 on it"})  # a joiner in an emoji is text
+        assert log_of(ann, "message")["data"]["text"] == "👩\u200d💻 on it"
+    # one link, many names: the link's budget is shared, and the link holds at most PLAYERS_PER_LINK players
+    sockets = [client.websocket_connect(path) for _ in range(PLAYERS_PER_LINK)]
+    try:
+        names = [f"P{i}" for i in range(PLAYERS_PER_LINK - 1)]
+        for ws, name in zip(sockets, names, strict=False):
+            assert join(ws.__enter__(), player, name, "operations")["type"] == "snapshot"
+        extra = sockets[-1].__enter__()
+        refused = join(extra, player, "One too many", "operations")
+        assert refused["type"] == "refused" and f"has its {PLAYERS_PER_LINK} players already" in refused["message"]
+        written, refusal = 1, None  # Ann's line above counts for the link
+        for i in range(LINK_MESSAGES_PER_MINUTE):
+            ws = sockets[i // MESSAGES_PER_MINUTE]
+            ws.send_json({"type": "message", "text": f"line {i}"})
+            text = f"line {i}"
+            reply = until(
+                ws, lambda m, t=text: m["type"] == "error" or m.get("entry", {}).get("data", {}).get("text") == t
+            )
+            if reply["type"] == "error":
+                refusal = reply
+                break
+            written += 1
+        assert written == LINK_MESSAGES_PER_MINUTE and refusal is not None, refusal
+        assert "messages a minute for a link" in refusal["message"]
+    finally:
+        for ws in sockets:
+            ws.__exit__(None, None, None)
+
+
+def test_a_room_closed_before_its_debrief_was_written_stays_closed_and_gets_it(db: Path) -> None:
+    """The server killed between the close (logged) and the debrief (written when computed): the room comes
+    back over, never open again, and its debrief is computed then."""
+    from oncallsim.store.rooms import RoomStore
+    from oncallsim.store.sqlite import RunStore
+
+    with console(db) as client:
+        room = new_room(client, minutes=30)
+        with client.websocket_connect(f"/gameday/{room['id']}/ws") as fac:
+            join(fac, key(room["facilitator_url"]))
+            for minute in range(3):
+                fac.send_json({"type": "step"})
+                minute_of(fac, minute)
+    base = RunStore(db)
+    RoomStore(base).append_log(room["id"], 3, "close", "facilitator", "facilitator", {})
+    base.close()
+    with console(db) as client, client.websocket_connect(f"/gameday/{room['id']}/ws") as ann:
+        snap = join(ann, key(room["player_url"]), "Ann", "operations")
+        assert snap["state"]["done"] is True and snap["state"]["pause_reason"] is None
+        debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
+        assert debrief["timeline"] is not None

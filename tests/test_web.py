@@ -397,3 +397,103 @@ def test_records_on_the_wire_carry_their_axis_label(client: TestClient) -> None:
         ws.send_json({"type": "step"})
         minute = receive_until(ws, lambda m: m["type"] == "minute")
     assert minute["record"]["label"].startswith("d1 ") and snapshot["run"]["start"] == minute["record"]["clock"]
+
+
+def test_one_run_s_failure_never_stops_the_clock_of_the_others(tmp_path: Path) -> None:
+    """A run whose minute raises (a bug, an action its state cannot take) is paused and told why; the ticker of
+    its speed and every other run on it go on."""
+    import asyncio
+
+    from oncallsim.store import RunStore
+    from oncallsim.web.clock import Clock
+    from oncallsim.web.live import LiveRun
+
+    async def scenario() -> None:
+        store = RunStore(tmp_path / "runs.sqlite3")
+        clock = Clock(store)
+        runs = {}
+        for name in ("good", "bad"):
+            run_id = await store.write(store.create_run, Simulation("surge", seed=1).run_file(), 16)
+            runs[name] = LiveRun(run_id, Simulation("surge", seed=1), store, 16, paused=False, clock=clock)
+        bad, good = runs["bad"], runs["good"]
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a bug in one run")
+
+        bad.sim.step = broken  # type: ignore[method-assign]
+        told, seen = bad.subscribe(), good.subscribe()
+        for live in runs.values():
+            live.start()
+        error = None
+        while error is None:  # the bad run's viewer is told, once
+            message = json.loads(await asyncio.wait_for(told.get(), 30))  # type: ignore[arg-type]
+            error = message if message["type"] == "error" else None
+        assert "stopped at 08:00" in error["message"] and "paused" in error["message"]
+        assert bad.paused and bad.sim.minute == 0 and "clock-16x" in {t.get_name() for t in clock.tickers.values()}
+        minute = good.sim.minute
+        while good.sim.minute < minute + 3:  # the good run's minutes keep coming on the same ticker
+            message = json.loads(await asyncio.wait_for(seen.get(), 30))  # type: ignore[arg-type]
+        assert message["type"] == "minute" and not good.paused
+        await clock.stop()
+        store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_bad_action_in_an_older_log_is_skipped_on_restore(db: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from oncallsim.simulation import Action
+    from oncallsim.store import RunStore
+
+    with console(db) as first:
+        run_id = new_run(first, paused=True)
+    store = RunStore(db)  # what an older server wrote unchecked: a request-engine control on a minute run
+    store.append_actions(run_id, [Action(0, "queue_limit", 10), Action(0, "floor", 17)])
+    store.close()
+    with console(db) as second, caplog.at_level("WARNING", logger="oncallsim.web"):
+        snap = second.get(f"/api/runs/{run_id}").json()
+        assert snap["state"]["pending"] == [{"minute": 0, "control": "floor", "value": 17}]
+        state = second.post(f"/api/runs/{run_id}/control", json={"type": "step"}).json()
+        assert state["minute"] == 1 and state["controls"]["floor"] == 17
+    assert any("skipped on restore: queue_limit at minute 0: queue_limit: belongs to the request" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+
+
+def test_an_action_checked_before_a_minute_passed_is_checked_again_against_the_next(tmp_path: Path) -> None:
+    """Two ejects of one instance, the second waiting for the write of the first while the clock steps the
+    minute: it is refused (the instance is out of rotation now), never queued for the clock to raise on."""
+    import asyncio
+
+    from oncallsim.model import InvalidInput
+    from oncallsim.store import RunStore
+    from oncallsim.web.live import LiveRun
+
+    async def scenario() -> None:
+        store = RunStore(tmp_path / "runs.sqlite3")
+        sim = Simulation("free-play", seed=1, engine="request", minutes=10)
+        run_id = await store.write(store.create_run, sim.run_file(), 16)
+        live = LiveRun(run_id, sim, store, 16, paused=True)
+        await live.act("eject", 3)
+        async with live._writing:  # the clock holds the run: the second eject passes its first check and waits
+            second = asyncio.create_task(live.act("eject", 3))
+            while not live._writing._waiters:
+                await asyncio.sleep(0)
+            assert live.tick()  # minute 0, instance 3 ejected
+        with pytest.raises(InvalidInput, match="already out of rotation"):
+            await second
+        assert live.pending == [] and live.tick() and live.sim.minute == 2
+        store.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_end_is_said_at_once_and_the_debrief_when_it_is_ready(client: TestClient) -> None:
+    run_id = new_run(client, scenario="surge", minutes=3)
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        kinds = []
+        while not kinds or kinds[-1]["type"] != "finished":
+            message = ws.receive_json()
+            if message["type"] in ("over", "finished"):
+                kinds.append(message)
+    over, finished = kinds
+    assert over["type"] == "over" and over["state"]["done"] is True and over["debrief"] == "computing"
+    assert finished["debrief_url"] == f"/runs/{run_id}/debrief"

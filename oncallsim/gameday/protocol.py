@@ -23,7 +23,7 @@ from pydantic import (
 from oncallsim.model import InvalidInput
 from oncallsim.validation import invalid_input
 
-__all__ = ["MAX_FRAME", "MAX_TEXT", "ClientMessage", "check_text", "parse_frame"]
+__all__ = ["INVISIBLE", "MAX_FRAME", "MAX_TEXT", "ClientMessage", "check_text", "parse_frame"]
 
 MAX_TEXT = 280  # a chat line or a status update: a tweet, not an essay
 MAX_FRAME = 4096
@@ -88,8 +88,19 @@ Message = Annotated[Join | Act | Say | Pace | Speed | Inject | Reveal, Field(dis
 ClientMessage: TypeAdapter[Any] = TypeAdapter(Message)
 
 
+# Invisible characters that change what the others read: the bidirectional embeddings, overrides and isolates
+# (U+202A–U+202E, U+2066–U+2069) and marks (U+200E, U+200F, U+061C) reorder a line's text on everyone's screen;
+# the zero-width space, word joiner, invisible operators and byte-order mark hide text inside a word. (The
+# zero-width joiner and non-joiner stay: emoji sequences and several scripts need them.)
+INVISIBLE = frozenset(
+    [*map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A)), "\u200e", "\u200f", "\u061c",
+     "\u200b", *map(chr, range(0x2060, 0x2065)), "\ufeff", "\u180e"]
+)  # fmt: skip
+
+
 def check_text(text: str, field: str = "text") -> str:
-    """A message as people typed it: trimmed, at most ``MAX_TEXT`` characters, no control characters."""
+    """A message as people typed it: trimmed, at most ``MAX_TEXT`` characters, no control characters and no
+    invisible characters that reorder or hide what the others read (``INVISIBLE``)."""
     cleaned = text.strip()
     if not cleaned:
         raise InvalidInput(field, "is empty")
@@ -97,6 +108,11 @@ def check_text(text: str, field: str = "text") -> str:
         raise InvalidInput(field, f"at most {MAX_TEXT} characters, got {len(cleaned)}")
     if any(unicodedata.category(c) == "Cc" for c in cleaned):
         raise InvalidInput(field, "must not contain control characters (line breaks, tabs)")
+    hidden = sorted({f"U+{ord(c):04X}" for c in cleaned if c in INVISIBLE})
+    if hidden:
+        raise InvalidInput(
+            field, f"must not contain invisible direction or zero-width characters ({', '.join(hidden[:3])})"
+        )
     return cleaned
 
 

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,9 +25,8 @@ from oncallsim.gameday import faults, roles, tokens
 from oncallsim.gameday.postmortem import RoomFile, intervals, postmortem_markdown, team_timeline
 from oncallsim.gameday.protocol import check_text
 from oncallsim.model import InvalidInput
-from oncallsim.model.controls import coerce_control_value
 from oncallsim.scenarios.spec import Scenario
-from oncallsim.simulation import Action, Simulation, load_actions
+from oncallsim.simulation import Action, Simulation
 from oncallsim.store.rooms import LogEntry, RoomRow, RoomStore
 from oncallsim.store.sqlite import RunStore
 
@@ -52,7 +51,10 @@ def _spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
 
 
 DIFFICULTY = "hard"  # no automatic pauses: the facilitator paces the exercise
-MESSAGES_PER_MINUTE = 30
+MESSAGES_PER_MINUTE = 30  # a person's lines in any 60 s
+LINK_MESSAGES_PER_MINUTE = 60  # everyone's who came in by one link (names are free: a link is not)
+PLAYERS_PER_LINK = 8
+PLAYERS_PER_ROOM = 40
 PLAYER_KINDS = {"action", "message", "status", "join", "control", "reveal", "close"}
 
 
@@ -62,6 +64,7 @@ class Seat:
 
     name: str
     role: str  # a player role or "facilitator"
+    link: str = ""  # which link (token) they came in by: the facilitator's or the players'
 
     @property
     def facilitator(self) -> bool:
@@ -76,6 +79,7 @@ class SharedRun(Protocol):
     speed: int
     pending: list[Action]
     ended: str | None
+    pause_reason: str | None
     report: Report | None
     figure_json: str | None
     room: Any
@@ -83,7 +87,7 @@ class SharedRun(Protocol):
 
     @property
     def done(self) -> bool: ...
-    def _check_rate(self) -> None: ...
+    async def take(self, control: Any, value: Any, write: Callable[[Action], Awaitable[Any]]) -> Action: ...
     def state(self) -> dict[str, Any]: ...
     def subscribe(self) -> asyncio.Queue[str | None]: ...
     def unsubscribe(self, queue: asyncio.Queue[str | None]) -> None: ...
@@ -125,13 +129,14 @@ class Room:
         self.facilitator_hash = facilitator_hash
         self.player_token = player_token
         self.players: dict[str, str] = {}  # name → role
+        self.links: dict[str, str] = {}  # name → the link they joined by (the players' link, for the restored)
         self.log: list[LogEntry] = []
         self.seats: dict[asyncio.Queue[str | None], Seat] = {}
         self.masks: dict[int, set[tuple[int, str]]] = {}  # hidden fault's seq → its masked (minute, code)
         self.waiting: dict[int, tuple[int, set[str]]] = {}  # hidden fault's seq → (minute, codes not yet seen)
         self.debrief: dict[str, Any] | None = None
         self._debriefing: asyncio.Task[None] | None = None
-        self._said: dict[str, deque[float]] = {}  # name → when they last wrote (the channel's rate limit)
+        self._said: dict[str, deque[float]] = {}  # name, and link, → when they last wrote (the rate limits)
         live.room = self
 
     # --- who may enter ------------------------------------------------------------------------------------
@@ -146,7 +151,8 @@ class Room:
 
     async def join(self, token: object, name: object, role: object) -> Seat:
         if self.authenticate(token) == "facilitator":
-            return Seat(roles.FACILITATOR, roles.FACILITATOR)
+            return Seat(roles.FACILITATOR, roles.FACILITATOR, "facilitator")
+        link = "player"  # one players' link a room (the bounds below are per link, and per room)
         checked_name, checked_role = roles.check_name(name), roles.check_role(role)
         taken = self.players.get(checked_name)
         if taken is not None and taken != checked_role:
@@ -154,11 +160,20 @@ class Room:
                 "name", f"{checked_name!r} is taken by the {roles.ROLE_LABELS[taken]}; choose another name or role"
             )
         if taken is None:
+            if len(self.players) >= PLAYERS_PER_ROOM:
+                raise InvalidInput("name", f"the room is full: at most {PLAYERS_PER_ROOM} players")
+            if sum(1 for n in self.players if self.links.get(n, "player") == link) >= PLAYERS_PER_LINK:
+                raise InvalidInput(
+                    "name",
+                    f"this link has its {PLAYERS_PER_LINK} players already: rejoin under your name, "
+                    "or ask the facilitator",
+                )
             await self.store.write(self.store.add_player, self.id, checked_name, checked_role)
             self.players[checked_name] = checked_role
+            self.links[checked_name] = link
             await self._log("join", checked_name, checked_role, {})
             self.relay({"type": "players", "players": self.player_list()})
-        return Seat(checked_name, checked_role)
+        return Seat(checked_name, checked_role, self.links.get(checked_name, link))
 
     def player_list(self) -> list[dict[str, str]]:
         online = {s.name for s in self.seats.values()}
@@ -267,44 +282,46 @@ class Room:
             raise InvalidInput("room", "the run is over: the room is closed")
 
     async def act(self, seat: Seat, control: str, value: Any) -> Action:
-        """A player's action: checked, written with who took it (on disk), then queued for the next minute."""
+        """A player's action: checked as the console's are (``LiveRun.take``: the run's engine and its state),
+        written with who took it (on disk), then queued for the next minute."""
         roles.require(seat.role, "act")
         self._open()
-        live = self.live
-        checked = coerce_control_value(control, value)
-        live._check_rate()
-        async with live._writing:
-            self._open()
-            action = Action(live.sim.minute, control, checked)
-            data: dict[str, Any] = {"control": control, "text": describe(action)}
-            if checked is not None:
-                data["value"] = checked
+
+        async def write(action: Action) -> None:
+            data: dict[str, Any] = {"control": action.control, "text": describe(action)}
+            if action.value is not None:
+                data["value"] = action.value
             await self._log("action", seat.name, seat.role, data, action.minute)
-            live.pending.append(action)
-        return action
+
+        return await self.live.take(control, value, write)
 
     async def say(self, seat: Seat, kind: str, text: str) -> None:
         """A line in the channel (players and the facilitator), a status update (communications), a note
         (the facilitator: shown to the team in the debrief)."""
         roles.require(seat.role, {"message": "message", "status": "status", "note": "facilitate"}[kind])
         self._open()
+        checked = check_text(text)  # a refused line does not count against the rate
         self._check_chat_rate(seat)
         await self._log(
-            kind,
-            seat.name,
-            seat.role,
-            {"text": check_text(text), "clock": self.live.sim.plan.clock(self.live.sim.minute)},
+            kind, seat.name, seat.role, {"text": checked, "clock": self.live.sim.plan.clock(self.live.sim.minute)}
         )
 
     def _check_chat_rate(self, seat: Seat) -> None:
-        """At most ``MESSAGES_PER_MINUTE`` lines a person in any 60 s (a channel, not a flood)."""
+        """At most ``MESSAGES_PER_MINUTE`` lines a person and ``LINK_MESSAGES_PER_MINUTE`` a link in any 60 s
+        (a channel, not a flood: a name is free to choose, the link is not)."""
         now = time.monotonic()
-        recent = self._said.setdefault(seat.name, deque())
-        while recent and now - recent[0] > 60.0:
-            recent.popleft()
-        if len(recent) >= MESSAGES_PER_MINUTE:
-            raise InvalidInput("text", f"at most {MESSAGES_PER_MINUTE} messages a minute; wait a moment")
-        recent.append(now)
+        keyed = ((f"name:{seat.name}", MESSAGES_PER_MINUTE, "a person"),
+                 (f"link:{seat.link}", LINK_MESSAGES_PER_MINUTE, "a link"))  # fmt: skip
+        windows = []
+        for key, limit, who in keyed:
+            recent = self._said.setdefault(key, deque())
+            while recent and now - recent[0] > 60.0:
+                recent.popleft()
+            if len(recent) >= limit:
+                raise InvalidInput("text", f"at most {limit} messages a minute for {who}; wait a moment")
+            windows.append(recent)
+        for recent in windows:
+            recent.append(now)
 
     async def inject(self, seat: Seat, kind: str, at: str, values: dict[str, Any], hidden: bool) -> LogEntry:
         """A fault from the menu: validated by the scenario schema, added to the run's scenario (so the run file
@@ -468,7 +485,7 @@ class RoomManager:
                 self.rooms[room_id] = room
                 if not room.live.done:
                     room.live.start()
-                elif room.live.report is not None:
+                else:  # the debrief as kept, or computed now (the server went away before it was written)
                     room.debrief_soon()
         return room
 
@@ -477,12 +494,17 @@ class RoomManager:
         the log's actions, the players, the log, the hidden faults' masks."""
         run = row.run_file
         sim = Simulation.from_run_file(run)
-        logged = load_actions(run.actions)
-        sim.run(logged, until=run.played)
-        live = self.runs.new(row.id, sim, self.store, row.speed, row.held)
-        live.pending = [a for a in logged if a.minute >= sim.minute]
-        if row.status in ("finished", "closed") and not sim.done:
+        pending, skipped = sim.replay_log(run.actions, run.played or 0)
+        for line in skipped:  # an older server logged it unchecked: the room comes back without it
+            log.warning("room %s: a logged action skipped on restore: %s", row.id, line)
+        # back paused, whoever held it: the facilitator resumes (a player's reconnect does not start it)
+        live = self.runs.new(row.id, sim, self.store, row.speed, True)
+        live.pending = pending
+        closed = any(e.kind == "close" for e in row.log)  # the log is the truth (the debrief may not be written)
+        if (closed or row.status in ("finished", "closed")) and not sim.done:
             live.ended = "ended"
+        if not live.done:
+            live.pause_reason = "restored"
         if row.summary is not None:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure

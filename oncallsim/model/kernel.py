@@ -70,8 +70,8 @@ if JIT:
         typed = type(dispatcher).get_call_template
 
         def get_call_template(args: Any, kws: Any) -> Any:
-            plain = tuple(types.unliteral(a) for a in args)
-            return typed(dispatcher, plain, {k: types.unliteral(v) for k, v in kws.items()})
+            plain = tuple(types.unliteral(a) for a in args)  # type: ignore[no-untyped-call]
+            return typed(dispatcher, plain, {k: types.unliteral(v) for k, v in kws.items()})  # type: ignore[no-untyped-call]
 
         dispatcher.get_call_template = get_call_template
         return dispatcher
@@ -82,15 +82,15 @@ if JIT:
         """``unmanaged``, and called from compiled code only: numba builds no CPython or C wrapper for it. A
         wrapper unboxes each argument from a Python object, and for a function of the request engine's world
         (a tuple of some eighty arrays) building one cost ~0.7 s of compiling, for every such function."""
-        return _as_values(njit(**_STEP)(fn))  # type: ignore[no-any-return]
+        return _as_values(njit(**_STEP)(fn))  # type: ignore[call-overload,no-any-return]
 
     def inline_step(fn: T) -> T:
         """``step``, inlined into its callers by LLVM (``forceinline``: LLVM's alwaysinline). A call passes the
         request engine's world, a tuple of some eighty arrays, flattened into hundreds of arguments, so the steps
         every request takes are inlined (a busy minute 59 → 21 ms). numba compiles such a step once; its own
         inlining (``inline="always"``) typed and lowered a copy of the body at every call site, which was most
-        of the engine's compile time (70 → 39 s of CPU)."""
-        return _as_values(njit(**_STEP, forceinline=True)(fn))  # type: ignore[no-any-return]
+        of the engine's compile time (70 → 34 s of CPU)."""
+        return _as_values(njit(**_STEP, forceinline=True)(fn))  # type: ignore[call-overload,no-any-return]
 
     @cache
     def _with_wrappers(py_func: Callable[..., Any]) -> Any:

@@ -1,5 +1,6 @@
 """The simulated clocks of the live runs: one ticker per speed steps every running run of that speed together
-(one timer for hundreds of runs), and the background tasks the console keeps until they end."""
+(one timer for hundreds of runs), and the background tasks the console keeps until they end. A run's failure
+ends that run's minute and pauses it (its viewers told); the ticker and the other runs go on."""
 
 from __future__ import annotations
 
@@ -83,8 +84,12 @@ class Clock:
                     if run._writing.locked():  # an action is being written: this run steps right after it
                         spawn(run._advance_after_write(due), name=f"late-{run.id}")
                         continue
-                    run.advance(progress)
-                    run._note_lateness(loop.time() - due)
+                    try:  # one run's failure is its own (``LiveRun.tick`` pauses it and says so), never the clock's
+                        if run.tick(progress):
+                            run._note_lateness(loop.time() - due)
+                    except Exception:
+                        log.exception("run %s: its minute failed", run.id)
+                        self.remove(run)
                 if progress:
                     spawn(self.store.write(self.store.set_progress_many, progress), name="progress")
                 due += interval

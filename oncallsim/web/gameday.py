@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any, Literal
 
 import orjson
@@ -23,6 +24,7 @@ from oncallsim.gameday.room import DIFFICULTY
 from oncallsim.model import CONTROL_SPECS, InvalidInput, MinuteRecord
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
+from oncallsim.readiness import Readiness
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.simulation import MAX_SEED, Simulation
 from oncallsim.store.rooms import RoomStore
@@ -58,16 +60,20 @@ class RoomRun(LiveRun):
 
 
 class RoomRuns:
-    """The rooms' live runs: one clock for all of them (on the rooms' store), the console's wire form."""
+    """The rooms' live runs: one clock for all of them (on the rooms' store), the console's wire form; a run
+    waits while its engine is being prepared (``engine_state``: the server's, web/engines.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine_state: Callable[[str], Readiness] | None = None) -> None:
         self.clock: Clock | None = None
+        self.engine_state = engine_state
 
     def new(self, room_id: str, sim: Simulation, store: RoomStore, speed: int, paused: bool) -> RoomRun:
         check_speed(speed)
         if self.clock is None:
             self.clock = Clock(store)
-        return RoomRun(room_id, sim, store, speed, paused, clock=self.clock, difficulty=DIFFICULTY)
+        return RoomRun(
+            room_id, sim, store, speed, paused, clock=self.clock, difficulty=DIFFICULTY, engine_state=self.engine_state
+        )
 
     def wire(self, record: MinuteRecord, sim: Simulation) -> dict[str, Any]:
         return wire_record(record, sim.plan)
@@ -82,7 +88,8 @@ def rooms_of(request: Request | WebSocket) -> RoomManager:
     state = request.app.state
     manager = getattr(state, "rooms", None)
     if manager is None:
-        manager = state.rooms = RoomManager(state.store, RoomRuns())
+        warmer = getattr(state, "engines", None)
+        manager = state.rooms = RoomManager(state.store, RoomRuns(warmer.readiness if warmer is not None else None))
     return manager  # type: ignore[no-any-return]
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -23,16 +24,16 @@ import orjson
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
 from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord, RunPlan
-from oncallsim.model.controls import WORLD_SETTINGS, check_engine, coerce_control_value
+from oncallsim.model.controls import WORLD_SETTINGS
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
 from oncallsim.readiness import Readiness
-from oncallsim.simulation import Action, RunFile, Simulation, load_actions
+from oncallsim.simulation import Action, RunFile, Simulation
 from oncallsim.store import RunStore
 from oncallsim.web.clock import Clock, spawn
 from oncallsim.web.pacing import DEFAULT_DIFFICULTY, check_difficulty, check_speed_for, incident_kind, pause_reason
 
-__all__ = ["SPEEDS", "LiveRun", "RunManager"]
+__all__ = ["EPOCH", "SPEEDS", "LiveRun", "RunManager"]
 
 SPEEDS = (1, 2, 4, 8, 16)  # simulated minutes per wall second
 # How often the position is written between pauses and actions. The action log is the truth (a replay goes at
@@ -42,6 +43,9 @@ PROGRESS_EVERY_MIN = 15
 ACTIONS_PER_MINUTE = 120
 # A viewer this many messages behind (a stalled tab, a client that never reads) is closed rather than buffered.
 MAX_BACKLOG = 4096
+# This server process: sent with every state, so a page that saw state 900 of the process before a restart
+# follows state 3 of this one at once (the numbers start again from 1) instead of waiting for 901.
+EPOCH = secrets.token_hex(6)
 
 log = logging.getLogger("oncallsim.web")
 
@@ -113,7 +117,9 @@ class LiveRun:
         self.figure_json: str | None = None
         self.model_version = MODEL_VERSION  # a stored run of another model version is flagged, not hidden
         self.max_lag_s = 0.0
-        self.seq = 0  # each state message is numbered: a browser never shows an older state over a newer one
+        # each state message is numbered (within this process's ``EPOCH``): a browser never shows an older state
+        # over a newer one
+        self.seq = 0
         self._writing = asyncio.Lock()  # the clock does not advance while an action is being written
         self._recent_actions: deque[float] = deque()
         self._finishing: asyncio.Task[None] | None = None
@@ -132,6 +138,7 @@ class LiveRun:
         self.seq += 1
         return {
             "type": "state",
+            "epoch": EPOCH,
             "seq": self.seq,
             "paused": self.paused,
             "pause_reason": self.pause_reason,
@@ -229,22 +236,32 @@ class LiveRun:
     async def act(self, control: Any, value: Any = None) -> Action:
         """Validate, log (on disk), then acknowledge and queue for the next minute; an invalid action raises
         and changes nothing."""
-        if self.done:
-            raise InvalidInput("run", "the run is over")
-        if not isinstance(control, str):
-            raise InvalidInput("control", f"must be a control name, got {control!r}"[:200])
-        checked = coerce_control_value(control, value)
-        check_engine(control, self.sim.engine.name)  # the run's engine has it, and its state can take it now
-        self.sim.engine.check_action(self.sim.state, control, checked)
-        self._check_rate()
-        async with self._writing:
-            if self.done:
-                raise InvalidInput("run", "the run is over")
-            action = Action(self.sim.minute, control, checked)
+
+        async def write(action: Action) -> None:
             await self.store.write(self.store.append_actions, self.id, [action])
-            self.pending.append(action)
+
+        action = await self.take(control, value, write)
         self.broadcast({"type": "ack", "action": action.to_dict()})
         return action
+
+    async def take(self, control: Any, value: Any, write: Callable[[Action], Awaitable[Any]]) -> Action:
+        """Every surface's way in (the console's ``act``, a game-day room's): the action checked by
+        ``Simulation.check_action`` against the run's state, the rate limit, then — the clock held — checked
+        again against the state it will apply to, written by ``write`` (on disk) and queued for the next
+        minute. Nothing refused is written or queued, so nothing refused reaches the clock."""
+        self._open()
+        self.sim.check_action(control, value)  # refused at once, before the rate limit counts it
+        self._check_rate()
+        async with self._writing:
+            self._open()
+            action = self.sim.check_action(control, value)  # a minute may have passed while this waited
+            await write(action)
+            self.pending.append(action)
+        return action
+
+    def _open(self) -> None:
+        if self.done:
+            raise InvalidInput("run", "the run is over")
 
     async def pause(self, held_by: str = "user") -> None:
         self.paused = True
@@ -283,7 +300,7 @@ class LiveRun:
             else:
                 await self.store.write(self.store.set_progress, self.id, self.sim.minute)
                 self.broadcast(self.state())
-                self.finish_soon()
+                self._over()
 
     async def step_once(self) -> None:
         """Advance one minute (while paused)."""
@@ -292,7 +309,7 @@ class LiveRun:
         if not self.paused:
             raise InvalidInput("step", "pause the run first")
         async with self._writing:
-            self.advance()
+            self.tick()
 
     def _changed(self) -> None:
         self.clock.update(self)
@@ -314,8 +331,29 @@ class LiveRun:
     async def _advance_after_write(self, due: float) -> None:
         async with self._writing:
             if not (self.paused or self.done):
-                self.advance()
+                self.tick()
                 self._note_lateness(asyncio.get_running_loop().time() - due)
+
+    def tick(self, progress: list[tuple[str, int]] | None = None) -> bool:
+        """``advance``, its failure this run's alone: logged, the run paused where it stands, and its viewers
+        told; the clock (and every other run on it) goes on. Whether the minute was computed."""
+        try:
+            self.advance(progress)
+        except Exception as exc:
+            self._failed(exc)
+            return False
+        return True
+
+    def _failed(self, exc: Exception) -> None:
+        log.error("run %s stopped at minute %d", self.id, self.sim.minute, exc_info=exc)
+        self.paused, self.held_by = True, "user"
+        self.clock.remove(self)
+        self.background_write(self.store.set_held, self.id, True, self.sim.minute)
+        reason = str(exc) if isinstance(exc, InvalidInput) else "internal error (in the server's log)"
+        clock = self.sim.plan.clock(self.sim.minute)
+        self.broadcast({"type": "error", "field": "run",
+                        "message": f"run: stopped at {clock}: {reason}; paused (resume to go on)"})  # fmt: skip
+        self.broadcast(self.state())
 
     def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
         """Compute the next minute with the pending actions; the position is written every few minutes (into
@@ -333,7 +371,7 @@ class LiveRun:
         self.broadcast({"type": "minute", "record": wire_record(record, self.sim.plan), "state": self.state()})
         if self.done:
             self.clock.remove(self)
-            self.finish_soon()
+            self._over()
 
     def _waits_for_engine(self) -> bool:
         """True while the run's engine is being prepared: the minute waits, and viewers are told how far the
@@ -376,6 +414,12 @@ class LiveRun:
     def background_write(self, fn: Callable[..., Any], *args: Any) -> None:
         """A write nobody waits for (the position between actions): queued on the writer thread, kept, logged."""
         spawn(self.store.write(fn, *args), name=f"write-{self.id}")
+
+    def _over(self) -> None:
+        """Over (played to the end, or ended): said at once (``over``), the debrief computed in the background
+        and announced when it is ready (``finished``, with its link; 30 s and more on the request engine)."""
+        self.broadcast({"type": "over", "debrief": "computing", "state": self.state()})
+        self.finish_soon()
 
     def finish_soon(self) -> None:
         if self._finishing is None:
@@ -462,11 +506,12 @@ class RunManager:
 
         def rebuild() -> tuple[Simulation, list[Action]]:
             sim = Simulation.from_run_file(run)
-            logged = load_actions(run.actions)
-            sim.run(logged, until=run.played)
-            return sim, logged
+            pending, skipped = sim.replay_log(run.actions, run.played or 0)
+            for line in skipped:  # an older server logged it unchecked: the run comes back without it
+                log.warning("run %s: a logged action skipped on restore: %s", run_id, line)
+            return sim, pending
 
-        sim, logged = await asyncio.to_thread(rebuild)
+        sim, pending = await asyncio.to_thread(rebuild)
         live = self.runs.get(run_id)  # another request rebuilt it meanwhile
         if live is not None:
             return live
@@ -476,7 +521,7 @@ class RunManager:
             engine_state=self.engine_state,
         )  # fmt: skip
         live.model_version = row.model_version
-        live.pending = [a for a in logged if a.minute >= sim.minute]  # logged, not yet applied
+        live.pending = pending  # logged, not yet applied
         if row.status in ("finished", "abandoned") and not sim.done:
             live.ended = "ended" if row.status == "finished" else "abandoned"
         if row.status == "finished" and row.summary is not None:

@@ -358,11 +358,14 @@
 
   // The newest state wins whatever the order in which messages reach the screen: a minute's state waiting for
   // the next animation frame must not overwrite a later pause ("Pause" shown while the server is paused).
+  // The numbers count within one server process (its epoch): a restarted server's states are followed at once.
   let shownSeq = 0;
+  let shownEpoch = null;
 
   function showState(s, fresh) {
-    if (!fresh && s.seq !== undefined && s.seq < shownSeq) return;
+    if (!fresh && s.seq !== undefined && s.epoch === shownEpoch && s.seq < shownSeq) return;
     if (s.seq !== undefined) shownSeq = s.seq;
+    shownEpoch = s.epoch;
     state = s;
     $("clock").textContent = s.clock;
     $("pause").textContent = s.paused ? t("button.resume") : t("button.pause");
@@ -411,6 +414,10 @@
     const scale = Number(input.dataset.scale || 1);
     const value = () => (scale === 1 ? Number(input.value) : Math.round(Number(input.value)) * scale);
     input.addEventListener("input", () => { editing.add(name); showControlValue(name, value()); });
+    // Escape abandons a drag not yet let go: the setting in force comes back
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && editing.delete(name) && state) showControls(effectiveControls(state));
+    });
     const whole = input.dataset.kind === "int";
     input.addEventListener("change", () => { editing.delete(name); act(name, whole ? Math.round(value()) : Number(value().toFixed(4))); });
   }
@@ -473,13 +480,14 @@
 
   window.alerts.init(flash);
 
-  function flash(message, kind) {
+  // a message for a few seconds; a lasting one (the debrief being computed) stays until the next replaces it
+  function flash(message, kind, lasting) {
     const box = $("error");
     box.hidden = false;
     box.className = "error-banner " + (kind || "bad");
     box.textContent = message;
     clearTimeout(flash.timer);
-    flash.timer = setTimeout(() => { box.hidden = true; }, 6000);
+    if (!lasting) flash.timer = setTimeout(() => { box.hidden = true; }, 6000);
   }
 
   // ---- pacing: the briefing, guided pauses, and the page reaching the player ------------------------------
@@ -646,10 +654,16 @@
         for (const name of Object.keys(requested)) delete requested[name];
         if (state) showControls(effectiveControls(state));
         break;
+      case "over": // at once; "finished" follows when the debrief is computed (30 s and more on the request engine)
+        showState(message.state);
+        flash(t("run.over"), "info", true);
+        root.dataset.debrief = "computing";
+        break;
       case "finished":
         finished = true;
         showState(message.state);
         flash(message.state.ended === "abandoned" ? t("run.abandoned") : t("run.finished"), "info");
+        root.dataset.debrief = message.debrief_url ? "ready" : "none";
         if (root.dataset.tutorial === "true" && message.state.ended !== "abandoned") window.tour.last();
         break;
     }

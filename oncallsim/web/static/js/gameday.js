@@ -30,6 +30,9 @@
   let closing = false;
   let retry = 0;
   let debrief = null;
+  // controls someone has typed into or chosen in and not yet applied: a state message leaves them as they are
+  // (at 16x one comes every 60 ms, and pressing Apply takes the focus off the input before its click lands)
+  const edited = new Set();
 
   const clockOf = (minute) => {
     const at = (start + minute) % 1440;
@@ -102,6 +105,7 @@
       case "players":
         showPlayers(message.players);
         break;
+      case "over": // at once; the debrief follows ("debrief") when it is computed
       case "finished":
         onState(message.state);
         break;
@@ -135,6 +139,8 @@
       $("player-link").value = window.location.origin + "/gameday/" + roomId + "#key=" + snap.player_token;
       buildFaultMenu(snap.faults);
     }
+    state = null; // a snapshot restarts the numbering (the server may have restarted: its states count from 1)
+    edited.clear();
     $("events").replaceChildren();
     $("channel").replaceChildren();
     $("fault-list").replaceChildren();
@@ -155,10 +161,11 @@
   }
 
   function onState(s) {
-    if (state && s.seq !== undefined && state.seq !== undefined && s.seq < state.seq) return; // never older over newer
+    // never older over newer, within one server process (a restarted one has another epoch: followed at once)
+    if (state && s.epoch === state.epoch && s.seq !== undefined && state.seq !== undefined && s.seq < state.seq) return;
     state = s;
     $("clock").textContent = s.clock;
-    $("run-state").textContent = s.done ? S.over : s.paused ? S.paused : S.running;
+    showRunState();
     $("f-pause").textContent = s.paused ? S.resume : S.pause;
     $("f-pause").disabled = s.done;
     $("f-step").disabled = s.done || !s.paused;
@@ -169,13 +176,45 @@
     }
     for (const [name, value] of Object.entries(s.controls || {})) {
       const input = document.querySelector('#controls [data-value="' + name + '"]');
-      if (!input || document.activeElement === input) continue;
+      if (!input || edited.has(name)) continue;
       if (input.type === "checkbox") input.checked = Boolean(value);
       else input.value = String(value);
     }
     for (const form of ["say-form", "status-form", "note-form", "fault-form"]) {
       for (const field of $(form).querySelectorAll("input, button, select")) field.disabled = s.done;
     }
+  }
+
+  // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart:
+  // until the facilitator resumes), running
+  function showRunState() {
+    if (!state) return;
+    let text = state.paused ? (state.pause_reason === "restored" ? S.restored : S.paused) : S.running;
+    const p = state.preparing;  // the run's engine is still being compiled by the server's preparer
+    if (p && !state.done && p.state !== "failed") {
+      text = fill(S.preparing, { engine: p.name, share: Math.round(100 * p.share), left: p.seconds_left === null ? "?" : p.seconds_left });
+    }
+    if (state.done) text = debrief ? S.over : S.over_computing;
+    $("run-state").textContent = text;
+  }
+
+  // what the server's state says a control is: put back in the input (Escape abandons an edit)
+  function restore(name) {
+    edited.delete(name);
+    const input = document.querySelector('#controls [data-value="' + name + '"]');
+    if (!input || !state || !state.controls || !(name in state.controls)) return;
+    if (input.type === "checkbox") input.checked = Boolean(state.controls[name]);
+    else input.value = String(state.controls[name]);
+  }
+
+  // an input that keeps what was typed until it is applied (Apply, Enter) or abandoned (Escape)
+  function editable(input, name, apply) {
+    input.addEventListener("input", () => edited.add(name));
+    input.addEventListener("change", () => edited.add(name));
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Escape") restore(name);
+      else if (e.key === "Enter" && input.tagName === "INPUT") { e.preventDefault(); apply(); }
+    });
   }
 
   // --- what the service shows (its symptoms) ------------------------------------------------------------------
@@ -268,7 +307,12 @@
         const apply = el("button", "", S.apply);
         apply.type = "button";
         apply.dataset.control = c.name;
-        apply.addEventListener("click", () => send({ type: "action", control: c.name, value: select.value }));
+        const applyChoice = () => {
+          edited.delete(c.name);
+          send({ type: "action", control: c.name, value: select.value });
+        };
+        apply.addEventListener("click", applyChoice);
+        editable(select, c.name, applyChoice);
         wrap.append(select);
         row.append(wrap, apply);
       } else {
@@ -288,11 +332,14 @@
         const apply = el("button", "", S.apply);
         apply.type = "button";
         apply.dataset.control = c.name;
-        apply.addEventListener("click", () => {
+        const applyNumber = () => {
           const whole = c.kind === "int" || c.kind === "instance";
           const value = whole ? parseInt(input.value, 10) : Number(input.value);
+          edited.delete(c.name); // the next state shows what the server made of it (or the error says why not)
           send({ type: "action", control: c.name, value });
-        });
+        };
+        apply.addEventListener("click", applyNumber);
+        editable(input, c.name, applyNumber);
         wrap.append(input);
         row.append(wrap, apply);
       }
@@ -500,6 +547,7 @@
 
   function showDebrief(d) {
     debrief = d;
+    showRunState();
     $("debrief").hidden = false;
     $("d-score").textContent = fill(S.score, { score: d.score }) + " " + (d.passed ? S.all_met : S.missed);
     $("d-fault").textContent = d.intervals.fault_clock || S.none;
