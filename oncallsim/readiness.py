@@ -21,6 +21,7 @@ Files, in the version's cache folder: ``<engine>.ready`` (JSON: the CPU seconds 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -31,7 +32,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from oncallsim.model.compiled_cache import cache_folder
 from oncallsim.model.engine import ENGINES, get_engine, prepare
@@ -40,7 +41,7 @@ __all__ = ["Readiness", "ensure_ready", "main", "start_preparer", "status"]
 
 # CPU seconds a preparation from an empty cache took on the reference machine (2026-12-01, 2 cores): the
 # estimate until this machine has measured its own
-FIRST_ESTIMATE_CPU_S = {"minute": 8.0, "request": 150.0}
+FIRST_ESTIMATE_CPU_S = {"minute": 7.0, "request": 45.0}
 PROGRESS_EVERY_S = 0.5
 RESPAWN_AFTER_S = 15.0  # a preparer takes its lock within a second or two of starting
 
@@ -199,11 +200,13 @@ def ensure_ready(
 
 
 class _Progress:
-    """The preparer's own progress file, rewritten every ``PROGRESS_EVERY_S`` from a thread."""
+    """The preparer's progress on one engine, rewritten every ``PROGRESS_EVERY_S`` from a thread: CPU seconds
+    since this engine's turn began (0 while it is queued behind another), functions compiled."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.compiled = 0
+        self.started: float | None = None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -212,7 +215,8 @@ class _Progress:
             self.write()
 
     def write(self) -> None:
-        data = {"cpu_s": time.process_time(), "compiled": self.compiled, "pid": os.getpid()}
+        cpu = 0.0 if self.started is None else time.process_time() - self.started
+        data = {"cpu_s": cpu, "compiled": self.compiled, "queued": self.started is None, "pid": os.getpid()}
         tmp = self.path.with_suffix(".tmp")
         try:
             tmp.write_text(json.dumps(data), "utf-8")
@@ -221,49 +225,48 @@ class _Progress:
             pass
 
 
-def _prepare_here(engine: str) -> None:
-    """Compile ``engine`` in this process under its lock and write its marker (the preparer's body)."""
+def _prepare_here(engine: str, handle: IO[str]) -> None:
+    """Compile ``engine`` in this process, its lock held (``handle``), and write its marker."""
     import fcntl
 
     from numba.core import event as numba_event
 
-    ready, progress_path, lock, expected = _files(engine)
-    with lock.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # another preparer may be at it: wait, then find it ready
-        if _read(ready) is not None:
-            return
-        progress = _Progress(progress_path)
+    ready, progress_path, _, expected = _files(engine)
+    fcntl.flock(handle, fcntl.LOCK_EX)  # held already, or another preparer's: wait for it, then find it ready
+    if _read(ready) is not None:
+        return
+    progress = _Progress(progress_path)
 
-        class Count(numba_event.Listener):  # type: ignore[misc]
-            def on_start(self, event: Any) -> None:
-                pass
+    class Count(numba_event.Listener):  # type: ignore[misc]
+        def on_start(self, event: Any) -> None:
+            pass
 
-            def on_end(self, event: Any) -> None:
-                progress.compiled += 1
+        def on_end(self, event: Any) -> None:
+            progress.compiled += 1
 
-        listener = Count()
-        numba_event.register("numba:compile", listener)  # type: ignore[no-untyped-call]
-        progress.write()
-        progress.thread.start()
-        started = time.process_time()
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                prepare(ENGINES[engine])
-            uncached = [str(w.message) for w in caught if "Cannot cache" in str(w.message)]
-            cpu = time.process_time() - started
-            marker: dict[str, Any] = {"cpu_s": cpu, "compiled": progress.compiled}
-            if uncached:
-                marker["uncached"] = uncached[:5]
-            ready.write_text(json.dumps(marker), "utf-8")
-            expected.write_text(json.dumps({"cpu_s": cpu}), "utf-8")
-        except Exception as exc:  # the marker says it failed; a surface shows it
-            ready.write_text(json.dumps({"failed": f"{type(exc).__name__}: {exc}"}), "utf-8")
-            raise
-        finally:
-            progress.stop.set()
-            numba_event.unregister("numba:compile", listener)  # type: ignore[no-untyped-call]
-            progress_path.unlink(missing_ok=True)
+    listener = Count()
+    numba_event.register("numba:compile", listener)  # type: ignore[no-untyped-call]
+    progress.started = time.process_time()
+    progress.write()
+    progress.thread.start()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            prepare(ENGINES[engine])
+        uncached = [str(w.message) for w in caught if "Cannot cache" in str(w.message)]
+        cpu = time.process_time() - progress.started
+        marker: dict[str, Any] = {"cpu_s": cpu, "compiled": progress.compiled}
+        if uncached:
+            marker["uncached"] = uncached[:5]
+        ready.write_text(json.dumps(marker), "utf-8")
+        expected.write_text(json.dumps({"cpu_s": cpu}), "utf-8")
+    except Exception as exc:  # the marker says it failed; a surface shows it
+        ready.write_text(json.dumps({"failed": f"{type(exc).__name__}: {exc}"}), "utf-8")
+        raise
+    finally:
+        progress.stop.set()
+        numba_event.unregister("numba:compile", listener)  # type: ignore[no-untyped-call]
+        progress_path.unlink(missing_ok=True)
 
 
 def print_progress(stream: TextIO) -> Callable[[Readiness], None]:
@@ -293,11 +296,24 @@ def print_progress(stream: TextIO) -> Callable[[Readiness], None]:
 
 def main(argv: list[str] | None = None) -> int:
     """The preparer: compile the engines named (default all) one after the other."""
+    import fcntl
+
     names = list(argv if argv is not None else sys.argv[1:]) or list(ENGINES)
     for name in names:
         get_engine(name)
-    for name in names:
-        _prepare_here(name)
+    with contextlib.ExitStack() as held:
+        handles = {}
+        for name in names:  # every engine's lock at once, so one waiting its turn reads as being prepared
+            ready, progress, lock, _ = _files(name)
+            handles[name] = held.enter_context(lock.open("a"))
+            try:
+                fcntl.flock(handles[name], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another preparer is at it: this one waits for it when its turn comes
+            if _read(ready) is None:
+                _Progress(progress).write()  # queued
+        for name in names:
+            _prepare_here(name, handles[name])
     return 0
 
 
