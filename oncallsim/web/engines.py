@@ -48,10 +48,7 @@ class EngineWarmer:
             return Readiness(name, "ready", 1.0, 0.0)
         if name in self.failed:
             return Readiness(name, "failed", message=self.failed[name])
-        now = status(name)
-        if now.ready:  # compiled, and about to be loaded here
-            return Readiness(name, "preparing", 0.99, 0.0)
-        return now
+        return status(name)  # compiled already: the watcher loads it, or the run's first minute does (< 1 s)
 
     def ready(self, name: str) -> bool:
         return bool(self.loaded.get(name))
