@@ -43,9 +43,7 @@ print(time.perf_counter() - t)
 BUSY = """
 import json, statistics, sys, time
 from oncallsim import Simulation
-MECHANISMS = {"balancer": "p2c", "clients": 8, "queue_discipline": "codel", "queue_limit": 200,
-              "deadline_propagation": True, "limiter": "bbr", "client_throttle": True, "retries": 2,
-              "retry_backoff": "full-jitter", "retry_budget": 0.1}
+from benchmarks.requests import MECHANISMS
 out = {}
 for label, extra in (("plain", {}), ("mechanisms", MECHANISMS)):
     overrides = {"base_requests_per_s": 2500.0, "diurnal_amplitude": 0.0, "floor": 20, **extra}

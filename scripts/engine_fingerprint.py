@@ -1,8 +1,8 @@
 """Fingerprints of the engines' numbers, to show a refactor of compiled code changes none of them.
 
-Plays every built-in scenario on both engines (hands-off, and the textbook playbook), a busy free-play stretch
-with every overload mechanism on, and a zoom of one request-engine minute, and prints a SHA-256 of each run's
-records as JSON lines (every field, every extra, every event). Run it before and after a change and compare
+Plays every built-in scenario on both engines (hands-off, and the textbook playbook) and a busy free-play
+stretch with every overload mechanism on (the busy minute of benchmarks/requests.py), and prints a SHA-256 of
+each run's records as JSON (every field, every extra, every event). Run it before and after a change and compare
 the two outputs: a single differing bit in any number shows as a differing line.
 
     python scripts/engine_fingerprint.py [--minutes 45] > before.txt
@@ -15,26 +15,16 @@ import hashlib
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout: its benchmarks' settings
+
+from benchmarks.requests import MECHANISMS
 from oncallsim import Simulation, builtin_scenarios
 from oncallsim.policies import load_policy
 
-MECHANISMS: dict[str, Any] = {
-    "base_requests_per_s": 2500.0,
-    "diurnal_amplitude": 0.0,
-    "floor": 20,
-    "balancer": "p2c",
-    "clients": 8,
-    "queue_discipline": "codel",
-    "queue_limit": 200,
-    "deadline_propagation": True,
-    "limiter": "bbr",
-    "client_throttle": True,
-    "retries": 2,
-    "retry_backoff": "full-jitter",
-    "retry_budget": 0.1,
-}
+BUSY = {"base_requests_per_s": 2500.0, "diurnal_amplitude": 0.0, "floor": 20}
 
 
 def digest(sim: Simulation, policy: str | None) -> str:
@@ -55,7 +45,7 @@ def main() -> None:
         for engine in ("minute", "request"):
             for policy in (None, "textbook"):
                 runs.append((sid, {}, engine, policy))
-    runs.append(("free-play", MECHANISMS, "request", None))
+    runs.append(("free-play", {**BUSY, **MECHANISMS}, "request", None))
     for sid, overrides, engine, policy in runs:
         start = time.perf_counter()
         try:
