@@ -6,9 +6,13 @@
 1125
 """
 
-from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, Controls, InvalidInput, MinuteRecord, Params, param_info
-from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario
-from oncallsim.simulation import Action, RunFile, Simulation, load_actions
+from oncallsim import compiled_cache
+
+compiled_cache.install()  # before any compiled function is declared: numba's cache keyed on the code, not its prose
+
+from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, Controls, InvalidInput, MinuteRecord, Params, param_info  # noqa: E402
+from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario  # noqa: E402
+from oncallsim.simulation import Action, RunFile, Simulation, load_actions  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """Whether each engine's compiled code is ready, and preparing it in a process of its own.
 
-An engine's first use on a machine compiles it (numba, cached on disk: ``model/compiled_cache.py``). Compiling
+An engine's first use on a machine compiles it (numba, cached on disk: ``compiled_cache.py``). Compiling
 in the process that serves people would hold numba's compiler lock for as long as it takes, and every live
 run, page or debrief that touches compiled code would wait behind it. So a surface never compiles: it starts
 a *preparer* — ``python -m oncallsim.readiness minute request``, a separate process — that fills the cache,
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from oncallsim.model.compiled_cache import cache_folder
+from oncallsim.compiled_cache import cache_folder
 from oncallsim.model.engine import ENGINES, get_engine, prepare
 
 __all__ = ["Readiness", "ensure_ready", "main", "start_preparer", "status"]

@@ -1,4 +1,4 @@
-"""The compiled-code cache is keyed on what is compiled (``model/compiled_cache.py``): prose, comments, blank
+"""The compiled-code cache is keyed on what is compiled (``compiled_cache.py``): prose, comments, blank
 lines and line numbers change nothing, code does; and a copy of the package with a help text, a docstring and
 a label edited loads both engines from the cache without compiling anything."""
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oncallsim.model.compiled_cache import _shape, cache_folder, code_digest
+from oncallsim.compiled_cache import _shape, cache_folder, code_digest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "oncallsim"
 
@@ -59,7 +59,7 @@ class Count(event.Listener):
     def on_start(self, e): pass
     def on_end(self, e): compiled.append(e.data["dispatcher"].py_func.__qualname__)
 event.register("numba:compile", Count())
-from oncallsim.model.compiled_cache import code_digest
+from oncallsim.compiled_cache import code_digest
 from oncallsim.model.engine import ENGINES, prepare
 for name in ("minute", "request"):
     prepare(ENGINES[name])

@@ -67,11 +67,11 @@ def test_run_files_name_their_engine_and_old_files_mean_the_minute_model() -> No
 
 def test_compiled_code_is_cached_per_version_of_the_compiled_code() -> None:
     """numba would reuse a function's machine code after a change in another module it calls: every compiled
-    function of the package is cached in the folder of one digest of the compiled code (model/compiled_cache.py,
+    function of the package is cached in the folder of one digest of the compiled code (compiled_cache.py,
     whose own tests show what the digest ignores), stamped with that digest."""
     from pathlib import Path
 
-    from oncallsim.model.compiled_cache import cache_folder, code_digest
+    from oncallsim.compiled_cache import cache_folder, code_digest
     from oncallsim.model.request.physics import request_minute
     from oncallsim.model.stages import minute
 

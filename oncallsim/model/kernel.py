@@ -38,10 +38,6 @@ T = TypeVar("T", bound=Callable[..., Any])
 
 from numba.core import config as _numba_config  # noqa: E402
 
-from oncallsim.model import compiled_cache  # noqa: E402
-
-compiled_cache.install()  # before any compiled function is declared: the cache is keyed on the code, not its prose
-
 JIT = not getattr(_numba_config, "DISABLE_JIT", False)
 
 if JIT:

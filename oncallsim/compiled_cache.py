@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["KEEP", "cache_folder", "code_digest", "install"]
 
-PACKAGE = Path(__file__).resolve().parent.parent  # oncallsim/
+PACKAGE = Path(__file__).resolve().parent  # oncallsim/
 KEEP = 4  # versions of the compiled code kept on disk
 _COMPILED_MARK = "oncallsim.model.kernel import"  # a module outside model/ that declares compiled functions
 
