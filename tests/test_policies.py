@@ -185,3 +185,17 @@ def test_what_is_not_a_policy_is_refused_in_one_line(ref: str, said: str) -> Non
     done = CliRunner().invoke(app, ["run", "bad-deploy", "--minutes", "3", "--policy", ref])
     assert done.exit_code == 2 and f"policy: {info.value.reason}" in done.output, done.output
     assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
+
+
+def test_the_counterfactuals_say_how_far_they_are() -> None:
+    """A debrief's replays report after each one how many are done of how many (the console shows it): on a
+    request-engine run that spent budget, the policies, p2c and every candidate mechanism, in order, to the end."""
+    from oncallsim.policies.counterfactual import counterfactuals
+
+    sim = Simulation("retry-storm", seed=3, minutes=25)
+    sim.run()
+    seen: list[tuple[int, int]] = []
+    others = counterfactuals(sim, lambda done, total: seen.append((done, total)))
+    total = seen[0][1]
+    assert seen == [(n, total) for n in range(1, total + 1)]
+    assert total >= 3 and {"hands-off", "textbook"} <= set(others)  # no decisions: its own hands-off replay

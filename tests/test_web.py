@@ -490,10 +490,15 @@ def test_the_end_is_said_at_once_and_the_debrief_when_it_is_ready(client: TestCl
     run_id = new_run(client, scenario="surge", minutes=3)
     with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
         kinds = []
+        progress = []
         while not kinds or kinds[-1]["type"] != "finished":
             message = ws.receive_json()
             if message["type"] in ("over", "finished"):
                 kinds.append(message)
+            elif message["type"] == "debrief_progress":  # after each of the debrief's replays
+                assert [m["type"] for m in kinds] == ["over"]
+                progress.append((message["done"], message["total"]))
     over, finished = kinds
     assert over["type"] == "over" and over["state"]["done"] is True and over["debrief"] == "computing"
     assert finished["debrief_url"] == f"/runs/{run_id}/debrief"
+    assert progress and progress[-1][0] == progress[-1][1]  # every replay done before the debrief is

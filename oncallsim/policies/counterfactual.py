@@ -4,7 +4,7 @@ overload mechanism that would have saved the most)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,41 +60,70 @@ MAX_MECHANISMS_KEPT = 1
 TRY_FIRST = ("deadlines", "codel", "retry_budget", "limiter")
 
 
-def counterfactuals(sim: Simulation) -> dict[str, Simulation]:
+Progress = Callable[[int, int], None]  # (replays done, replays in all): a surface shows how far a debrief is
+
+
+def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[str, Simulation]:
     """Re-runs to the same minute as ``sim`` (cheap: runs are deterministic); on the request engine, when the
     run opened on another balancer, also the player's own decisions with ``p2c`` from the start, and with the
-    overload mechanism that saves the most (``mechanism_counterfactuals``)."""
-    out = {
-        name: sim if name == "hands-off" and not sim.actions else sim.counterfactual(load_policy(name), sim.minute)
-        for name in COUNTERFACTUAL_POLICIES
-    }  # a run without a decision is its own hands-off replay (runs are deterministic): a replay saved
-    if sim.engine.name == "request" and sim.timeline and (sim.timeline[0].extras or {}).get("balancer") != "p2c":
+    overload mechanism that saves the most (``mechanism_counterfactuals``). ``progress`` is told after each
+    replay how many are done of how many there are (a replay that stops early counts as done)."""
+    policies = [name for name in COUNTERFACTUAL_POLICIES if not (name == "hands-off" and not sim.actions)]
+    request = sim.engine.name == "request" and bool(sim.timeline)
+    with_p2c = request and (sim.timeline[0].extras or {}).get("balancer") != "p2c"
+    candidates = _candidates(sim) if request else []
+    total = len(policies) + (1 if with_p2c else 0) + len(candidates)
+    done = [0]
+
+    def replayed() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+
+    out: dict[str, Simulation] = {}
+    for name in COUNTERFACTUAL_POLICIES:
+        if name in policies:
+            out[name] = sim.counterfactual(load_policy(name), sim.minute)
+            replayed()
+        else:  # a run without a decision is its own hands-off replay (runs are deterministic): a replay saved
+            out[name] = sim
+    if with_p2c:
         out["p2c"] = with_balancer(sim, "p2c")
-    if sim.engine.name == "request" and sim.timeline:
-        out.update(mechanism_counterfactuals(sim))
+        replayed()
+    if request:
+        out.update(mechanism_counterfactuals(sim, on_replay=replayed))
     return out
 
 
-def mechanism_counterfactuals(sim: Simulation, keep: int = MAX_MECHANISMS_KEPT) -> dict[str, Simulation]:
+def _candidates(sim: Simulation) -> list[Mechanism]:
+    """The mechanisms ``mechanism_counterfactuals`` replays ``sim`` with, in the order it tries them."""
+    opening = sim.counterfactual(None, minutes=0).state.controls
+    retried = getattr(opening, "retries", 0) > 0 or any(a.control == "retries" and a.value for a in sim.actions)
+    if run_outcome(sim).budget_spent == 0.0:
+        return []  # nothing to save
+    order = sorted(MECHANISMS, key=lambda m: TRY_FIRST.index(m.name) if m.name in TRY_FIRST else len(TRY_FIRST))
+    return [
+        m
+        for m in order
+        if m.available() and not m.already_on(opening) and (retried or "retry_budget" not in m.settings)
+    ]
+
+
+def mechanism_counterfactuals(
+    sim: Simulation, keep: int = MAX_MECHANISMS_KEPT, on_replay: Callable[[], None] | None = None
+) -> dict[str, Simulation]:
     """The player's run replayed with each mechanism of ``MECHANISMS`` that exists in the registry and was not
     on at the start switched on from the start; the ``keep`` that spent the least of the error budget, and
     only those that spent less than the player did. A replay that has spent more than the player, or than the
-    ``keep``-th best so far, stops there: it cannot be kept."""
-    opening = sim.counterfactual(None, minutes=0).state.controls
-    retried = getattr(opening, "retries", 0) > 0 or any(a.control == "retries" and a.value for a in sim.actions)
+    ``keep``-th best so far, stops there: it cannot be kept. ``on_replay`` is called after each replay."""
     mine = run_outcome(sim).budget_spent
-    if mine == 0.0:
-        return {}  # nothing to save
-    order = sorted(MECHANISMS, key=lambda m: TRY_FIRST.index(m.name) if m.name in TRY_FIRST else len(TRY_FIRST))
     tried: list[tuple[float, int, str, Simulation]] = []
-    for mechanism in order:
-        if not mechanism.available() or mechanism.already_on(opening):
-            continue
-        if "retry_budget" in mechanism.settings and not retried:
-            continue
+    for mechanism in _candidates(sim):
         spent = sorted(t[0] for t in tried)
         bound = min([mine, *spent[keep - 1 : keep]])
         other = _replay(sim, mechanism.settings, bound)
+        if on_replay is not None:
+            on_replay()
         if other is not None:
             tried.append((run_outcome(other).budget_spent, MECHANISMS.index(mechanism), mechanism.name, other))
     best = sorted((t for t in tried if t[0] < mine), key=lambda t: (t[0], t[1]))[:keep]

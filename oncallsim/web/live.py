@@ -62,9 +62,10 @@ def wire_record(record: MinuteRecord, plan: RunPlan) -> dict[str, Any]:
     return out
 
 
-def debrief_with_figure(sim: Simulation) -> tuple[Report, str]:
-    """The debrief and its charts, the counterfactuals computed once for both (CPU work: call it in a thread)."""
-    others = counterfactuals(sim)
+def debrief_with_figure(sim: Simulation, progress: Callable[[int, int], None] | None = None) -> tuple[Report, str]:
+    """The debrief and its charts, the counterfactuals computed once for both (CPU work: call it in a thread);
+    ``progress`` hears after each replay how many are done of how many."""
+    others = counterfactuals(sim, progress)
     report = make_report(sim, others)
     figure = debrief_figure(
         sim.timeline,
@@ -428,7 +429,13 @@ class LiveRun:
     async def _finish(self) -> None:
         if self.report is not None:
             return
-        report, self.figure_json = await asyncio.to_thread(debrief_with_figure, self.sim)
+        loop = asyncio.get_running_loop()
+
+        def progress(done: int, total: int) -> None:  # from the worker thread: the loop sends it
+            message = {"type": "debrief_progress", "done": done, "total": total}
+            loop.call_soon_threadsafe(self.broadcast, message)
+
+        report, self.figure_json = await asyncio.to_thread(debrief_with_figure, self.sim, progress)
         self.report = report
         await self.store.write(
             self.store.finish, self.id, self.sim.minute, report.model_dump(mode="json"), self.figure_json

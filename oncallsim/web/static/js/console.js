@@ -659,6 +659,10 @@
         flash(t("run.over"), "info", true);
         root.dataset.debrief = "computing";
         break;
+      case "debrief_progress": // the debrief's replays (hands-off, the playbook, the mechanisms), as they end
+        flash(t("run.debrief_progress", { done: message.done, total: message.total }), "info", true);
+        root.dataset.debriefProgress = `${message.done}/${message.total}`;
+        break;
       case "finished":
         finished = true;
         showState(message.state);
