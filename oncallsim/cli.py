@@ -245,9 +245,10 @@ def prepare_command(
     names = engine or list(ENGINES)
     for name in names:
         get_engine(name)
-    failed = [done for done in ensure_ready(names, print_progress(sys.stderr)) if done.state == "failed"]
+    done = ensure_ready(names, print_progress(sys.stderr), retry_failed=True)  # a failure before is tried again
+    failed = [engine_state for engine_state in done if engine_state.state == "failed"]
     if failed:
-        raise InvalidInput("engine", "; ".join(done.line() for done in failed))
+        raise InvalidInput("engine", "; ".join(engine_state.line() for engine_state in failed))
     err.print(f"ready: {', '.join(names)}", soft_wrap=True)
 
 

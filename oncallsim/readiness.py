@@ -76,7 +76,7 @@ class Readiness:
         if self.state == "ready":
             return f"the {self.engine} engine is ready"
         if self.state == "failed":
-            return f"preparing the {self.engine} engine failed: {self.message}"
+            return f"preparing the {self.engine} engine failed: {self.message} (oncallsim prepare tries again)"
         if self.state == "missing":
             return f"the {self.engine} engine is not prepared yet"
         left = "" if self.seconds_left is None else f", about {max(1, round(self.seconds_left))} s of CPU left"
@@ -150,10 +150,18 @@ def status(engine: str) -> Readiness:
     return Readiness(engine, "preparing", share, max(0.0, expected - cpu))
 
 
-def start_preparer(engines: Iterable[str] = tuple(ENGINES)) -> subprocess.Popen[bytes] | None:
+def start_preparer(
+    engines: Iterable[str] = tuple(ENGINES), retry_failed: bool = False
+) -> subprocess.Popen[bytes] | None:
     """Start one detached preparer for the engines that are not ready and that no preparer is working on
-    (minute first: it is quick and most runs need it). Returns the process, or None when none was needed."""
-    todo = [name for name in engines if status(name).state == "missing"]
+    (minute first: it is quick and most runs need it). Returns the process, or None when none was needed.
+    ``retry_failed``: an engine whose last preparation failed (its marker says why) is tried again."""
+    names = list(engines)
+    if retry_failed:
+        for name in names:
+            if status(name).state == "failed":
+                _files(name)[0].unlink(missing_ok=True)
+    todo = [name for name in names if status(name).state == "missing"]
     if not todo:
         return None
     todo.sort(key=lambda name: name != "minute")
@@ -172,12 +180,16 @@ def start_preparer(engines: Iterable[str] = tuple(ENGINES)) -> subprocess.Popen[
 
 
 def ensure_ready(
-    engines: Iterable[str], report: Callable[[Readiness], None] | None = None, poll_s: float = 0.5
+    engines: Iterable[str],
+    report: Callable[[Readiness], None] | None = None,
+    poll_s: float = 0.5,
+    retry_failed: bool = False,
 ) -> list[Readiness]:
     """Prepare ``engines`` (in a preparer process) and wait until each is ready or failed, calling ``report``
-    with each change of state or every ``poll_s`` while one prepares; then load them here from the cache."""
+    with each change of state or every ``poll_s`` while one prepares; then load them here from the cache.
+    ``retry_failed``: a preparation that failed before is tried again (``oncallsim prepare`` does)."""
     names = list(engines)
-    start_preparer(names)
+    start_preparer(names, retry_failed)
     spawned = time.monotonic()
     final: dict[str, Readiness] = {}
     for name in names:

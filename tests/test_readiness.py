@@ -131,3 +131,14 @@ def test_a_live_run_waits_for_its_engine_and_says_how_far(tmp_path: Path) -> Non
         store.close()
 
     asyncio.run(play())
+
+
+def test_a_failed_preparation_is_tried_again_by_oncallsim_prepare(tmp_path: Path) -> None:
+    """A failed preparation stays failed for surfaces (their pages say so) until `oncallsim prepare` tries again."""
+    code = """
+from oncallsim.readiness import _files, ensure_ready, status
+_files("minute")[0].write_text('{"failed": "MemoryError: out of memory"}')
+print(status("minute").state)
+print(ensure_ready(["minute"], retry_failed=True, poll_s=0.05)[0].state)
+"""
+    assert _in_cache(tmp_path, code).split() == ["failed", "ready"]

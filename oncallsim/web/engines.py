@@ -24,6 +24,7 @@ __all__ = ["EngineWarmer", "router"]
 log = logging.getLogger("oncallsim.web")
 router = APIRouter(prefix="/api")
 WATCH_EVERY_S = 0.5
+MAX_RESPAWNS = 2  # preparers that ended without a marker before the server compiles itself, as a last resort
 
 
 class EngineWarmer:
@@ -54,12 +55,12 @@ class EngineWarmer:
         return bool(self.loaded.get(name))
 
     def _watch(self) -> None:
-        """Start a preparer for what is missing; load each engine once it is compiled (minute first)."""
-        try:
-            start_preparer()
-        except OSError as exc:  # no preparer can start (a read-only machine): compile here, said in the log
-            log.warning("cannot start the engines' preparer (%s): compiling in the server", exc)
+        """Start a preparer for what is missing; load each engine once it is compiled (minute first). Where no
+        preparer can start (no process may be spawned), or none can fill the cache, it compiles here, as a last
+        resort, and says so in the log."""
         spawned = time.monotonic()
+        respawns = 0
+        here = not self._spawn(None)
         order = sorted(ENGINES, key=lambda name: name != "minute")
         while not self._stop.is_set():
             pending = [name for name in order if not self.loaded[name] and name not in self.failed]
@@ -67,22 +68,34 @@ class EngineWarmer:
                 return
             for name in pending:
                 now = status(name)
-                if now.ready:
-                    try:
-                        prepare(ENGINES[name])  # from the cache: well under a second
-                    except Exception as exc:  # a broken engine must not take the console down
-                        log.exception("loading the %s engine failed", name)
-                        self.failed[name] = f"{type(exc).__name__}: {exc}"
-                        continue
-                    self.loaded[name] = True
+                if now.ready or here:
+                    self._load(name)
                 elif now.state == "failed":
-                    log.error("preparing the %s engine failed: %s", name, now.message)
+                    log.error("preparing the %s engine failed: %s (oncallsim prepare tries again)", name, now.message)
                     self.failed[name] = now.message
                 elif now.state == "missing" and time.monotonic() - spawned > RESPAWN_AFTER_S:
-                    start_preparer([name])  # the preparer ended without finishing (killed): another one
+                    respawns += 1  # the preparer ended without finishing (killed, or it cannot write the cache)
+                    here = respawns > MAX_RESPAWNS or not self._spawn(name)
                     spawned = time.monotonic()
                 break  # one engine at a time, in order
             self._stop.wait(WATCH_EVERY_S)
+
+    def _spawn(self, name: str | None) -> bool:
+        try:
+            start_preparer([name] if name else list(ENGINES))
+        except OSError as exc:
+            log.warning("cannot start the engines' preparer (%s): compiling in the server instead", exc)
+            return False
+        return True
+
+    def _load(self, name: str) -> None:
+        try:
+            prepare(ENGINES[name])  # from the cache: well under a second (compiled here only as a last resort)
+        except Exception as exc:  # a broken engine must not take the console down: it is logged and shown
+            log.exception("loading the %s engine failed", name)
+            self.failed[name] = f"{type(exc).__name__}: {exc}"
+            return
+        self.loaded[name] = True
 
 
 @router.get("/engines")
