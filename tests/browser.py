@@ -34,14 +34,20 @@ def require_browser() -> None:
 
 
 @contextmanager
-def chromium_page(width: int = 1366, height: int = 900) -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
+    """A headless Chromium (a test module's browser fixture yields one; each person a context of it)."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def chromium_page(width: int = 1366, height: int = 900) -> Iterator[Any]:
+    with chromium() as browser:
+        yield browser.new_page(viewport={"width": width, "height": height})

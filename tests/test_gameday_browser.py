@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import ARGS, CHROMIUM, require_browser
+from tests.browser import chromium
 from tests.server import running_server
 from tests.test_console_browser import SCREENSHOTS, Watch
 
@@ -25,15 +25,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One browser for the module; each person gets a context of their own (cookies, storage, a window)."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 def person(browser: Any, width: int = 1366, height: int = 768) -> tuple[Any, Watch]:

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import pytest
 
-from tests.browser import ARGS, CHROMIUM, require_browser
+from tests.browser import chromium
 from tests.server import free_port, start_server
 
 RESTORED = "paused: the server restarted; the facilitator resumes"
@@ -65,15 +65,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 def new_room(base: str, **body: Any) -> dict[str, Any]:

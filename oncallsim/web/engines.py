@@ -51,9 +51,6 @@ class EngineWarmer:
             return Readiness(name, "failed", message=self.failed[name])
         return status(name)  # compiled already: the watcher loads it, or the run's first minute does (< 1 s)
 
-    def ready(self, name: str) -> bool:
-        return bool(self.loaded.get(name))
-
     def _watch(self) -> None:
         """Start a preparer for what is missing; load each engine once it is compiled (minute first). Where no
         preparer can start (no process may be spawned), or none can fill the cache, it compiles here, as a last
