@@ -92,7 +92,7 @@ def test_light_load_is_untouched_by_any_discipline() -> None:
 
 def test_bad_settings_name_the_field_and_change_nothing() -> None:
     world = new_world(Params(max_fleet=1), 0)
-    before = world.ints.copy()
+    before = world.queues.ints.copy()
     for kwargs, field in (
         ({"discipline": "red"}, "queue_discipline"),
         ({"discipline": "adaptive-lifo"}, "queue_limit"),
@@ -103,4 +103,4 @@ def test_bad_settings_name_the_field_and_change_nothing() -> None:
         with pytest.raises(InvalidInput) as err:
             set_resilience(world, **kwargs)
         assert err.value.field == field
-    assert np.array_equal(world.ints, before)
+    assert np.array_equal(world.queues.ints, before)

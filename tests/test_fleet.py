@@ -10,7 +10,8 @@ from oncallsim.batch.runs import run_seeds
 from oncallsim.model import InvalidInput, Params
 from oncallsim.model.request.discovery import registry_minute
 from oncallsim.model.request.fleet_ops import in_zone, zone_slots
-from oncallsim.model.request.world import OFFLINE, new_world
+from oncallsim.model.request.instances import OFFLINE
+from oncallsim.model.request.world import new_world
 from oncallsim.policies import load_policy
 from oncallsim.verify.fleet import discovery_checks, eviction_delays
 
@@ -57,7 +58,7 @@ def test_self_protection_engages_exactly_below_85_percent_of_expected_renewals(d
     world, params = _registry(20)
     registry_minute(world, 0, 20, params, True)
     for i in range(dead):
-        world.health[i] = OFFLINE
+        world.fleet.health[i] = OFFLINE
     codes: list[str] = []
     for t in range(1, 5):
         codes += [e.code for e in registry_minute(world, t, 20, params, True)]
@@ -69,7 +70,7 @@ def test_without_self_protection_the_registry_evicts_the_dead() -> None:
     world, params = _registry(20)
     registry_minute(world, 0, 20, params, False)
     for i in range(8):
-        world.health[i] = OFFLINE
+        world.fleet.health[i] = OFFLINE
     codes: list[str] = []
     for t in range(1, 5):
         codes += [e.code for e in registry_minute(world, t, 20, params, False)]
@@ -128,11 +129,11 @@ def test_eject_readmit_and_replace_change_the_rotation() -> None:
 def test_bad_instance_actions_name_the_field_and_change_nothing(action: str, value: object, words: str) -> None:
     sim = small_sim()
     sim.step()
-    before = sim.state.vec.copy(), sim.state.world.ejected.copy()
+    before = sim.state.vec.copy(), sim.state.world.fleet.ejected.copy()
     with pytest.raises(InvalidInput) as err:
         sim.step([(action, value)])
     assert err.value.field == action and words in str(err.value)
-    assert sim.minute == 1 and (sim.state.vec == before[0]).all() and (sim.state.world.ejected == before[1]).all()
+    assert sim.minute == 1 and (sim.state.vec == before[0]).all() and (sim.state.world.fleet.ejected == before[1]).all()
 
 
 def test_ejecting_the_last_instance_in_rotation_is_refused() -> None:

@@ -10,17 +10,11 @@ from oncallsim import Simulation
 from oncallsim.model import InvalidInput, Params
 from oncallsim.model.kernel import from_python
 from oncallsim.model.request import calls
-from oncallsim.model.request.calls import BACKOFFS
+from oncallsim.model.request.calls import BACKOFFS, I_CFREE
+from oncallsim.model.request.instances import HANG, REFUSE
+from oncallsim.model.request.outcomes import M_ADMITTED, M_RETRIES, S_ERRORS
 from oncallsim.model.request.settings import set_balancer, set_retries
-from oncallsim.model.request.world import (
-    HANG,
-    I_CFREE,
-    M_ADMITTED,
-    M_RETRIES,
-    REFUSE,
-    S_ERRORS,
-    new_world,
-)
+from oncallsim.model.request.world import new_world
 from oncallsim.verify.resilience import _run, amplification_grid, bistability_grid
 
 backoff_delay = from_python(calls.backoff_delay)  # steps of the engine, driven from Python here
@@ -33,7 +27,7 @@ def _delays(kind: str, n: int, draws: int = 4000) -> np.ndarray:
     call = open_call(w, 0.0, 0, -1, 0)
     out = []
     for _ in range(draws):
-        w.c_sleep[call] = 0.1 if kind != "decorrelated-jitter" else w.c_sleep[call]
+        w.calls.c_sleep[call] = 0.1 if kind != "decorrelated-jitter" else w.calls.c_sleep[call]
         out.append(backoff_delay(w, call, n))
     return np.array(out)
 
@@ -53,11 +47,11 @@ def test_decorrelated_jitter_draws_between_base_and_three_times_the_last_sleep()
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 5)
     set_retries(w, 3, "decorrelated-jitter", base_ms=100.0, cap_ms=1000.0)
     call = open_call(w, 0.0, 0, -1, 0)
-    assert w.c_sleep[call] == pytest.approx(0.1)  # sleep₀ = base
+    assert w.calls.c_sleep[call] == pytest.approx(0.1)  # sleep₀ = base
     for _ in range(200):
-        before = w.c_sleep[call]
+        before = w.calls.c_sleep[call]
         d = backoff_delay(w, call, 1)
-        assert 0.1 <= d <= min(1.0, 3 * before) and w.c_sleep[call] == d
+        assert 0.1 <= d <= min(1.0, 3 * before) and w.calls.c_sleep[call] == d
 
 
 def test_attempts_and_failures_follow_the_geometric_sums() -> None:
@@ -77,7 +71,7 @@ def test_a_retry_budget_caps_retries_at_its_share_of_calls() -> None:
     def setup(w):  # half the instances refuse: without a budget 1.875 attempts a call
         set_balancer(w, "random", 4)
         set_retries(w, 3, "none", budget=0.1, burst=10.0)
-        w.health[:5] = REFUSE
+        w.fleet.health[:5] = REFUSE
 
     _, minutes = _run(40, 4, 200.0, 0.05, 3, 2, setup)
     calls = sum(m[M_ADMITTED] for _, _, m in minutes)
@@ -93,10 +87,10 @@ def test_a_timed_out_attempt_is_retried_at_its_deadline_not_at_the_late_answer()
     def setup(w):
         set_balancer(w, "round-robin")
         set_retries(w, 2, "none")
-        w.health[:] = HANG
+        w.fleet.health[:] = HANG
 
     world, minutes = _run(16, 4, 50.0, 0.05, 1, 3, setup)
-    errors = world.seconds[S_ERRORS]
+    errors = world.meter.seconds[S_ERRORS]
     assert errors[:6].sum() == 0 and errors[7:].sum() > 0
     _, _, m = minutes[0]
     assert m[M_RETRIES] > 1.8 * m[M_ADMITTED] * (54 / 60)  # two retries per call that could fail in the minute
@@ -106,7 +100,7 @@ def test_without_retries_no_call_is_opened() -> None:
     sim = Simulation("flash-crowd", seed=1, minutes=3)
     sim.run()
     world = sim.state.world
-    assert world.ints[I_CFREE] == len(world.c_state)
+    assert world.calls.ints[I_CFREE] == len(world.calls.c_state)
     assert all(r.extras["attempts_per_s"] == pytest.approx(r.admitted_per_s) for r in sim.timeline)
 
 

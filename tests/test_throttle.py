@@ -9,8 +9,8 @@ from oncallsim import Simulation
 from oncallsim.model import InvalidInput, Params
 from oncallsim.model.kernel import from_python
 from oncallsim.model.request import throttle
-from oncallsim.model.request.throttle import BUCKET_S, MIN_REQUESTS
-from oncallsim.model.request.world import R_THROTTLE_K, new_world
+from oncallsim.model.request.throttle import BUCKET_S, MIN_REQUESTS, R_THROTTLE_K
+from oncallsim.model.request.world import new_world
 from oncallsim.verify.resilience import throttle_ratio
 
 mark = from_python(throttle.mark)  # steps of the engine, driven from Python here
@@ -20,7 +20,7 @@ reject_probability = from_python(throttle.reject_probability)
 @pytest.mark.parametrize(("requests", "accepts", "k"), [(100, 30, 2.0), (100, 60, 2.0), (19, 0, 2.0), (300, 100, 1.5)])
 def test_the_reject_probability_is_the_sre_books(requests: int, accepts: int, k: float) -> None:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 0)
-    w.reals[R_THROTTLE_K] = k
+    w.throttle.reals[R_THROTTLE_K] = k
     for n in range(requests):  # spread over the 3 s window
         mark(w, 0, (n % 10 + 0.5) * BUCKET_S, n < accepts)
     expected = 0.0 if requests < MIN_REQUESTS else max(0.0, (requests - k * accepts) / (requests + 1))

@@ -18,8 +18,9 @@ import numpy as np
 
 from oncallsim.model.params import Params
 from oncallsim.model.request.discovery import register_initial, registry_minute
+from oncallsim.model.request.instances import OFFLINE
 from oncallsim.model.request.queue_only import QueueRun, simulate_mmn
-from oncallsim.model.request.world import OFFLINE, new_world
+from oncallsim.model.request.world import new_world
 from oncallsim.verify.oracles import mmn_mean_wait_s
 
 __all__ = [
@@ -92,13 +93,13 @@ def eviction_delays(instances: int = 12) -> list[float]:
         world = new_world(params, 0)
         register_initial(world, instances, params)
         registry_minute(world, 0, instances, params, True)
-        world.health[dead] = OFFLINE
+        world.fleet.health[dead] = OFFLINE
         for t in range(1, 6):
             if any(e.code == "instance_evicted" for e in registry_minute(world, t, instances, params, True)):
                 break
-        since = float(world.reg_since[dead])
+        since = float(world.registry.reg_since[dead])
         last = since + math.floor((60.0 - since) / params.renew_interval_s) * params.renew_interval_s
-        delays.append(float(world.evict_at[dead]) - last)
+        delays.append(float(world.registry.evict_at[dead]) - last)
     return delays
 
 
@@ -108,7 +109,7 @@ def protection_engages(instances: int, dead: int) -> bool:
     world = new_world(params, 0)
     register_initial(world, instances, params)
     registry_minute(world, 0, instances, params, True)
-    world.health[:dead] = OFFLINE
+    world.fleet.health[:dead] = OFFLINE
     codes = [e.code for t in range(1, 4) for e in registry_minute(world, t, instances, params, True)]
     return "self_protection_engaged" in codes
 

@@ -16,9 +16,10 @@ import numpy as np
 from scipy import stats
 
 from oncallsim.model.fields import NUMERIC_FIELDS, REC
+from oncallsim.model.request.outcomes import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.queue_only import queue_only_world
-from oncallsim.model.request.world import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED, with_room
+from oncallsim.model.request.world import with_room
 from oncallsim.verify import oracles
 
 __all__ = ["BATCHES", "Estimate", "QueuePoint", "batch_ci", "queue_grid", "run_queue_point"]
@@ -81,8 +82,8 @@ def run_queue_point(
     first = round(t_s / HIST_BIN_S)
     # per batch: answered, waited, customers, wait sum, waits past t, p99
     rows = np.zeros((BATCHES, 6))
-    hist = np.zeros_like(world.latency_hist)
-    pooled = np.zeros_like(world.latency_hist)
+    hist = np.zeros_like(world.meter.latency_hist)
+    pooled = np.zeros_like(world.meter.latency_hist)
     busy = 0.0
     room = int(rate * 60.0 * 1.5) + 64
     for t in range(WARMUP_MINUTES + minutes):
@@ -91,11 +92,11 @@ def run_queue_point(
         i = t - WARMUP_MINUTES
         if i < 0:
             continue
-        m = world.measures
+        m = world.meter.measures
         b = i // per
-        past = world.wait_hist[first:].sum()
-        rows[b, :5] += (world.latency_hist.sum(), m[M_WAITED], m[M_WAIT_COUNT], m[M_WAIT_SUM], past)
-        hist += world.latency_hist
+        past = world.meter.wait_hist[first:].sum()
+        rows[b, :5] += (world.meter.latency_hist.sum(), m[M_WAITED], m[M_WAIT_COUNT], m[M_WAIT_SUM], past)
+        hist += world.meter.latency_hist
         busy += float(rec[REC.utilization])
         if (i + 1) % per == 0:
             rows[b, 5] = quantile(hist, 0.99, TIMEOUT_S)

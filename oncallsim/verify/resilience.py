@@ -24,23 +24,15 @@ import numpy as np
 from oncallsim.model.fields import NUMERIC_FIELDS, REC
 from oncallsim.model.kernel import from_python
 from oncallsim.model.request import limiter
-from oncallsim.model.request.limiter import BUCKET_S
+from oncallsim.model.request.instances import REFUSE
+from oncallsim.model.request.limiter import BUCKET_S, I_LIMITER, LIMITER_BUCKETS
 from oncallsim.model.request.measure import EXTRA_FIELDS
+from oncallsim.model.request.outcomes import M_ADMITTED, M_OK, M_WAIT_COUNT, M_WAIT_SUM
 from oncallsim.model.request.physics import MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.queue_only import queue_only_world
 from oncallsim.model.request.queues import enqueue
 from oncallsim.model.request.settings import set_balancer, set_resilience, set_retries
-from oncallsim.model.request.world import (
-    I_LIMITER,
-    LIMITER_BUCKETS,
-    M_ADMITTED,
-    M_OK,
-    M_WAIT_COUNT,
-    M_WAIT_SUM,
-    REFUSE,
-    World,
-    with_room,
-)
+from oncallsim.model.request.world import World, with_room
 
 __all__ = [
     "Amplification",
@@ -108,7 +100,7 @@ def _run(
         rec = np.zeros(len(NUMERIC_FIELDS))
         ext = np.zeros(len(EXTRA_FIELDS))
         request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, lam, 0)
-        out.append((rec, ext, world.measures.copy()))
+        out.append((rec, ext, world.meter.measures.copy()))
     return world, out
 
 
@@ -121,7 +113,7 @@ def amplification_grid(quick: bool = False, seed: int = 3) -> list[Amplification
             def setup(w: World, crashed: int = crashed, retries: int = retries) -> None:
                 set_balancer(w, "random")
                 set_retries(w, retries, "none")
-                w.health[:crashed] = REFUSE
+                w.fleet.health[:crashed] = REFUSE
 
             _, minutes = _run(10 * 4, 4, 200.0, 0.05, 3 if quick else 6, seed, setup)
             admitted = sum(m[M_ADMITTED] for _, _, m in minutes)
@@ -179,7 +171,7 @@ def codel_delay(discipline: str, seed: int = 5) -> tuple[float, float]:
 
     world, minutes = _run(16, 4, 1.5 * 16 / 0.05, 0.05, 3, seed, setup)
     _, _, m = minutes[-1]
-    median = float(quantile(world.wait_hist, 0.5, 2.0) * 1000.0)
+    median = float(quantile(world.meter.wait_hist, 0.5, 2.0) * 1000.0)
     return float(m[M_WAIT_SUM] / m[M_WAIT_COUNT] * 1000.0), median
 
 
@@ -189,15 +181,15 @@ def limiter_cap_check(seed: int = 6) -> tuple[int, int]:
 
     def setup(w: World) -> None:
         set_balancer(w, "round-robin")
-        w.ints[I_LIMITER] = 1
+        w.limiter.ints[I_LIMITER] = 1
 
     world, _ = _run(4, 4, 2.0 * 4 / 0.05, 0.05, 2, seed, setup)
     x = 120.0
     current = int(x / BUCKET_S)
-    stamps = world.lim_stamp[0]
+    stamps = world.limiter.lim_stamp[0]
     valid = (stamps >= 0) & (stamps < current) & (stamps >= current - LIMITER_BUCKETS)
-    passes = world.lim_pass[0][valid]
-    rts = world.lim_rt[0][valid]
+    passes = world.limiter.lim_pass[0][valid]
+    rts = world.limiter.lim_rt[0][valid]
     max_pass = int(passes.max())
     min_rt = max(1.0, float(np.ceil(rts[passes > 0] / passes[passes > 0]).min()))
     return int(from_python(limiter.cap)(world, 0, x)), math.floor(max_pass * min_rt / BUCKET_S / 1000.0)
@@ -213,7 +205,7 @@ def _goodput_after(load: float, retries: int, backlog: bool, seed: int) -> float
         set_retries(w, retries, "none")
         if backlog:
             for n in range(int(3 * 2.0 * mu)):
-                from_python(enqueue)(w, w.qs.shape[1] - 1, -1e-3 * n, 0, -1, -1, -1)
+                from_python(enqueue)(w, w.queues.qs.shape[1] - 1, -1e-3 * n, 0, -1, -1, -1)
 
     _, minutes = _run(40, 4, lam, 0.1, 5, seed, setup)
     _, _, m = minutes[-1]

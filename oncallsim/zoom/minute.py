@@ -25,10 +25,8 @@ from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.request.engine import minute_count
 from oncallsim.model.request.generator import splitmix64
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
-from oncallsim.model.request.settings import configure_world, set_balancer
-from oncallsim.model.request.world import (
-    HEALTH,
+from oncallsim.model.request.instances import HEALTH
+from oncallsim.model.request.outcomes import (
     HIST_BIN_S,
     I_NSAMPLES,
     INSTANCE_LINES,
@@ -36,10 +34,10 @@ from oncallsim.model.request.world import (
     SAMPLE_FIELDS,
     SECOND_LINES,
     X_OUTCOME,
-    World,
-    new_world,
-    with_room,
 )
+from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
+from oncallsim.model.request.settings import configure_world, set_balancer
+from oncallsim.model.request.world import World, new_world, with_room
 from oncallsim.simulation import RunFile, Simulation
 
 __all__ = ["HISTOGRAM_BINS", "ZoomedMinute", "zoom_record", "zoom_run"]
@@ -113,10 +111,10 @@ def restore_fleet(world: World, extras: dict[str, Any]) -> None:
         set_balancer(world, extras["balancer"], int(extras.get("clients", 1)))
     lines = extras.get("instances", {})
     for i, health in enumerate(lines.get("health", ())):
-        world.health[i] = HEALTH.index(health)
-        world.speed[i] = float(lines["speed"][i])
-        world.reg[i] = world.reg_prev[i] = int(lines["registered"][i])
-        world.ejected[i] = int(lines["ejected"][i])
+        world.fleet.health[i] = HEALTH.index(health)
+        world.fleet.speed[i] = float(lines["speed"][i])
+        world.registry.reg[i] = world.registry.reg_prev[i] = int(lines["registered"][i])
+        world.fleet.ejected[i] = int(lines["ejected"][i])
 
 
 def _describe(
@@ -131,7 +129,7 @@ def _describe(
 ) -> ZoomedMinute:
     timeout_ms = params.timeout_s * 1000.0
     extras = dict(zip((name for name, _, _ in EXTRA_FIELDS), ext.tolist(), strict=True))
-    hist = world.latency_hist
+    hist = world.meter.latency_hist
     answered = hist[:-1]
     top_ms = min(timeout_ms, max(10.0, 1.25 * extras["p999_ms"]))
     width_ms = top_ms / HISTOGRAM_BINS
@@ -142,7 +140,7 @@ def _describe(
     measured = {f.name: float(rec[getattr(REC, f.name)]) for f in NUMERIC_FIELDS if _physics(f.name)}
     measured.update(extras)
     samples = []
-    for row in world.samples[: int(world.ints[I_NSAMPLES])]:
+    for row in world.meter.samples[: int(world.meter.ints[I_NSAMPLES])]:
         item: dict[str, Any] = dict(zip(SAMPLE_FIELDS, (float(v) for v in row), strict=True))
         item["outcome"] = OUTCOMES[int(row[X_OUTCOME])]
         samples.append(item)
@@ -157,8 +155,8 @@ def _describe(
         histogram_edges_ms=[k * width_ms for k in range(HISTOGRAM_BINS + 1)],
         histogram_counts=counts,
         timeouts=int(hist[-1]),
-        seconds={line: world.seconds[i].tolist() for i, line in enumerate(SECOND_LINES)},
-        instances={line: world.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)},
+        seconds={line: world.meter.seconds[i].tolist() for i, line in enumerate(SECOND_LINES)},
+        instances={line: world.meter.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)},
         samples=samples,
         warmed_up=stable,
         workers_per_instance=params.workers_per_instance,

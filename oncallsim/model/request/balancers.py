@@ -23,22 +23,14 @@ chooses among the instances in its rotation: those its view of the registry list
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.generator import uniform, uniform_int
-from oncallsim.model.request.throttle import mark
-from oncallsim.model.request.world import (
-    B_CPU,
-    B_LAG,
-    B_OUT,
-    B_PICK,
-    B_STAMP,
-    B_SUCCESS,
-    I_BALANCER,
-    I_CLIENTS,
-    I_THROTTLE,
-)
+from oncallsim.model.request.throttle import I_THROTTLE, mark
 
 __all__ = [
     "BALANCERS",
@@ -54,6 +46,45 @@ __all__ = [
     "picked",
 ]
 
+MAX_CLIENTS = 64
+# bal[...]: each client's view of each instance
+B_OUT, B_LAG, B_SUCCESS, B_CPU, B_STAMP, B_PICK = range(6)
+# ints[...]: the balancer (``BALANCERS``); how many clients balance on their own
+I_BALANCER, I_CLIENTS = range(2)
+R_NEXT_VIEW = 0  # reals[...]: the next time a balancer's view of the registry changes (instances.py)
+
+
+class Views(NamedTuple):
+    """What each client's balancer knows of each instance, and which instances are in its rotation."""
+
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    bal: npt.NDArray[np.float64]  # bal[B_…, client, instance]
+    rr: npt.NDArray[np.int64]  # each client's round-robin position
+    view_lag: npt.NDArray[np.float64]  # per client: how long after a change its long-poll learns of it (s)
+    rot: npt.NDArray[np.int64]  # rot[client, j]: the instances in that client's rotation
+    nrot: npt.NDArray[np.int64]  # how many; the last row (MAX_CLIENTS) is the pooled balancer's
+
+
+def new_views(instances: int) -> Views:
+    """One client; every view as it starts: nothing outstanding, no latency sample, full success, half CPU."""
+    ints = np.zeros(2, dtype=np.int64)
+    ints[I_CLIENTS] = 1
+    bal = np.zeros((6, MAX_CLIENTS, instances))
+    bal[B_SUCCESS] = SUCCESS_START
+    bal[B_CPU] = CPU_START
+    bal[B_PICK] = -np.inf
+    return Views(
+        ints=ints,
+        reals=np.zeros(1),
+        bal=bal,
+        rr=np.full(MAX_CLIENTS, -1, dtype=np.int64),
+        view_lag=np.zeros(MAX_CLIENTS),
+        rot=np.zeros((MAX_CLIENTS + 1, instances), dtype=np.int64),
+        nrot=np.zeros(MAX_CLIENTS + 1, dtype=np.int64),
+    )
+
+
 BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c")
 POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C = range(len(BALANCERS))
 
@@ -66,19 +97,19 @@ CPU_START = 500.0  # ‰
 
 @inline_step
 def _p2c_load(w: Any, c: int, i: int) -> float:
-    b = w.bal
+    b = w.views.bal
     load = b[B_CPU, c, i] * (math.floor(math.sqrt(b[B_LAG, c, i])) + 1.0) * (b[B_OUT, c, i] + 1.0)
     return PENALTY if load == 0.0 else load
 
 
 @inline_step
 def _p2c_valid(w: Any, c: int, i: int) -> bool:
-    return w.bal[B_SUCCESS, c, i] > 500.0 and w.bal[B_CPU, c, i] < 900.0
+    return w.views.bal[B_SUCCESS, c, i] > 500.0 and w.views.bal[B_CPU, c, i] < 900.0
 
 
 @inline_step
 def _p2c(w: Any, c: int, n: int, x: float) -> int:
-    rot = w.rot[c]
+    rot = w.views.rot[c]
     if n == 1:
         return rot[0]
     g = w.gen
@@ -93,7 +124,7 @@ def _p2c(w: Any, c: int, n: int, x: float) -> int:
         z = rot[z]
         if _p2c_valid(w, c, a) or _p2c_valid(w, c, z):
             break
-    b = w.bal
+    b = w.views.bal
     # the winner has the larger success/load: compare cross-multiplied, as the original does
     if _p2c_load(w, c, a) * b[B_SUCCESS, c, z] > _p2c_load(w, c, z) * b[B_SUCCESS, c, a]:
         win, lose = z, a
@@ -108,8 +139,8 @@ def _p2c(w: Any, c: int, n: int, x: float) -> int:
 
 @inline_step
 def _least(w: Any, c: int, n: int) -> int:
-    out = w.bal[B_OUT, c]
-    rot = w.rot[c]
+    out = w.views.bal[B_OUT, c]
+    rot = w.views.rot[c]
     best = rot[0]
     ties = 0
     for j in range(n):
@@ -134,24 +165,24 @@ def choose(w: Any, x: float) -> tuple[int, int]:
 @inline_step
 def client_of(w: Any) -> int:
     """The client a new request comes from: uniformly among the clients."""
-    clients = w.ints[I_CLIENTS]
+    clients = w.views.ints[I_CLIENTS]
     return uniform_int(w.gen, clients) if clients > 1 else 0
 
 
 @inline_step
 def instance_for(w: Any, c: int, x: float) -> int:
     """The instance client ``c`` sends a request to at ``x`` (not ``pooled``), among the instances in its
-    rotation (``w.rot``; instances.py); −1 when its rotation is empty."""
-    kind = w.ints[I_BALANCER]
-    n = w.nrot[c]
+    rotation (``w.views.rot``; instances.py); −1 when its rotation is empty."""
+    kind = w.views.ints[I_BALANCER]
+    n = w.views.nrot[c]
     if n == 0:
         return -1
     if kind == ROUND_ROBIN:
-        j = (w.rr[c] + 1) % n
-        w.rr[c] = j
-        i = w.rot[c, j]
+        j = (w.views.rr[c] + 1) % n
+        w.views.rr[c] = j
+        i = w.views.rot[c, j]
     elif kind == RANDOM:
-        i = w.rot[c, uniform_int(w.gen, n)]
+        i = w.views.rot[c, uniform_int(w.gen, n)]
     elif kind == LEAST_OUTSTANDING:
         i = _least(w, c, n)
     else:
@@ -162,17 +193,17 @@ def instance_for(w: Any, c: int, x: float) -> int:
 @inline_step
 def picked(w: Any, c: int, i: int) -> None:
     """The client sent a request to instance ``i``: one more outstanding."""
-    w.bal[B_OUT, c, i] += 1.0
+    w.views.bal[B_OUT, c, i] += 1.0
 
 
 @inline_step
 def answered(w: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
     """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
-    b = w.bal
+    b = w.views.bal
     b[B_OUT, c, i] -= 1.0
-    if w.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
+    if w.throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
         mark(w, c, x, ok)
-    if w.ints[I_BALANCER] != P2C:
+    if w.views.ints[I_BALANCER] != P2C:
         return
     gap = x - b[B_STAMP, c, i]
     b[B_STAMP, c, i] = x

@@ -28,22 +28,15 @@ without one. Over time retries ≤ retry_budget × calls (+ the burst).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.heap import pop_on, push_on
-from oncallsim.model.request.outcomes import decide, second_of, timed_out, where_spent
-from oncallsim.model.request.world import (
-    C_BACKOFF,
-    C_FREE,
-    C_WAITING,
-    I_BACKOFF,
-    I_CFREE,
-    I_DHEAD,
-    I_DLEN,
-    I_RETRIES,
-    I_RHEAP,
+from oncallsim.model.request.outcomes import (
     M_RETRIES,
     M_RETRY_DENIED,
     M_SENT,
@@ -51,12 +44,11 @@ from oncallsim.model.request.world import (
     O_OK,
     O_THROTTLED,
     O_TIMEOUT,
-    R_BUDGET,
-    R_BUDGET_BURST,
-    R_RETRY_BAD,
-    R_RETRY_BASE,
-    R_RETRY_CAP,
     WHERE_QUEUE,
+    decide,
+    second_of,
+    timed_out,
+    where_spent,
 )
 
 __all__ = [
@@ -75,6 +67,105 @@ __all__ = [
     "take_retry",
 ]
 
+# a call's state: its slot is free; it waits for its current attempt; it waits out a backoff
+C_FREE, C_WAITING, C_BACKOFF = range(3)
+MAX_RETRIES = 5
+CALLS_START = 1 << 10  # call slots at first; grown before a minute that could need more (``with_room``)
+# ints[...]: free call slots; the deadline ring's head and length; backoffs waiting; the clients' retries and
+# backoff (``BACKOFFS``); 1 while the retry budget denies retries (for the events)
+I_CFREE, I_DHEAD, I_DLEN, I_RHEAP, I_RETRIES, I_BACKOFF, I_BUDGET_OUT = range(7)
+# reals[...]: the backoff's base and cap (s); the retry budget: tokens per call (0: no budget), tokens a client
+# holds at most; 1: a bad build's application errors are retried too
+R_RETRY_BASE, R_RETRY_CAP, R_BUDGET, R_BUDGET_BURST, R_RETRY_BAD = range(5)
+
+
+class Calls(NamedTuple):
+    """The clients' calls (one per admitted request while retries are on), their attempts' deadlines, the
+    backoffs waiting, each client's retry budget, and the retry settings."""
+
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    c_arrival: npt.NDArray[np.float64]  # per call: when it opened (its user's request arrived)
+    c_sent: npt.NDArray[np.float64]  # when its current attempt was sent
+    c_started: npt.NDArray[np.float64]  # when that attempt started service (−∞: not yet)
+    c_inst: npt.NDArray[np.int64]  # the instance serving it, −1 none yet
+    c_object: npt.NDArray[np.int64]
+    c_tag: npt.NDArray[np.int64]
+    c_client: npt.NDArray[np.int64]
+    c_attempt: npt.NDArray[np.int64]  # the current attempt's number (0: the first)
+    c_state: npt.NDArray[np.int64]  # C_FREE, C_WAITING, C_BACKOFF
+    c_sleep: npt.NDArray[np.float64]  # decorrelated jitter's previous sleep (s)
+    c_free: npt.NDArray[np.int64]  # the free call slots (a stack; ints[I_CFREE] of them)
+    d_time: npt.NDArray[np.float64]  # the attempts' deadlines, in send order: a ring from ints[I_DHEAD]
+    d_call: npt.NDArray[np.int64]
+    r_time: npt.NDArray[np.float64]  # the calls waiting out a backoff: a heap on when it ends
+    r_id: npt.NDArray[np.int64]
+    tokens: npt.NDArray[np.float64]  # per client: its retry budget's tokens
+
+
+def new_calls(clients: int, capacity: int = CALLS_START, deadlines: int = 4 * CALLS_START) -> Calls:
+    """No call open: ``capacity`` free slots (taken lowest first), an empty deadline ring and backoff heap."""
+    ints = np.zeros(7, dtype=np.int64)
+    ints[I_CFREE] = capacity
+    return Calls(ints=ints, reals=np.zeros(5), **_slots(capacity, deadlines), tokens=np.zeros(clients))
+
+
+def _slots(capacity: int, deadlines: int) -> dict[str, Any]:
+    return {
+        "c_arrival": np.zeros(capacity),
+        "c_sent": np.zeros(capacity),
+        "c_started": np.zeros(capacity),
+        "c_inst": np.full(capacity, -1, dtype=np.int64),
+        "c_object": np.zeros(capacity, dtype=np.int64),
+        "c_tag": np.full(capacity, -1, dtype=np.int64),
+        "c_client": np.zeros(capacity, dtype=np.int64),
+        "c_attempt": np.zeros(capacity, dtype=np.int64),
+        "c_state": np.zeros(capacity, dtype=np.int64),
+        "c_sleep": np.zeros(capacity),
+        "c_free": np.arange(capacity - 1, -1, -1, dtype=np.int64),
+        "d_time": np.zeros(deadlines),
+        "d_call": np.zeros(deadlines, dtype=np.int64),
+        "r_time": np.zeros(capacity),
+        "r_id": np.zeros(capacity, dtype=np.int64),
+    }
+
+
+def with_room(calls: Calls, arrivals: int) -> Calls:
+    """The calls with room for the minute's should ``arrivals`` each open one, and for their deadlines: every
+    call alive may send all its attempts within the minute (compiled code does not allocate)."""
+    retries = int(calls.ints[I_RETRIES])
+    capacity = len(calls.c_state)
+    live = capacity - int(calls.ints[I_CFREE])
+    if retries == 0 and live == 0:
+        return calls
+    opening = arrivals if retries > 0 else 0
+    need_calls = live + opening
+    need_deadlines = int(calls.ints[I_DLEN]) + opening * (retries + 1) + live * (MAX_RETRIES + 1)
+    if need_calls <= capacity and need_deadlines <= len(calls.d_time):
+        return calls
+    grown = capacity
+    while grown < need_calls:
+        grown *= 2
+    ring = len(calls.d_time)
+    while ring < need_deadlines:
+        ring *= 2
+    fresh = _slots(grown, ring)
+    for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_object", "c_tag", "c_client", "c_attempt",
+                 "c_state", "c_sleep", "r_time", "r_id"):  # fmt: skip
+        fresh[name][:capacity] = getattr(calls, name)
+    free = int(calls.ints[I_CFREE])
+    added = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)
+    fresh["c_free"][: len(added)] = added
+    fresh["c_free"][len(added) : len(added) + free] = calls.c_free[:free]  # the old free slots are taken first
+    calls.ints[I_CFREE] = free + len(added)
+    head, count, old = int(calls.ints[I_DHEAD]), int(calls.ints[I_DLEN]), len(calls.d_time)
+    order = (head + np.arange(count)) % old  # the ring unrolled from its head
+    fresh["d_time"][:count] = calls.d_time[order]
+    fresh["d_call"][:count] = calls.d_call[order]
+    calls.ints[I_DHEAD] = 0
+    return calls._replace(**fresh)
+
+
 BACKOFFS = ("none", "exponential", "full-jitter", "equal-jitter", "decorrelated-jitter")
 NONE, EXPONENTIAL, FULL_JITTER, EQUAL_JITTER, DECORRELATED = range(len(BACKOFFS))
 
@@ -85,74 +176,74 @@ _INF = float("inf")
 def open_call(w: Any, x: float, obj: int, tag: int, client: int) -> int:
     """A new call for a request admitted at ``x`` (the caller made room: ``world.with_room``); its client's
     budget gains its share."""
-    n = w.ints[I_CFREE] - 1
-    w.ints[I_CFREE] = n
-    call = w.c_free[n]
-    w.c_arrival[call] = x
-    w.c_object[call] = obj
-    w.c_tag[call] = tag
-    w.c_client[call] = client
-    w.c_attempt[call] = 0
-    w.c_started[call] = -_INF
-    w.c_inst[call] = -1
-    w.c_sleep[call] = w.reals[R_RETRY_BASE]
-    burst = w.reals[R_BUDGET_BURST]
-    tokens = w.tokens[client] + w.reals[R_BUDGET]
-    w.tokens[client] = tokens if tokens < burst else burst
+    n = w.calls.ints[I_CFREE] - 1
+    w.calls.ints[I_CFREE] = n
+    call = w.calls.c_free[n]
+    w.calls.c_arrival[call] = x
+    w.calls.c_object[call] = obj
+    w.calls.c_tag[call] = tag
+    w.calls.c_client[call] = client
+    w.calls.c_attempt[call] = 0
+    w.calls.c_started[call] = -_INF
+    w.calls.c_inst[call] = -1
+    w.calls.c_sleep[call] = w.calls.reals[R_RETRY_BASE]
+    burst = w.calls.reals[R_BUDGET_BURST]
+    tokens = w.calls.tokens[client] + w.calls.reals[R_BUDGET]
+    w.calls.tokens[client] = tokens if tokens < burst else burst
     return call
 
 
 @step
 def sent(p: Any, w: Any, call: int, x: float) -> None:
     """The call's next attempt leaves for the balancer at ``x``: it is the current one, its deadline timed."""
-    w.c_state[call] = C_WAITING
-    w.c_sent[call] = x
-    w.c_started[call] = -_INF
-    w.c_inst[call] = -1
-    w.measures[M_SENT] += 1.0
-    if w.c_attempt[call] > 0:
-        w.measures[M_RETRIES] += 1.0
-    size = len(w.d_time)
-    tail = (w.ints[I_DHEAD] + w.ints[I_DLEN]) % size
-    w.d_time[tail] = x + p[P.timeout_s]
-    w.d_call[tail] = call
-    w.ints[I_DLEN] += 1
+    w.calls.c_state[call] = C_WAITING
+    w.calls.c_sent[call] = x
+    w.calls.c_started[call] = -_INF
+    w.calls.c_inst[call] = -1
+    w.meter.measures[M_SENT] += 1.0
+    if w.calls.c_attempt[call] > 0:
+        w.meter.measures[M_RETRIES] += 1.0
+    size = len(w.calls.d_time)
+    tail = (w.calls.ints[I_DHEAD] + w.calls.ints[I_DLEN]) % size
+    w.calls.d_time[tail] = x + p[P.timeout_s]
+    w.calls.d_call[tail] = call
+    w.calls.ints[I_DLEN] += 1
 
 
 @inline_step
 def current(w: Any, call: int, sent_at: float) -> bool:
     """Whether an attempt sent at ``sent_at`` is the call's current one (its client still waits for it)."""
-    return w.c_state[call] == C_WAITING and w.c_sent[call] == sent_at
+    return w.calls.c_state[call] == C_WAITING and w.calls.c_sent[call] == sent_at
 
 
 @step
 def _close_call(w: Any, call: int) -> None:
-    w.c_state[call] = C_FREE
-    w.c_tag[call] = -1
-    w.c_free[w.ints[I_CFREE]] = call
-    w.ints[I_CFREE] += 1
+    w.calls.c_state[call] = C_FREE
+    w.calls.c_tag[call] = -1
+    w.calls.c_free[w.calls.ints[I_CFREE]] = call
+    w.calls.ints[I_CFREE] += 1
 
 
 @step
 def call_ok(w: Any, call: int, x: float, waited: bool, t0: float) -> None:
     """The current attempt succeeded at ``x``: the call ends well; its user waited since the call opened."""
-    decide(w, O_OK, x - w.c_arrival[call], waited, second_of(t0, x), w.c_tag[call])
+    decide(w, O_OK, x - w.calls.c_arrival[call], waited, second_of(t0, x), w.calls.c_tag[call])
     _close_call(w, call)
 
 
 @step
 def backoff_delay(w: Any, call: int, n: int) -> float:
     """How long the call waits before its ``n``-th retry (1 = the first), by the clients' backoff."""
-    kind = w.ints[I_BACKOFF]
+    kind = w.calls.ints[I_BACKOFF]
     if kind == NONE:
         return 0.0
-    base = w.reals[R_RETRY_BASE]
-    cap = w.reals[R_RETRY_CAP]
+    base = w.calls.reals[R_RETRY_BASE]
+    cap = w.calls.reals[R_RETRY_CAP]
     if kind == DECORRELATED:
-        high = 3.0 * w.c_sleep[call]
+        high = 3.0 * w.calls.c_sleep[call]
         sleep = base + uniform(w.gen) * (high - base) if high > base else base
         sleep = sleep if sleep < cap else cap
-        w.c_sleep[call] = sleep
+        w.calls.c_sleep[call] = sleep
         return sleep
     expo = base * 2.0**n
     expo = expo if expo < cap else cap
@@ -166,10 +257,10 @@ def backoff_delay(w: Any, call: int, n: int) -> float:
 @step
 def _where(w: Any, call: int, x: float) -> int:
     """Where a timed-out attempt spent its time: a queue when it never started, else as ``where_spent``."""
-    start = w.c_started[call]
-    if w.c_inst[call] < 0 or start == -_INF:
+    start = w.calls.c_started[call]
+    if w.calls.c_inst[call] < 0 or start == -_INF:
         return WHERE_QUEUE
-    return where_spent(w, w.c_inst[call], start - w.c_sent[call], x - start)
+    return where_spent(w, w.calls.c_inst[call], start - w.calls.c_sent[call], x - start)
 
 
 @inline_step
@@ -200,19 +291,19 @@ def succeeded(
 def call_failed(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
     """The current attempt failed at ``x`` (``outcome``: world.O_…): retried after its backoff when the failure
     is retryable, attempts are left and the client's budget allows; else the call ends with this outcome."""
-    n = w.c_attempt[call] + 1
-    retryable = outcome != O_THROTTLED and (outcome != O_BAD or w.reals[R_RETRY_BAD] != 0.0)
-    if retryable and n <= w.ints[I_RETRIES]:
-        client = w.c_client[call]
-        if w.reals[R_BUDGET] > 0.0:
-            if w.tokens[client] < 1.0:
-                w.measures[M_RETRY_DENIED] += 1.0
+    n = w.calls.c_attempt[call] + 1
+    retryable = outcome != O_THROTTLED and (outcome != O_BAD or w.calls.reals[R_RETRY_BAD] != 0.0)
+    if retryable and n <= w.calls.ints[I_RETRIES]:
+        client = w.calls.c_client[call]
+        if w.calls.reals[R_BUDGET] > 0.0:
+            if w.calls.tokens[client] < 1.0:
+                w.meter.measures[M_RETRY_DENIED] += 1.0
                 _final(w, call, outcome, x, t0)
                 return
-            w.tokens[client] -= 1.0
-        w.c_attempt[call] = n
-        w.c_state[call] = C_BACKOFF
-        push_on(w.r_time, w.r_id, w.ints, I_RHEAP, x + backoff_delay(w, call, n), call)
+            w.calls.tokens[client] -= 1.0
+        w.calls.c_attempt[call] = n
+        w.calls.c_state[call] = C_BACKOFF
+        push_on(w.calls.r_time, w.calls.r_id, w.calls.ints, I_RHEAP, x + backoff_delay(w, call, n), call)
         return
     _final(w, call, outcome, x, t0)
 
@@ -221,39 +312,46 @@ def call_failed(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
 def _final(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
     """The call ends with its last attempt's failure: the user's response time runs from the call's opening."""
     second = second_of(t0, x)
-    tag = w.c_tag[call]
+    tag = w.calls.c_tag[call]
     if outcome == O_TIMEOUT:
-        timed_out(w, _where(w, call, x), x - w.c_arrival[call], w.c_started[call] != w.c_sent[call], second, tag)
+        timed_out(
+            w,
+            _where(w, call, x),
+            x - w.calls.c_arrival[call],
+            w.calls.c_started[call] != w.calls.c_sent[call],
+            second,
+            tag,
+        )
     else:
-        decide(w, outcome, x - w.c_arrival[call], False, second, tag)
+        decide(w, outcome, x - w.calls.c_arrival[call], False, second, tag)
     _close_call(w, call)
 
 
 @inline_step
 def deadline_due(w: Any) -> float:
     """When the earliest pending deadline comes due (∞: none)."""
-    return w.d_time[w.ints[I_DHEAD]] if w.ints[I_DLEN] > 0 else _INF
+    return w.calls.d_time[w.calls.ints[I_DHEAD]] if w.calls.ints[I_DLEN] > 0 else _INF
 
 
 @step
 def take_deadline(p: Any, w: Any, x: float, t0: float) -> None:
     """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it."""
-    head = w.ints[I_DHEAD]
-    call = w.d_call[head]
-    due = w.d_time[head]
-    w.ints[I_DHEAD] = (head + 1) % len(w.d_time)
-    w.ints[I_DLEN] -= 1
-    if w.c_state[call] == C_WAITING and w.c_sent[call] + p[P.timeout_s] == due:
+    head = w.calls.ints[I_DHEAD]
+    call = w.calls.d_call[head]
+    due = w.calls.d_time[head]
+    w.calls.ints[I_DHEAD] = (head + 1) % len(w.calls.d_time)
+    w.calls.ints[I_DLEN] -= 1
+    if w.calls.c_state[call] == C_WAITING and w.calls.c_sent[call] + p[P.timeout_s] == due:
         call_failed(w, call, O_TIMEOUT, x, t0)
 
 
 @inline_step
 def retry_due(w: Any) -> float:
     """When the earliest backoff ends (∞: none)."""
-    return w.r_time[0] if w.ints[I_RHEAP] > 0 else _INF
+    return w.calls.r_time[0] if w.calls.ints[I_RHEAP] > 0 else _INF
 
 
 @step
 def take_retry(w: Any) -> int:
     """The call whose backoff ended first (removed from the heap); the caller sends its next attempt."""
-    return pop_on(w.r_time, w.r_id, w.ints, I_RHEAP)
+    return pop_on(w.calls.r_time, w.calls.r_id, w.calls.ints, I_RHEAP)

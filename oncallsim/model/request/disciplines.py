@@ -23,9 +23,8 @@ from typing import Any
 from oncallsim.model.kernel import step
 from oncallsim.model.request.balancers import answered
 from oncallsim.model.request.calls import failed
-from oncallsim.model.request.outcomes import second_of
-from oncallsim.model.request.queues import dequeue, dequeue_tail
-from oncallsim.model.request.world import (
+from oncallsim.model.request.outcomes import O_DROPPED, second_of
+from oncallsim.model.request.queues import (
     CQ_COUNT,
     CQ_DROP_NEXT,
     CQ_DROPPING,
@@ -36,11 +35,12 @@ from oncallsim.model.request.world import (
     CQ_OVERLOADED,
     I_DISCIPLINE,
     I_QUEUE_LIMIT,
-    O_DROPPED,
     Q_LEN,
     R_INTERVAL,
     R_LIFO_THRESHOLD,
     R_TARGET,
+    dequeue,
+    dequeue_tail,
 )
 
 __all__ = ["ADAPTIVE_LIFO", "CODEL", "FIFO", "drop", "full", "take"]
@@ -51,8 +51,8 @@ FIFO, CODEL, ADAPTIVE_LIFO = range(3)
 @step
 def full(w: Any, qid: int) -> bool:
     """The queue is at its limit: an arriving request is dropped."""
-    limit = w.ints[I_QUEUE_LIMIT]
-    return limit > 0 and w.qs[Q_LEN, qid] >= limit
+    limit = w.queues.ints[I_QUEUE_LIMIT]
+    return limit > 0 and w.queues.qs[Q_LEN, qid] >= limit
 
 
 @step
@@ -66,31 +66,33 @@ def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float, call: i
 
 @step
 def _drop_slot(w: Any, qid: int, slot: int, now: float, t0: float) -> None:
-    drop(w, qid, w.s_client[slot], w.s_tag[slot], now, t0, w.s_call[slot], w.s_arrival[slot])
+    drop(
+        w, qid, w.queues.s_client[slot], w.queues.s_tag[slot], now, t0, w.queues.s_call[slot], w.queues.s_arrival[slot]
+    )
 
 
 @step
 def _codel_head(w: Any, qid: int, now: float) -> tuple[int, bool]:
     """CoDel's dodequeue: the oldest request, and whether it may be dropped."""
-    cq = w.cq
-    if w.qs[Q_LEN, qid] == 0:
+    cq = w.queues.cq
+    if w.queues.qs[Q_LEN, qid] == 0:
         cq[CQ_FIRST_ABOVE, qid] = 0.0
         return -1, False
     slot = dequeue(w, qid)
-    sojourn = now - w.s_arrival[slot]
-    if sojourn < w.reals[R_TARGET]:
+    sojourn = now - w.queues.s_arrival[slot]
+    if sojourn < w.queues.reals[R_TARGET]:
         cq[CQ_FIRST_ABOVE, qid] = 0.0
         return slot, False
     if cq[CQ_FIRST_ABOVE, qid] == 0.0:
-        cq[CQ_FIRST_ABOVE, qid] = now + w.reals[R_INTERVAL]
+        cq[CQ_FIRST_ABOVE, qid] = now + w.queues.reals[R_INTERVAL]
         return slot, False
     return slot, now >= cq[CQ_FIRST_ABOVE, qid]
 
 
 @step
 def _codel(w: Any, qid: int, now: float, t0: float) -> int:
-    cq = w.cq
-    interval = w.reals[R_INTERVAL]
+    cq = w.queues.cq
+    interval = w.queues.reals[R_INTERVAL]
     slot, ok_to_drop = _codel_head(w, qid, now)
     if cq[CQ_DROPPING, qid] != 0.0:
         if not ok_to_drop:
@@ -119,16 +121,16 @@ def _codel(w: Any, qid: int, now: float, t0: float) -> int:
 
 @step
 def _adaptive_lifo(w: Any, qid: int, now: float, t0: float) -> int:
-    cq = w.cq
-    target = w.reals[R_TARGET]
-    while w.qs[Q_LEN, qid] > 0:
-        newest = w.qs[Q_LEN, qid] > w.reals[R_LIFO_THRESHOLD] * w.ints[I_QUEUE_LIMIT]
+    cq = w.queues.cq
+    target = w.queues.reals[R_TARGET]
+    while w.queues.qs[Q_LEN, qid] > 0:
+        newest = w.queues.qs[Q_LEN, qid] > w.queues.reals[R_LIFO_THRESHOLD] * w.queues.ints[I_QUEUE_LIMIT]
         slot = dequeue_tail(w, qid) if newest else dequeue(w, qid)
-        delay = now - w.s_arrival[slot]
+        delay = now - w.queues.s_arrival[slot]
         if now >= cq[CQ_INTERVAL_END, qid]:  # a new interval: judge the last one; this request is served
             cq[CQ_OVERLOADED, qid] = 1.0 if cq[CQ_MIN_DELAY, qid] > target else 0.0
             cq[CQ_MIN_DELAY, qid] = delay
-            cq[CQ_INTERVAL_END, qid] = now + w.reals[R_INTERVAL]
+            cq[CQ_INTERVAL_END, qid] = now + w.queues.reals[R_INTERVAL]
             return slot
         if delay < cq[CQ_MIN_DELAY, qid]:
             cq[CQ_MIN_DELAY, qid] = delay
@@ -143,9 +145,9 @@ def _adaptive_lifo(w: Any, qid: int, now: float, t0: float) -> int:
 def take(w: Any, qid: int, now: float, t0: float) -> int:
     """The waiting request a free worker takes from queue ``qid`` now (its slot), after the discipline's
     drops; −1 when none is left."""
-    kind = w.ints[I_DISCIPLINE]
+    kind = w.queues.ints[I_DISCIPLINE]
     if kind == CODEL:
         return _codel(w, qid, now, t0)
     if kind == ADAPTIVE_LIFO:
         return _adaptive_lifo(w, qid, now, t0)
-    return dequeue(w, qid) if w.qs[Q_LEN, qid] > 0 else -1
+    return dequeue(w, qid) if w.queues.qs[Q_LEN, qid] > 0 else -1

@@ -9,42 +9,32 @@ from typing import Any
 
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import P, step, unmanaged
-from oncallsim.model.request.balancers import POOLED, answered
+from oncallsim.model.request.balancers import I_BALANCER, POOLED, answered
 from oncallsim.model.request.calls import (
     failed,
 )
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
-from oncallsim.model.request.instances import refresh_views, sync_free
+from oncallsim.model.request.instances import REFUSE, refresh_views, sync_free
 from oncallsim.model.request.outcomes import (
+    I_NSAMPLES,
+    M_BUSY,
+    M_PRESENT,
+    N_BAD,
+    O_OVERLOAD,
+    O_REFUSED,
+    WHERE_DEAD,
+    WHERE_QUEUE,
+    X_WAIT,
     inst_hist_add,
     second_of,
     timed_out,
     where_spent,
 )
-from oncallsim.model.request.queues import dequeue
+from oncallsim.model.request.queues import Q_CURSOR, Q_HEAD, Q_LEN, dequeue
 from oncallsim.model.request.service import take_next
-from oncallsim.model.request.workers import free_add, free_remove
-from oncallsim.model.request.world import (
-    I_BALANCER,
-    I_ENABLED,
-    I_FREE,
-    I_NBAD,
-    I_NSAMPLES,
-    M_BUSY,
-    M_PRESENT,
-    MODE_PIPELINE,
-    N_BAD,
-    O_OVERLOAD,
-    O_REFUSED,
-    Q_CURSOR,
-    Q_HEAD,
-    Q_LEN,
-    REFUSE,
-    WHERE_DEAD,
-    WHERE_QUEUE,
-    X_WAIT,
-)
+from oncallsim.model.request.stream import MODE_PIPELINE
+from oncallsim.model.request.workers import I_ENABLED, I_FREE, I_NBAD, free_add, free_remove
 
 __all__ = ["close_minute", "fill_cache", "open_minute", "sorted_arrivals"]
 
@@ -55,9 +45,9 @@ _INF = math.inf
 
 @step
 def sorted_arrivals(w: Any, count: int, t0: float) -> None:
-    """``count`` arrival times uniform on [t0, t0 + 60 s), sorted, into ``w.arrivals``: normalized sums of
+    """``count`` arrival times uniform on [t0, t0 + 60 s), sorted, into ``w.stream.arrivals``: normalized sums of
     exponential spacings (the order statistics of uniforms, without a sort)."""
-    times = w.arrivals
+    times = w.stream.arrivals
     total = 0.0
     for i in range(count):
         total += exponential(w.gen, 1.0)
@@ -71,76 +61,78 @@ def sorted_arrivals(w: Any, count: int, t0: float) -> None:
 def fill_cache(w: Any, present: float, ttl: float, t0: float) -> None:
     """A cache in its steady state: each object present with probability ``present``, its remaining TTL
     uniform on (0, ttl) (REQUESTS.md: the opening minute and a zoomed minute start so)."""
-    for obj in range(len(w.expiry)):
+    for obj in range(len(w.backend.expiry)):
         if uniform(w.gen) < present:
-            w.expiry[obj] = t0 + uniform(w.gen) * ttl
+            w.backend.expiry[obj] = t0 + uniform(w.gen) * ttl
         else:
-            w.expiry[obj] = -_INF
+            w.backend.expiry[obj] = -_INF
 
 
 @step
 def strand(p: Any, w: Any, t0: float, serving: int) -> None:
     """Requests waiting at instances that no longer serve, or that crashed, fail at once (their connections
     are reset)."""
-    for i in range(w.qs.shape[1] - 1):
-        if i < serving and w.health[i] != REFUSE:
+    for i in range(w.queues.qs.shape[1] - 1):
+        if i < serving and w.fleet.health[i] != REFUSE:
             continue
-        while w.qs[Q_LEN, i] > 0:
+        while w.queues.qs[Q_LEN, i] > 0:
             slot = dequeue(w, i)
-            client = w.s_client[slot]
+            client = w.queues.s_client[slot]
             if client >= 0:
                 answered(w, client, i, t0, 0.0, False, 0.0)
             outcome = O_OVERLOAD if i >= serving else O_REFUSED
-            failed(w, w.s_call[slot], w.s_arrival[slot], outcome, 0.0, False, 0, w.s_tag[slot], t0, t0)
+            failed(
+                w, w.queues.s_call[slot], w.queues.s_arrival[slot], outcome, 0.0, False, 0, w.queues.s_tag[slot], t0, t0
+            )
 
 
 @step
 def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s: float, q_mean: float) -> None:
     """The minute's start: reset the measures, the fleet's workers and builds, a flush, the queue served
     by workers that became free (new instances)."""
-    w.measures[:] = 0.0
-    w.latency_hist[:] = 0
-    w.wait_hist[:] = 0
-    w.seconds[:, :] = 0.0
-    w.instances[:, :] = 0.0
-    w.inst_hist[:, :] = 0
-    w.ints[I_NSAMPLES] = 0
+    w.meter.measures[:] = 0.0
+    w.meter.latency_hist[:] = 0
+    w.meter.wait_hist[:] = 0
+    w.meter.seconds[:, :] = 0.0
+    w.meter.instances[:, :] = 0.0
+    w.meter.inst_hist[:, :] = 0
+    w.meter.ints[I_NSAMPLES] = 0
     serving = int(st[ST.serving])
     workers = serving * int(p[P.workers_per_instance])
     nbad = math.floor(st[ST.bad_build_share] * serving + 0.5) if mode == MODE_PIPELINE else 0
-    w.ints[I_ENABLED] = workers
-    w.ints[I_NBAD] = nbad
-    for i in range(min(serving, w.instances.shape[1])):
-        w.instances[N_BAD, i] = 1.0 if i < nbad else 0.0
-    w.ints[I_FREE] = 0
-    for k in range(len(w.w_busy)):
-        w.free_pos[k] = -1
+    w.workers.ints[I_ENABLED] = workers
+    w.workers.ints[I_NBAD] = nbad
+    for i in range(min(serving, w.meter.instances.shape[1])):
+        w.meter.instances[N_BAD, i] = 1.0 if i < nbad else 0.0
+    w.workers.ints[I_FREE] = 0
+    for k in range(len(w.workers.w_busy)):
+        w.workers.free_pos[k] = -1
     for k in range(workers):
-        if not w.w_busy[k]:
+        if not w.workers.w_busy[k]:
             free_add(w, k)
     refresh_views(w, t0, serving)
-    if w.ints[I_BALANCER] == POOLED:
+    if w.views.ints[I_BALANCER] == POOLED:
         sync_free(w, int(p[P.workers_per_instance]))
     if mode == MODE_PIPELINE:
         if flags & FLUSH:
-            w.expiry[:] = -_INF
+            w.backend.expiry[:] = -_INF
         present = 0
-        for obj in range(len(w.expiry)):
-            if w.expiry[obj] > t0:
+        for obj in range(len(w.backend.expiry)):
+            if w.backend.expiry[obj] > t0:
                 present += 1
-        w.measures[M_PRESENT] = present
+        w.meter.measures[M_PRESENT] = present
     strand(p, w, t0, serving)
     wpi = int(p[P.workers_per_instance])
     for i in range(serving):  # an instance's free workers take its own queue first
         for k in range(i * wpi, (i + 1) * wpi):
-            if w.qs[Q_LEN, i] == 0:
+            if w.queues.qs[Q_LEN, i] == 0:
                 break
-            if not w.w_busy[k]:
-                if w.free_pos[k] >= 0:
+            if not w.workers.w_busy[k]:
+                if w.workers.free_pos[k] >= 0:
                     free_remove(w, k)
                 push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
-    while w.ints[I_FREE] > 0 and w.qs[Q_LEN, w.qs.shape[1] - 1] > 0:
-        k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
+    while w.workers.ints[I_FREE] > 0 and w.queues.qs[Q_LEN, w.queues.qs.shape[1] - 1] > 0:
+        k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
         free_remove(w, k)
         push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
@@ -151,48 +143,48 @@ def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> Non
     count as timeouts now (a call's timer counted its own); busy time up to the end counts toward
     utilization."""
     timeout = p[P.timeout_s]
-    qs = w.qs
+    qs = w.queues.qs
     pooled = qs.shape[1] - 1
     for qid in range(qs.shape[1]):  # each queue in arrival order, from the first not counted before
         slot = qs[Q_CURSOR, qid]
         where = WHERE_QUEUE if qid == pooled else where_spent(w, qid, 1.0, 0.0)
         while slot >= 0:
-            gave_up = w.s_arrival[slot] + timeout
+            gave_up = w.queues.s_arrival[slot] + timeout
             if gave_up > t1:
                 break
-            if w.s_call[slot] >= 0:
-                slot = w.s_next[slot]
+            if w.queues.s_call[slot] >= 0:
+                slot = w.queues.s_next[slot]
                 continue
-            tag = w.s_tag[slot]
+            tag = w.queues.s_tag[slot]
             if tag >= 0:  # still waiting when its client gave up: it waited at least the timeout
-                w.samples[tag, X_WAIT] = timeout * 1000.0
+                w.meter.samples[tag, X_WAIT] = timeout * 1000.0
             timed_out(w, where, timeout, True, second_of(t0, gave_up), tag)
             if qid != pooled:
                 inst_hist_add(w, qid, timeout)
-            slot = w.s_next[slot]
+            slot = w.queues.s_next[slot]
         qs[Q_CURSOR, qid] = slot
-    enabled = w.ints[I_ENABLED]
-    for k in range(len(w.w_busy)):
-        if not w.w_busy[k]:
+    enabled = w.workers.ints[I_ENABLED]
+    for k in range(len(w.workers.w_busy)):
+        if not w.workers.w_busy[k]:
             continue
-        gave_up = w.w_arrival[k] + timeout
-        if t0 < gave_up <= t1 and w.w_call[k] < 0:
-            start = w.w_start[k]
+        gave_up = w.workers.w_arrival[k] + timeout
+        if t0 < gave_up <= t1 and w.workers.w_call[k] < 0:
+            start = w.workers.w_start[k]
             where = WHERE_DEAD
-            if w.w_held[k] == 0:
-                where = where_spent(w, w.w_instance[k], start - w.w_arrival[k], gave_up - start)
-            timed_out(w, where, timeout, start > w.w_arrival[k], second_of(t0, gave_up), w.w_tag[k])
-            inst_hist_add(w, w.w_instance[k], timeout)
-        if k < enabled and w.w_held[k] == 0:  # a dead instance's held connections are no work
-            start = w.w_start[k]
-            w.measures[M_BUSY] += t1 - (start if start > t0 else t0)
+            if w.workers.w_held[k] == 0:
+                where = where_spent(w, w.workers.w_instance[k], start - w.workers.w_arrival[k], gave_up - start)
+            timed_out(w, where, timeout, start > w.workers.w_arrival[k], second_of(t0, gave_up), w.workers.w_tag[k])
+            inst_hist_add(w, w.workers.w_instance[k], timeout)
+        if k < enabled and w.workers.w_held[k] == 0:  # a dead instance's held connections are no work
+            start = w.workers.w_start[k]
+            w.meter.measures[M_BUSY] += t1 - (start if start > t0 else t0)
     if sample_every > 0:  # a sample belongs to its minute: forget the tags of what is still in flight
-        for k in range(len(w.w_tag)):
-            w.w_tag[k] = -1
+        for k in range(len(w.workers.w_tag)):
+            w.workers.w_tag[k] = -1
         for qid in range(qs.shape[1]):
             slot = qs[Q_HEAD, qid]
             while slot >= 0:
-                w.s_tag[slot] = -1
-                slot = w.s_next[slot]
-        for call in range(len(w.c_tag)):
-            w.c_tag[call] = -1
+                w.queues.s_tag[slot] = -1
+                slot = w.queues.s_next[slot]
+        for call in range(len(w.calls.c_tag)):
+            w.calls.c_tag[call] = -1

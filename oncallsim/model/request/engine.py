@@ -18,27 +18,17 @@ from oncallsim.model.kernel import P
 from oncallsim.model.params import Params
 from oncallsim.model.plan import RunPlan
 from oncallsim.model.record import MinuteRecord
-from oncallsim.model.request.balancers import BALANCERS
-from oncallsim.model.request.discovery import register_initial, registry_minute
+from oncallsim.model.request.balancers import BALANCERS, I_BALANCER, I_CLIENTS
+from oncallsim.model.request.calls import I_BUDGET_OUT
+from oncallsim.model.request.discovery import I_PROTECTING, I_SELF_PROTECTION, register_initial, registry_minute
 from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action
+from oncallsim.model.request.instances import HEALTH
+from oncallsim.model.request.limiter import I_LIMITING
+from oncallsim.model.request.outcomes import INSTANCE_HIST_BIN_S, INSTANCE_LINES, N_LIMITED
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
+from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.settings import configure_world, world_settings
-from oncallsim.model.request.world import (
-    HEALTH,
-    I_BALANCER,
-    I_BUDGET_OUT,
-    I_CLIENTS,
-    I_LIMITING,
-    I_PROTECTING,
-    I_SELF_PROTECTION,
-    INSTANCE_HIST_BIN_S,
-    INSTANCE_LINES,
-    N_LIMITED,
-    Q_LEN,
-    World,
-    new_world,
-    with_room,
-)
+from oncallsim.model.request.world import World, new_world, with_room
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
 from oncallsim.model.state import State, initial_state
@@ -71,21 +61,21 @@ def extras_of(
     out: dict[str, Any] = dict(zip(_EXTRA_NAMES, ext.tolist(), strict=True))
     out["settings"] = world_settings(world)
     out["db_slowdown"] = db_slowdown
-    out["balancer"] = BALANCERS[int(world.ints[I_BALANCER])]
-    out["clients"] = int(world.ints[I_CLIENTS])
-    out["self_protection"] = bool(world.ints[I_SELF_PROTECTION])
-    out["self_protection_engaged"] = bool(world.ints[I_PROTECTING])
+    out["balancer"] = BALANCERS[int(world.views.ints[I_BALANCER])]
+    out["clients"] = int(world.views.ints[I_CLIENTS])
+    out["self_protection"] = bool(world.registry.ints[I_SELF_PROTECTION])
+    out["self_protection_engaged"] = bool(world.registry.ints[I_PROTECTING])
     out["workers_per_instance"] = wpi
-    lines = {line: world.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)}
-    lines["speed"] = world.speed[:serving].tolist()
-    lines["health"] = [HEALTH[h] for h in world.health[:serving].tolist()]
-    lines["registered"] = world.reg[:serving].tolist()
-    lines["ejected"] = world.ejected[:serving].tolist()
-    lines["replacing"] = [1 if r else 0 for r in world.replacing[:serving].tolist()]
-    lines["in_flight"] = world.inst_busy[:serving].tolist()
-    lines["queue"] = world.qs[Q_LEN, :serving].tolist()
-    lines["p99_ms"] = [_p99_ms(world.inst_hist[i]) for i in range(serving)]
-    lines["cpu_permille"] = world.cpu[:serving].round(1).tolist()  # the limiter's CPU EMA
+    lines = {line: world.meter.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)}
+    lines["speed"] = world.fleet.speed[:serving].tolist()
+    lines["health"] = [HEALTH[h] for h in world.fleet.health[:serving].tolist()]
+    lines["registered"] = world.registry.reg[:serving].tolist()
+    lines["ejected"] = world.fleet.ejected[:serving].tolist()
+    lines["replacing"] = [1 if r else 0 for r in world.fleet.replacing[:serving].tolist()]
+    lines["in_flight"] = world.workers.inst_busy[:serving].tolist()
+    lines["queue"] = world.queues.qs[Q_LEN, :serving].tolist()
+    lines["p99_ms"] = [_p99_ms(world.meter.inst_hist[i]) for i in range(serving)]
+    lines["cpu_permille"] = world.limiter.cpu[:serving].round(1).tolist()  # the limiter's CPU EMA
     out["instances"] = lines
     return out
 
@@ -94,18 +84,18 @@ def overload_events(world: World, ext: np.ndarray[Any, Any], serving: int) -> li
     """The limiter engaging or released, the retry budget exhausted or recovered: each a change from the
     minute before (the world remembers which held then)."""
     events = []
-    limiting = int((world.instances[N_LIMITED, :serving] > 0).sum())
-    if limiting and not world.ints[I_LIMITING]:
+    limiting = int((world.meter.instances[N_LIMITED, :serving] > 0).sum())
+    if limiting and not world.limiter.ints[I_LIMITING]:
         events.append(Event("limiter_engaged", n=limiting))
-    elif not limiting and world.ints[I_LIMITING]:
+    elif not limiting and world.limiter.ints[I_LIMITING]:
         events.append(Event("limiter_released"))
-    world.ints[I_LIMITING] = 1 if limiting else 0
+    world.limiter.ints[I_LIMITING] = 1 if limiting else 0
     denied = float(ext[_EXTRA_NAMES.index("retries_denied_per_s")])
-    if denied > 0 and not world.ints[I_BUDGET_OUT]:
+    if denied > 0 and not world.calls.ints[I_BUDGET_OUT]:
         events.append(Event("retry_budget_exhausted", n=max(1, round(denied))))
-    elif denied == 0 and world.ints[I_BUDGET_OUT]:
+    elif denied == 0 and world.calls.ints[I_BUDGET_OUT]:
         events.append(Event("retry_budget_recovered"))
-    world.ints[I_BUDGET_OUT] = 1 if denied > 0 else 0
+    world.calls.ints[I_BUDGET_OUT] = 1 if denied > 0 else 0
     return events
 
 
@@ -152,7 +142,7 @@ class RequestEngine:
         events.extend(apply_world_actions(world, vec, mine, t, params))
         serving = int(vec[ST.serving])
         events.extend(apply_faults(world, state.plan.faults, t, serving, wpi))
-        events.extend(registry_minute(world, t, serving, params, bool(world.ints[I_SELF_PROTECTION])))
+        events.extend(registry_minute(world, t, serving, params, bool(world.registry.ints[I_SELF_PROTECTION])))
         values, slots = k.values, k.slots
         z_count = z_scale = 0.0
         if rng is not None:  # the minute model's one draw: both engines see the same traffic

@@ -22,7 +22,21 @@ from oncallsim.model.events import Event, instance_id
 from oncallsim.model.fields import ST
 from oncallsim.model.params import Params
 from oncallsim.model.plan import InstanceFault
-from oncallsim.model.request.balancers import BALANCERS, CPU_START, SUCCESS_START
+from oncallsim.model.request.balancers import (
+    B_CPU,
+    B_LAG,
+    B_PICK,
+    B_STAMP,
+    B_SUCCESS,
+    BALANCERS,
+    CPU_START,
+    I_BALANCER,
+    SUCCESS_START,
+)
+from oncallsim.model.request.discovery import I_SELF_PROTECTION
+from oncallsim.model.request.instances import HANG, I_ZONE_END, OFFLINE, R_ZONE_SHARE, REFUSE, UP
+from oncallsim.model.request.limiter import I_LIMITER
+from oncallsim.model.request.queues import I_DISCIPLINE, I_QUEUE_LIMIT, R_INTERVAL, R_LIFO_THRESHOLD, R_TARGET
 from oncallsim.model.request.settings import (
     DISCIPLINES,
     LIMITERS,
@@ -31,29 +45,8 @@ from oncallsim.model.request.settings import (
     set_retries,
     world_settings,
 )
-from oncallsim.model.request.world import (
-    B_CPU,
-    B_LAG,
-    B_PICK,
-    B_STAMP,
-    B_SUCCESS,
-    HANG,
-    I_BALANCER,
-    I_DISCIPLINE,
-    I_LIMITER,
-    I_QUEUE_LIMIT,
-    I_SELF_PROTECTION,
-    I_THROTTLE,
-    I_ZONE_END,
-    OFFLINE,
-    R_INTERVAL,
-    R_LIFO_THRESHOLD,
-    R_TARGET,
-    R_ZONE_SHARE,
-    REFUSE,
-    UP,
-    World,
-)
+from oncallsim.model.request.throttle import I_THROTTLE
+from oncallsim.model.request.world import World
 
 __all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "zone_slots"]
 
@@ -76,16 +69,16 @@ def zone_slots(count: int, share: float) -> list[int]:
 
 
 def _rotating(w: World, serving: int) -> list[int]:
-    return [i for i in range(serving) if w.reg[i] and not w.ejected[i]]
+    return [i for i in range(serving) if w.registry.reg[i] and not w.fleet.ejected[i]]
 
 
 def check_instance_action(w: World, serving: int, control: str, value: Any) -> None:
     """Refuse an action on an instance the fleet does not have, or one that cannot take it now."""
-    if control == "queue_discipline" and value == "adaptive-lifo" and not w.ints[I_QUEUE_LIMIT]:
+    if control == "queue_discipline" and value == "adaptive-lifo" and not w.queues.ints[I_QUEUE_LIMIT]:
         raise InvalidInput(
             control, "adaptive-lifo serves the newest first past a share of the queue's limit: set queue_limit first"
         )
-    if control == "queue_limit" and value == 0 and w.ints[I_DISCIPLINE] == DISCIPLINES.index("adaptive-lifo"):
+    if control == "queue_limit" and value == 0 and w.queues.ints[I_DISCIPLINE] == DISCIPLINES.index("adaptive-lifo"):
         raise InvalidInput(control, "adaptive-lifo needs a queue limit: choose another queue_discipline first")
     if control not in ("eject", "readmit", "replace"):
         return
@@ -94,7 +87,7 @@ def check_instance_action(w: World, serving: int, control: str, value: Any) -> N
             control, f"no instance {value!r}: the serving instances are {instance_id(0)} to {instance_id(serving - 1)}"
         )
     if control == "eject":
-        if w.ejected[value]:
+        if w.fleet.ejected[value]:
             raise InvalidInput(
                 control, f"instance {instance_id(value)} is already out of rotation (readmit puts it back)"
             )
@@ -103,9 +96,9 @@ def check_instance_action(w: World, serving: int, control: str, value: Any) -> N
                 control,
                 f"instance {instance_id(value)} is the last one in rotation: ejecting it would stop all traffic",
             )
-    elif control == "readmit" and not w.ejected[value]:
+    elif control == "readmit" and not w.fleet.ejected[value]:
         raise InvalidInput(control, f"instance {instance_id(value)} is not ejected")
-    elif control == "replace" and w.replacing[value]:
+    elif control == "replace" and w.fleet.replacing[value]:
         raise InvalidInput(control, f"instance {instance_id(value)} is already being replaced")
 
 
@@ -113,36 +106,36 @@ def _hold_in_flight(w: World, i: int, fate: int, wpi: int) -> None:
     """The requests a dying instance is serving: refused at their next step (a crash), or held until their
     clients give up (a hang, a lost network)."""
     for k in range(i * wpi, (i + 1) * wpi):
-        if w.w_busy[k] and w.w_held[k] == 0:
-            w.w_held[k] = fate
-            w.w_queries[k] = 0
+        if w.workers.w_busy[k] and w.workers.w_held[k] == 0:
+            w.workers.w_held[k] = fate
+            w.workers.w_queries[k] = 0
 
 
 def _fresh_views(w: World, i: int) -> None:
     """A new instance at slot ``i``: no client has statistics of it yet."""
-    w.bal[B_LAG, :, i] = 0.0
-    w.bal[B_SUCCESS, :, i] = SUCCESS_START
-    w.bal[B_CPU, :, i] = CPU_START
-    w.bal[B_STAMP, :, i] = 0.0
-    w.bal[B_PICK, :, i] = -np.inf
+    w.views.bal[B_LAG, :, i] = 0.0
+    w.views.bal[B_SUCCESS, :, i] = SUCCESS_START
+    w.views.bal[B_CPU, :, i] = CPU_START
+    w.views.bal[B_STAMP, :, i] = 0.0
+    w.views.bal[B_PICK, :, i] = -np.inf
 
 
 def apply_faults(w: World, faults: Iterable[InstanceFault], t: int, serving: int, wpi: int) -> list[Event]:
     """The scenario's instance events of minute ``t``, and the zone outage's start, continuation and end."""
     events: list[Event] = []
-    if w.ints[I_ZONE_END] and t >= w.ints[I_ZONE_END]:
-        for i in range(len(w.health)):
-            if w.health[i] == OFFLINE:
-                w.health[i] = UP
-        w.ints[I_ZONE_END] = 0
-        w.reals[R_ZONE_SHARE] = 0.0
+    if w.fleet.ints[I_ZONE_END] and t >= w.fleet.ints[I_ZONE_END]:
+        for i in range(len(w.fleet.health)):
+            if w.fleet.health[i] == OFFLINE:
+                w.fleet.health[i] = UP
+        w.fleet.ints[I_ZONE_END] = 0
+        w.fleet.reals[R_ZONE_SHARE] = 0.0
         events.append(Event("zone_back"))
     for f in faults:
         if f.minute != t:
             continue
         if f.what == "zone":
-            w.reals[R_ZONE_SHARE] = f.share
-            w.ints[I_ZONE_END] = t + f.minutes if f.minutes > 0 else 1 << 40
+            w.fleet.reals[R_ZONE_SHARE] = f.share
+            w.fleet.ints[I_ZONE_END] = t + f.minutes if f.minutes > 0 else 1 << 40
             down = sum(1 for i in zone_slots(serving, f.share))
             events.append(Event("zone_down", n=down))
             continue
@@ -151,22 +144,22 @@ def apply_faults(w: World, faults: Iterable[InstanceFault], t: int, serving: int
             events.append(Event("instance_gone", instance=i, name=f.what))
             continue
         if f.what == "slow":
-            w.speed[i] = f.speed
+            w.fleet.speed[i] = f.speed
         elif f.what == "crash":
-            w.health[i] = REFUSE
+            w.fleet.health[i] = REFUSE
             _hold_in_flight(w, i, 1, wpi)
         elif f.what == "hang":
-            w.health[i] = HANG
+            w.fleet.health[i] = HANG
             _hold_in_flight(w, i, 2, wpi)
         else:
-            w.health[i] = UP
-            w.speed[i] = 1.0
+            w.fleet.health[i] = UP
+            w.fleet.speed[i] = 1.0
         events.append(Event(_FAULT_EVENTS[f.what], instance=i))
-    share = w.reals[R_ZONE_SHARE]
+    share = w.fleet.reals[R_ZONE_SHARE]
     if share > 0.0:  # the zone's slots are unreachable, those that booted into it too
         for i in zone_slots(serving, share):
-            if w.health[i] != OFFLINE:
-                w.health[i] = OFFLINE
+            if w.fleet.health[i] != OFFLINE:
+                w.fleet.health[i] = OFFLINE
                 _hold_in_flight(w, i, 2, wpi)
     return events
 
@@ -184,16 +177,16 @@ def apply_world_actions(
     t0 = 60.0 * t
     for name, value in actions:
         if name == "balancer":
-            w.ints[I_BALANCER] = BALANCERS.index(value)
+            w.views.ints[I_BALANCER] = BALANCERS.index(value)
             events.append(Event("setting", name=name, value=value))
         elif name == "self_protection":
-            w.ints[I_SELF_PROTECTION] = 1 if value else 0
+            w.registry.ints[I_SELF_PROTECTION] = 1 if value else 0
             events.append(Event("setting", name=name, value=bool(value)))
         elif name == "client_throttle":
-            w.ints[I_THROTTLE] = 1 if value else 0
+            w.throttle.ints[I_THROTTLE] = 1 if value else 0
             events.append(Event("setting", name=name, value=bool(value)))
         elif name == "limiter":
-            w.ints[I_LIMITER] = LIMITERS.index(value)
+            w.limiter.ints[I_LIMITER] = LIMITERS.index(value)
             events.append(Event("setting", name=name, value=value))
         elif name in ("queue_discipline", "queue_limit", "deadline_propagation"):
             current = world_settings(w)
@@ -204,9 +197,9 @@ def apply_world_actions(
                     current["queue_discipline"],
                     current["queue_limit"],
                     current["deadline_propagation"],
-                    w.reals[R_TARGET] * 1000.0,
-                    w.reals[R_INTERVAL] * 1000.0,
-                    w.reals[R_LIFO_THRESHOLD],
+                    w.queues.reals[R_TARGET] * 1000.0,
+                    w.queues.reals[R_INTERVAL] * 1000.0,
+                    w.queues.reals[R_LIFO_THRESHOLD],
                 )
             except InvalidInput:
                 events.append(Event("not_applied", name=name, value=value))
@@ -227,36 +220,36 @@ def apply_world_actions(
                 events.append(Event("instance_gone", instance=value, name=name))
                 continue
             if name == "eject":
-                w.ejected[value] = 1
+                w.fleet.ejected[value] = 1
                 events.append(Event("instance_ejected", instance=value))
             elif name == "readmit":
-                w.ejected[value] = 0
+                w.fleet.ejected[value] = 0
                 events.append(Event("instance_readmitted", instance=value))
             else:
-                w.replacing[value] = t + params.boot_delay_min + 1  # the minute it is ready, + 1 (0: none)
+                w.fleet.replacing[value] = t + params.boot_delay_min + 1  # the minute it is ready, + 1 (0: none)
                 events.append(Event("replacement_started", instance=value))
         elif CONTROL_SPECS[name].engines == ("request",):
             raise AssertionError(f"request-engine control {name!r} has no effect here")
-    for i in range(len(w.replacing)):
-        due = int(w.replacing[i]) - 1
+    for i in range(len(w.fleet.replacing)):
+        due = int(w.fleet.replacing[i]) - 1
         if due < 0:
             continue
         if i >= serving:  # scaled in meanwhile: nothing to replace
-            w.replacing[i] = 0
+            w.fleet.replacing[i] = 0
             continue
         if t < due:  # the fresh instance boots, billed like any instance
             vec[ST.cost_so_far] += params.instance_price_per_hour / 60.0
             continue
-        w.replacing[i] = 0
-        w.health[i] = UP
-        w.speed[i] = 1.0
-        w.ejected[i] = 0
-        w.reg_prev[i] = 0  # the old one deregistered, the new one registered: balancers learn of it
-        w.reg[i] = 1
-        w.reg_at[i] = t0
-        w.reg_since[i] = t0
-        w.renew_stop[i] = math.inf
-        w.evict_at[i] = math.inf
+        w.fleet.replacing[i] = 0
+        w.fleet.health[i] = UP
+        w.fleet.speed[i] = 1.0
+        w.fleet.ejected[i] = 0
+        w.registry.reg_prev[i] = 0  # the old one deregistered, the new one registered: balancers learn of it
+        w.registry.reg[i] = 1
+        w.registry.reg_at[i] = t0
+        w.registry.reg_since[i] = t0
+        w.registry.renew_stop[i] = math.inf
+        w.registry.evict_at[i] = math.inf
         _fresh_views(w, i)
         events.append(Event("instance_replaced", instance=i))
     return events

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from oncallsim.model.kernel import inline_step
-from oncallsim.model.request.world import I_HEAP
+from oncallsim.model.request.workers import I_HEAP
 
 __all__ = ["pop", "pop_on", "push", "push_on", "replace_top"]
 
@@ -60,16 +60,16 @@ def pop_on(ht: Any, hi: Any, ints: Any, size: int) -> int:
 
 @inline_step
 def push(w: Any, time: float, ident: int) -> None:
-    push_on(w.heap_time, w.heap_id, w.ints, I_HEAP, time, ident)
+    push_on(w.workers.heap_time, w.workers.heap_id, w.workers.ints, I_HEAP, time, ident)
 
 
 @inline_step
 def pop(w: Any) -> int:
     """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
-    return pop_on(w.heap_time, w.heap_id, w.ints, I_HEAP)
+    return pop_on(w.workers.heap_time, w.workers.heap_id, w.workers.ints, I_HEAP)
 
 
 @inline_step
 def replace_top(w: Any, time: float, ident: int) -> None:
     """Replace the earliest phase end by a later one of the same worker (one sift, not a pop and a push)."""
-    sift_down(w.heap_time, w.heap_id, w.ints[I_HEAP], time, ident)
+    sift_down(w.workers.heap_time, w.workers.heap_id, w.workers.ints[I_HEAP], time, ident)

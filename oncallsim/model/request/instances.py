@@ -3,29 +3,64 @@
 An instance is in a balancer's rotation while that balancer's view of the registry lists it and the operator
 has not ejected it. The pooled balancer sees the registry as it is; each client-side balancer learns of a
 change ``registry_poll_s`` × (client + ½) / clients after it (a long-poll; discovery.py keeps the registry).
-Health (``world.health``): a refused connection fails in ``REFUSED_S``; a hung instance, or one whose zone is
+Health (``world.fleet.health``): a refused connection fails in ``REFUSED_S``; a hung instance, or one whose zone is
 off the network, holds the request until its client gives up. A slow one takes 1/speed times the CPU time.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import step
-from oncallsim.model.request.workers import free_add, free_remove
-from oncallsim.model.request.world import I_CLIENTS, I_ENABLED, MAX_CLIENTS, R_NEXT_VIEW
+from oncallsim.model.request.balancers import I_CLIENTS, MAX_CLIENTS, R_NEXT_VIEW
+from oncallsim.model.request.workers import I_ENABLED, free_add, free_remove
 
 __all__ = ["POOL", "in_pool", "refresh_views", "sync_free"]
 
-POOL = MAX_CLIENTS  # the pooled balancer's row of ``world.rot``
+# an instance's health: serving; connection refused (crashed); accepts and never answers (hung, still renewing
+# its registration); off the network (its zone is out: no answers, no renewals)
+UP, REFUSE, HANG, OFFLINE = range(4)
+HEALTH = ("up", "refuse", "hang", "offline")
+REFUSED_S = 0.001  # a refused connection fails this fast
+I_ZONE_END = 0  # ints[...]: the minute the zone outage ends (0: none)
+R_ZONE_SHARE = 0  # reals[...]: the share of the instance slots in the zone that is off the network (0: none)
+
+
+class Fleet(NamedTuple):
+    """Each instance slot's health and speed, the operator's ejections and replacements, the zone outage."""
+
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    speed: npt.NDArray[np.float64]  # per instance: 1 healthy; a slow one takes 1/speed times the CPU time
+    health: npt.NDArray[np.int64]  # per instance: UP, REFUSE, HANG, OFFLINE
+    ejected: npt.NDArray[np.int64]  # per instance: 1 when the operator took it out of rotation
+    replacing: npt.NDArray[np.int64]  # per instance: the minute a fresh one is ready, + 1, while it boots (0: none)
+
+
+def new_fleet(instances: int) -> Fleet:
+    """Every slot up, at full speed, in rotation."""
+    return Fleet(
+        ints=np.zeros(1, dtype=np.int64),
+        reals=np.zeros(1),
+        speed=np.ones(instances),
+        health=np.zeros(instances, dtype=np.int64),
+        ejected=np.zeros(instances, dtype=np.int64),
+        replacing=np.zeros(instances, dtype=np.int64),
+    )
+
+
+POOL = MAX_CLIENTS  # the pooled balancer's row of ``world.views.rot``
 _INF = math.inf
 
 
 @step
 def in_pool(w: Any, i: int, serving: int) -> bool:
     """Whether the pooled balancer sends to instance ``i`` now."""
-    return i < serving and w.reg[i] != 0 and w.ejected[i] == 0
+    return i < serving and w.registry.reg[i] != 0 and w.fleet.ejected[i] == 0
 
 
 @step
@@ -33,46 +68,46 @@ def refresh_views(w: Any, x: float, serving: int) -> None:
     """Apply the registry's evictions due by ``x``, rebuild every balancer's rotation as it sees things at
     ``x``, and note when the next view changes (``reals[R_NEXT_VIEW]``)."""
     nxt = _INF
-    for i in range(len(w.reg)):
-        if w.evict_at[i] <= x:
-            w.reg_prev[i] = w.reg[i]
-            w.reg[i] = 0
-            w.reg_at[i] = w.evict_at[i]
-            w.evict_at[i] = _INF
-        elif w.evict_at[i] < nxt:
-            nxt = w.evict_at[i]
-    for c in range(w.ints[I_CLIENTS]):
-        lag = w.view_lag[c]
+    for i in range(len(w.registry.reg)):
+        if w.registry.evict_at[i] <= x:
+            w.registry.reg_prev[i] = w.registry.reg[i]
+            w.registry.reg[i] = 0
+            w.registry.reg_at[i] = w.registry.evict_at[i]
+            w.registry.evict_at[i] = _INF
+        elif w.registry.evict_at[i] < nxt:
+            nxt = w.registry.evict_at[i]
+    for c in range(w.views.ints[I_CLIENTS]):
+        lag = w.views.view_lag[c]
         m = 0
         for i in range(serving):
-            seen = w.reg[i]
-            at = w.reg_at[i] + lag
+            seen = w.registry.reg[i]
+            at = w.registry.reg_at[i] + lag
             if x < at:
-                seen = w.reg_prev[i]
+                seen = w.registry.reg_prev[i]
                 if at < nxt:
                     nxt = at
-            if seen != 0 and w.ejected[i] == 0:
-                w.rot[c, m] = i
+            if seen != 0 and w.fleet.ejected[i] == 0:
+                w.views.rot[c, m] = i
                 m += 1
-        w.nrot[c] = m
+        w.views.nrot[c] = m
     m = 0
     for i in range(serving):
         if in_pool(w, i, serving):
-            w.rot[POOL, m] = i
+            w.views.rot[POOL, m] = i
             m += 1
-    w.nrot[POOL] = m
-    w.reals[R_NEXT_VIEW] = nxt
+    w.views.nrot[POOL] = m
+    w.views.reals[R_NEXT_VIEW] = nxt
 
 
 @step
 def sync_free(w: Any, wpi: int) -> None:
     """The pooled balancer hands requests to free workers of instances in its rotation only: the free set
     follows the rotation (the other balancers pick an instance first and need all of them)."""
-    enabled = w.ints[I_ENABLED]
+    enabled = w.workers.ints[I_ENABLED]
     serving = enabled // wpi
     for k in range(enabled):
-        want = (not w.w_busy[k]) and in_pool(w, k // wpi, serving)
-        if want and w.free_pos[k] < 0:
+        want = (not w.workers.w_busy[k]) and in_pool(w, k // wpi, serving)
+        if want and w.workers.free_pos[k] < 0:
             free_add(w, k)
-        elif not want and w.free_pos[k] >= 0:
+        elif not want and w.workers.free_pos[k] >= 0:
             free_remove(w, k)

@@ -15,13 +15,49 @@ aegis / Kratos v2 ``ratelimit/bbr``).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import step
+from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.windows import ring_bucket
-from oncallsim.model.request.world import LIMITER_BUCKETS, Q_LEN, R_NEXT_TICK
 
 __all__ = ["BUCKET_S", "TICK_S", "cap", "completed", "limited", "tick"]
+
+LIMITER_BUCKETS = 100  # the window: 100 buckets of 100 ms
+# ints[...]: 1 when the limiter is on (``LIMITERS``' index); 1 while an instance limited in the last minute
+I_LIMITER, I_LIMITING = range(2)
+R_NEXT_TICK = 0  # reals[...]: the next CPU sample (every 500 ms)
+
+
+class Limiter(NamedTuple):
+    """Each instance's CPU estimate and its window of completions, and whether the limiter is on."""
+
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    cpu: npt.NDArray[np.float64]  # per instance: the CPU EMA (‰), sampled every 500 ms
+    cpu_acc: npt.NDArray[np.float64]  # per instance: CPU seconds of its workers since the last sample
+    drop_at: npt.NDArray[np.float64]  # per instance: the first drop of this episode (s), −1 none
+    lim_pass: npt.NDArray[np.int64]  # lim_pass[instance, bucket]: completions in that 100 ms bucket
+    lim_rt: npt.NDArray[np.float64]  # … their response times summed (ms, each rounded up)
+    lim_stamp: npt.NDArray[np.int64]  # … the bucket's number (time / 100 ms), to know a stale one
+
+
+def new_limiter(instances: int) -> Limiter:
+    """Off, no CPU sampled, an empty window."""
+    return Limiter(
+        ints=np.zeros(2, dtype=np.int64),
+        reals=np.zeros(1),
+        cpu=np.zeros(instances),
+        cpu_acc=np.zeros(instances),
+        drop_at=np.full(instances, -1.0),
+        lim_pass=np.zeros((instances, LIMITER_BUCKETS), dtype=np.int64),
+        lim_rt=np.zeros((instances, LIMITER_BUCKETS)),
+        lim_stamp=np.full((instances, LIMITER_BUCKETS), -1, dtype=np.int64),
+    )
+
 
 BUCKET_S = 0.1
 TICK_S = 0.5
@@ -33,28 +69,28 @@ COOL_DOWN_S = 1.0
 @step
 def tick(w: Any, x: float, serving: int, wpi: int) -> None:
     """The CPU samples due by ``x``: each instance's EMA updated from its workers' CPU time since the last."""
-    while w.reals[R_NEXT_TICK] <= x:
+    while w.limiter.reals[R_NEXT_TICK] <= x:
         for i in range(serving):
-            sample = 1000.0 * w.cpu_acc[i] / (wpi * TICK_S)
+            sample = 1000.0 * w.limiter.cpu_acc[i] / (wpi * TICK_S)
             if sample > 1000.0:
                 sample = 1000.0
             if sample > 0.0:
-                w.cpu[i] = w.cpu[i] * DECAY + sample * (1.0 - DECAY)
-            w.cpu_acc[i] = 0.0
-        w.reals[R_NEXT_TICK] += TICK_S
+                w.limiter.cpu[i] = w.limiter.cpu[i] * DECAY + sample * (1.0 - DECAY)
+            w.limiter.cpu_acc[i] = 0.0
+        w.limiter.reals[R_NEXT_TICK] += TICK_S
 
 
 @step
 def completed(w: Any, i: int, x: float, rt: float) -> None:
     """A completion at instance ``i`` (any outcome) in the window's current bucket."""
-    b, stale = ring_bucket(w.lim_stamp[i], int(x / BUCKET_S))
+    b, stale = ring_bucket(w.limiter.lim_stamp[i], int(x / BUCKET_S))
     if stale:
-        w.lim_pass[i, b] = 0
-        w.lim_rt[i, b] = 0.0
-    w.lim_pass[i, b] += 1
+        w.limiter.lim_pass[i, b] = 0
+        w.limiter.lim_rt[i, b] = 0.0
+    w.limiter.lim_pass[i, b] += 1
     ms = math.ceil(rt * 1000.0)
     if ms > 0:
-        w.lim_rt[i, b] += ms
+        w.limiter.lim_rt[i, b] += ms
 
 
 @step
@@ -65,14 +101,14 @@ def cap(w: Any, i: int, x: float) -> int:
     max_pass = 0
     min_rt = math.inf
     for b in range(LIMITER_BUCKETS):
-        number = w.lim_stamp[i, b]
+        number = w.limiter.lim_stamp[i, b]
         if number < 0 or number >= current or number < current - LIMITER_BUCKETS:
             continue
-        n = w.lim_pass[i, b]
+        n = w.limiter.lim_pass[i, b]
         if n > max_pass:
             max_pass = n
         if n > 0:
-            avg = math.ceil(w.lim_rt[i, b] / n)
+            avg = math.ceil(w.limiter.lim_rt[i, b] / n)
             if avg < min_rt:
                 min_rt = avg
     if max_pass == 0:
@@ -85,17 +121,17 @@ def cap(w: Any, i: int, x: float) -> int:
 @step
 def limited(w: Any, i: int, x: float) -> bool:
     """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop)."""
-    in_flight = w.inst_busy[i] + w.qs[Q_LEN, i]
-    if w.cpu[i] < THRESHOLD:
-        if w.drop_at[i] < 0.0:
+    in_flight = w.workers.inst_busy[i] + w.queues.qs[Q_LEN, i]
+    if w.limiter.cpu[i] < THRESHOLD:
+        if w.limiter.drop_at[i] < 0.0:
             return False
-        if x - w.drop_at[i] <= COOL_DOWN_S:
+        if x - w.limiter.drop_at[i] <= COOL_DOWN_S:
             limit = cap(w, i, x)
             return limit >= 0 and in_flight > 1 and in_flight > limit
-        w.drop_at[i] = -1.0
+        w.limiter.drop_at[i] = -1.0
         return False
     limit = cap(w, i, x)
     drop = limit >= 0 and in_flight > 1 and in_flight > limit
-    if drop and w.drop_at[i] < 0.0:
-        w.drop_at[i] = x
+    if drop and w.limiter.drop_at[i] < 0.0:
+        w.limiter.drop_at[i] = x
     return drop

@@ -1,5 +1,5 @@
 """The minute's measures: the record fields the request engine measures, and the extras only it knows,
-from the counts the loop kept (``world.measures``, the histograms, the world's state at the minute's end)."""
+from the counts the loop kept (``world.meter.measures``, the histograms, the world's state at the minute's end)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ from typing import Any
 
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, step
-from oncallsim.model.request.outcomes import quantile
-from oncallsim.model.request.world import (
-    I_BUSY,
-    I_NBAD,
-    I_QLEN,
+from oncallsim.model.request.outcomes import (
     M_ABANDONED,
     M_ADMITTED,
     M_ARRIVED,
@@ -48,7 +44,10 @@ from oncallsim.model.request.world import (
     M_WAIT_SUM,
     M_WAITED,
     M_WASTED,
+    quantile,
 )
+from oncallsim.model.request.queues import I_QLEN
+from oncallsim.model.request.workers import I_BUSY, I_NBAD
 
 __all__ = ["EXTRA_FIELDS", "record_minute"]
 
@@ -110,7 +109,7 @@ EXTRA_FIELDS = (
 @step
 def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, app_s: float) -> None:
     """The measured record fields and the extras, from the minute's counts."""
-    m = w.measures
+    m = w.meter.measures
     serving = int(st[ST.serving])
     servers = serving * int(p[P.workers_per_instance])
     timeout = p[P.timeout_s]
@@ -119,13 +118,13 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     rec[REC.admitted_per_s] = admitted
     rec[REC.shed_per_s] = m[M_SHED] / 60.0
     if pipeline:
-        objects = len(w.expiry)
+        objects = len(w.backend.expiry)
         rt = admitted / objects * st[ST.ttl_s]
         steady = rt / (1.0 + rt)
         present = m[M_PRESENT] / objects
         rec[REC.cache_warm] = present / steady if steady > 0 else 1.0
         rec[REC.cache_hit] = m[M_HITS] / m[M_LOOKUPS] if m[M_LOOKUPS] > 0 else 0.0
-        partitions = len(w.db_free)
+        partitions = len(w.backend.db_free)
         rec[REC.db_demand_qps] = m[M_QUERIES] / 60.0
         rec[REC.db_utilization] = m[M_DB_BUSY] / (partitions * 60.0)
         rec[REC.query_time_ms] = m[M_QUERY_TIME] / m[M_QUERIES] * 1000.0 if m[M_QUERIES] > 0 else p[P.db_base_query_ms]
@@ -164,14 +163,14 @@ def record_minute(p: Any, w: Any, st: Any, rec: Any, ext: Any, pipeline: bool, a
     if m[M_STARTED] > 0:
         rec[REC.bad_build_share] = m[M_STARTED_BAD] / m[M_STARTED]
     else:
-        rec[REC.bad_build_share] = w.ints[I_NBAD] / serving if serving > 0 else 0.0
-    rec[REC.p99_ms] = (quantile(w.latency_hist, 0.99, timeout) if served > 0 else timeout) * 1000.0
-    ext[E_P50] = quantile(w.latency_hist, 0.5, timeout) * 1000.0
-    ext[E_P999] = quantile(w.latency_hist, 0.999, timeout) * 1000.0
+        rec[REC.bad_build_share] = w.workers.ints[I_NBAD] / serving if serving > 0 else 0.0
+    rec[REC.p99_ms] = (quantile(w.meter.latency_hist, 0.99, timeout) if served > 0 else timeout) * 1000.0
+    ext[E_P50] = quantile(w.meter.latency_hist, 0.5, timeout) * 1000.0
+    ext[E_P999] = quantile(w.meter.latency_hist, 0.999, timeout) * 1000.0
     ext[E_MEAN_WAIT] = m[M_WAIT_SUM] / m[M_WAIT_COUNT] * 1000.0 if m[M_WAIT_COUNT] > 0 else 0.0
     ext[E_MAX_QUEUE] = m[M_MAX_QUEUE]
-    ext[E_QUEUE_END] = w.ints[I_QLEN]
-    ext[E_IN_FLIGHT_END] = w.ints[I_BUSY]
+    ext[E_QUEUE_END] = w.queues.ints[I_QLEN]
+    ext[E_IN_FLIGHT_END] = w.workers.ints[I_BUSY]
     work = m[M_SERVICE] + m[M_CUT_SHORT]  # answered requests' service, and the work deadlines cut short
     ext[E_WASTED] = m[M_WASTED] / work if work > 0 else 0.0
     ext[E_WASTED_S] = m[M_WASTED]

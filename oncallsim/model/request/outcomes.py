@@ -2,42 +2,118 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import inline_step, step, unmanaged
-from oncallsim.model.request.world import (
-    HIST_BIN_S,
-    INSTANCE_HIST_BIN_S,
-    M_BAD_ERROR,
-    M_DECIDED,
-    M_DROPPED,
-    M_LIMITED,
-    M_OK,
-    M_OVERLOAD,
-    M_REFUSED,
-    M_THROTTLED,
-    M_TIMEOUT,
-    M_TO_QUEUE,
-    M_WAITED,
-    O_BAD,
-    O_DROPPED,
-    O_LIMITED,
-    O_OK,
-    O_OVERLOAD,
-    O_REFUSED,
-    O_THROTTLED,
-    O_TIMEOUT,
-    S_ERRORS,
-    UP,
-    WHERE_DEAD,
-    WHERE_QUEUE,
-    WHERE_SERVICE,
-    WHERE_SLOW,
-    X_OUTCOME,
-    X_RESPONSE,
-)
+from oncallsim.model.request.instances import UP
 
 __all__ = ["decide", "hist_add", "inst_hist_add", "quantile", "second_of", "timed_out", "where_spent"]
+
+HIST_BIN_S = 1e-4  # latency histograms: 0.1 ms bins up to the timeout, then one bin for timeouts
+INSTANCE_HIST_BIN_S = 1e-3  # per-instance latency histograms: 1 ms bins (the fleet view's p99)
+MAX_SAMPLES = 2_000
+
+# measures[...], reset every minute
+(
+    M_ARRIVED,
+    M_SHED,
+    M_ADMITTED,
+    M_DECIDED,
+    M_OVERLOAD,
+    M_TIMEOUT,
+    M_BAD_ERROR,
+    M_WAITED,
+    M_LOOKUPS,
+    M_HITS,
+    M_QUERIES,
+    M_QUERY_TIME,
+    M_DB_BUSY,
+    M_COMPLETED,
+    M_SERVICE,
+    M_BUSY,
+    M_WASTED,
+    M_MAX_QUEUE,
+    M_STARTED,
+    M_STARTED_BAD,
+    M_WAIT_SUM,
+    M_WAIT_COUNT,
+    M_PRESENT,
+    M_DROPPED,
+    M_ABANDONED,
+    M_REFUSED,
+    M_TO_QUEUE,
+    M_TO_SLOW,
+    M_TO_DEAD,
+    M_TO_SERVICE,
+    M_LIMITED,
+    M_THROTTLED,
+    M_SENT,
+    M_RETRIES,
+    M_RETRY_DENIED,
+    M_OK,
+    M_CUT_SHORT,
+) = range(37)
+N_MEASURES = 37
+# where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
+# service (its CPU and database reads)
+WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)
+
+# per-second lines: seconds[line, second]
+S_ARRIVALS, S_COMPLETED, S_ERRORS, S_QUEUE, S_IN_FLIGHT = range(5)
+SECOND_LINES = ("arrivals", "completed", "errors", "queue", "in_flight")
+# per instance: instances[line, instance]
+N_SERVED, N_ERRORS, N_BUSY, N_BAD, N_LIMITED = range(5)
+INSTANCE_LINES = ("served", "errors", "busy_s", "bad_build", "limited")
+
+# sampled requests: samples[row, field]
+SAMPLE_FIELDS = (
+    "arrival_s",  # seconds since the minute's start (negative: arrived in an earlier minute)
+    "low_priority",
+    "outcome",  # OUTCOMES index
+    "hit",  # 1 hit, 0 miss, −1 never looked up
+    "wait_ms",
+    "service_ms",
+    "queries",
+    "instance",  # −1: never reached one
+    "response_ms",
+)
+(X_ARRIVAL, X_LOW, X_OUTCOME, X_HIT, X_WAIT, X_SERVICE, X_QUERIES, X_INSTANCE, X_RESPONSE) = range(9)
+OUTCOMES = ("ok", "bad_build", "timeout", "overload", "shed", "pending", "dropped", "refused", "limited", "throttled")
+O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED, O_LIMITED, O_THROTTLED = range(10)
+# ints[...]: requests sampled this minute; arrivals since the run began (every n-th is sampled)
+I_NSAMPLES, I_SEQ = range(2)
+
+
+class Meter(NamedTuple):
+    """What a minute measures: the counts, the latency histograms, the per-second and per-instance lines and
+    the sampled requests' paths (the zoom), all reset when the minute opens."""
+
+    ints: npt.NDArray[np.int64]
+    measures: npt.NDArray[np.float64]
+    latency_hist: npt.NDArray[np.int64]  # response times of the minute's decided requests (timeouts last)
+    wait_hist: npt.NDArray[np.int64]  # queue waits of the minute's requests that started service
+    seconds: npt.NDArray[np.float64]
+    instances: npt.NDArray[np.float64]
+    inst_hist: npt.NDArray[np.int64]  # per instance: response times of the minute (1 ms bins, timeouts last)
+    samples: npt.NDArray[np.float64]
+
+
+def new_meter(instances: int, timeout_s: float) -> Meter:
+    bins = round(timeout_s / HIST_BIN_S) + 1
+    return Meter(
+        ints=np.zeros(2, dtype=np.int64),
+        measures=np.zeros(N_MEASURES),
+        latency_hist=np.zeros(bins + 1, dtype=np.int64),
+        wait_hist=np.zeros(bins + 1, dtype=np.int64),
+        seconds=np.zeros((len(SECOND_LINES), 60)),
+        instances=np.zeros((len(INSTANCE_LINES), instances)),
+        inst_hist=np.zeros((instances, round(timeout_s / INSTANCE_HIST_BIN_S) + 2), dtype=np.int64),
+        samples=np.zeros((MAX_SAMPLES, len(SAMPLE_FIELDS))),
+    )
+
 
 _PER_BIN = 1.0 / HIST_BIN_S
 
@@ -53,7 +129,7 @@ def hist_add(hist: Any, value: float) -> None:
 def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
     """Count a request's outcome in this minute (overload, or dropped by a queue discipline or limit: failed at
     once, no response time; a drop counts as overload in the record, and on its own in the extras)."""
-    m = w.measures
+    m = w.meter.measures
     m[M_DECIDED] += 1.0
     if outcome == O_REFUSED:  # a dead instance's refused connection: an error at once
         m[M_REFUSED] += 1.0
@@ -68,9 +144,9 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
     else:
         if outcome == O_TIMEOUT:
             m[M_TIMEOUT] += 1.0
-            w.latency_hist[len(w.latency_hist) - 1] += 1
+            w.meter.latency_hist[len(w.meter.latency_hist) - 1] += 1
         else:
-            hist_add(w.latency_hist, response)
+            hist_add(w.meter.latency_hist, response)
             if outcome == O_BAD:
                 m[M_BAD_ERROR] += 1.0
             else:
@@ -78,26 +154,26 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
         if waited:
             m[M_WAITED] += 1.0
     if outcome != O_OK:
-        w.seconds[S_ERRORS, second] += 1.0
+        w.meter.seconds[S_ERRORS, second] += 1.0
     if tag >= 0:
-        w.samples[tag, X_OUTCOME] = outcome
-        w.samples[tag, X_RESPONSE] = response * 1000.0
+        w.meter.samples[tag, X_OUTCOME] = outcome
+        w.meter.samples[tag, X_RESPONSE] = response * 1000.0
 
 
 @inline_step
 def timed_out(w: Any, where: int, timeout: float, waited: bool, second: int, tag: int) -> None:
     """A timeout, counted with where the request spent its time (world.WHERE_…)."""
     decide(w, O_TIMEOUT, timeout, waited, second, tag)
-    w.measures[M_TO_QUEUE + where] += 1.0
+    w.meter.measures[M_TO_QUEUE + where] += 1.0
 
 
 @step
 def where_spent(w: Any, instance: int, wait: float, service: float) -> int:
     """Where a timed-out request spent its time: a dead or slow instance, a queue (it waited longer than it
     was served), or in service (CPU and database reads)."""
-    if w.health[instance] != UP:
+    if w.fleet.health[instance] != UP:
         return WHERE_DEAD
-    if w.speed[instance] < 1.0:
+    if w.fleet.speed[instance] < 1.0:
         return WHERE_SLOW
     return WHERE_QUEUE if wait > service else WHERE_SERVICE
 
@@ -105,7 +181,7 @@ def where_spent(w: Any, instance: int, wait: float, service: float) -> int:
 @step
 def inst_hist_add(w: Any, instance: int, response: float) -> None:
     """An instance's answer (or its client's timeout) in its latency histogram (the fleet view's p99)."""
-    hist = w.inst_hist[instance]
+    hist = w.meter.inst_hist[instance]
     b = int(response / INSTANCE_HIST_BIN_S)
     last = len(hist) - 1
     hist[b if b < last else last] += 1

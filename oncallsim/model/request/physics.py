@@ -26,7 +26,8 @@ from typing import Any
 
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import P, unmanaged
-from oncallsim.model.request.balancers import POOLED
+from oncallsim.model.request.backend import I_WFREE
+from oncallsim.model.request.balancers import I_BALANCER, POOLED, R_NEXT_VIEW
 from oncallsim.model.request.calls import (
     deadline_due,
     retry_due,
@@ -36,28 +37,18 @@ from oncallsim.model.request.edges import close_minute, fill_cache, open_minute,
 from oncallsim.model.request.generator import exponential
 from oncallsim.model.request.heap import pop, replace_top
 from oncallsim.model.request.instances import refresh_views, sync_free
-from oncallsim.model.request.limiter import tick
+from oncallsim.model.request.limiter import R_NEXT_TICK, tick
 from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
 from oncallsim.model.request.outcomes import (
-    quantile,
-)
-from oncallsim.model.request.routing import arrive, retry, route
-from oncallsim.model.request.service import RELEASE, complete, read_or_abandon, release, warm_query
-from oncallsim.model.request.world import (
-    I_BALANCER,
-    I_BUSY,
-    I_ENABLED,
-    I_HEAP,
-    I_QLEN,
-    I_WFREE,
-    MODE_PIPELINE,
-    MODE_QUEUE_ONLY,
-    R_NEXT_STREAM,
-    R_NEXT_TICK,
-    R_NEXT_VIEW,
     S_IN_FLIGHT,
     S_QUEUE,
+    quantile,
 )
+from oncallsim.model.request.queues import I_QLEN
+from oncallsim.model.request.routing import arrive, retry, route
+from oncallsim.model.request.service import RELEASE, complete, read_or_abandon, release, warm_query
+from oncallsim.model.request.stream import MODE_PIPELINE, MODE_QUEUE_ONLY, R_NEXT_STREAM
+from oncallsim.model.request.workers import I_BUSY, I_ENABLED, I_HEAP
 
 __all__ = ["EXTRA_FIELDS", "MODE_PIPELINE", "MODE_QUEUE_ONLY", "fill_cache", "quantile", "request_minute"]
 
@@ -83,7 +74,7 @@ def request_minute(
     Reads the settings and the fleet from ``st`` (as the minute model does), ``count`` arrivals uniform in
     the minute (pipeline mode) or a Poisson stream of ``rate`` per second (queue-only mode); writes the
     measured fields of ``rec`` and the extras ``ext``. ``sample_every`` > 0 keeps every n-th arrival's path
-    in ``w.samples`` (the zoom).
+    in ``w.meter.samples`` (the zoom).
     """
     t0 = 60.0 * t
     t1 = t0 + 60.0
@@ -91,29 +82,29 @@ def request_minute(
     app_s = (p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)) / 1000.0
     q_mean = p[P.queries_per_request] + (p[P.feature_queries_per_request] if recommendations else 0.0)
     ttl = st[ST.ttl_s]
-    part_s = len(w.db_free) / p[P.db_capacity_qps] * st[ST.db_slowdown]  # a brownout slows every read
-    workers_total = len(w.w_busy)
+    part_s = len(w.backend.db_free) / p[P.db_capacity_qps] * st[ST.db_slowdown]  # a brownout slows every read
+    workers_total = len(w.workers.w_busy)
     open_minute(p, w, st, t0, flags, mode, app_s, q_mean)
 
     if mode == MODE_PIPELINE:
         sorted_arrivals(w, count, t0)
-    arrivals = w.arrivals
+    arrivals = w.stream.arrivals
     i = 0
     next_warm = _INF
     warm_rate = p[P.warmup_db_qps]
     if mode == MODE_PIPELINE and st[ST.warmup_left] > 0 and warm_rate > 0:
         next_warm = t0 + exponential(w.gen, 1.0 / warm_rate)
     stream_gap = 1.0 / rate if rate > 0 else _INF
-    if mode == MODE_QUEUE_ONLY and w.reals[R_NEXT_STREAM] < t0:
-        w.reals[R_NEXT_STREAM] = t0 + exponential(w.gen, stream_gap)
+    if mode == MODE_QUEUE_ONLY and w.stream.reals[R_NEXT_STREAM] < t0:
+        w.stream.reals[R_NEXT_STREAM] = t0 + exponential(w.gen, stream_gap)
     sec = 0
     sec_next = t0 + 1.0
     while True:
         if mode == MODE_PIPELINE:
             ta = arrivals[i] if i < count else _INF
         else:
-            ta = w.reals[R_NEXT_STREAM] if rate > 0 else _INF
-        te = w.heap_time[0] if w.ints[I_HEAP] > 0 else _INF
+            ta = w.stream.reals[R_NEXT_STREAM] if rate > 0 else _INF
+        te = w.workers.heap_time[0] if w.workers.ints[I_HEAP] > 0 else _INF
         x = ta if ta < te else te
         if next_warm < x:
             x = next_warm
@@ -125,15 +116,15 @@ def request_minute(
             x = tr
         if x >= t1:
             break
-        if x >= w.reals[R_NEXT_TICK]:  # the limiters' CPU samples
-            tick(w, x, w.ints[I_ENABLED] // int(p[P.workers_per_instance]), int(p[P.workers_per_instance]))
-        if x >= w.reals[R_NEXT_VIEW]:  # a balancer learns of a registry change
-            refresh_views(w, x, w.ints[I_ENABLED] // int(p[P.workers_per_instance]))
-            if w.ints[I_BALANCER] == POOLED:
+        if x >= w.limiter.reals[R_NEXT_TICK]:  # the limiters' CPU samples
+            tick(w, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]), int(p[P.workers_per_instance]))
+        if x >= w.views.reals[R_NEXT_VIEW]:  # a balancer learns of a registry change
+            refresh_views(w, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]))
+            if w.views.ints[I_BALANCER] == POOLED:
                 sync_free(w, int(p[P.workers_per_instance]))
         while x >= sec_next and sec < 60:
-            w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
-            w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]
+            w.meter.seconds[S_QUEUE, sec] = w.queues.ints[I_QLEN]
+            w.meter.seconds[S_IN_FLIGHT, sec] = w.workers.ints[I_BUSY]
             sec += 1
             sec_next = t0 + sec + 1.0
         routing = False  # an arrival or a retry goes on to the balancer (one place, below)
@@ -141,17 +132,17 @@ def request_minute(
         tag = -1
         call = -1
         if x == te:
-            ident = w.heap_id[0]
+            ident = w.workers.heap_id[0]
             if ident >= workers_total:  # a warm-up read completed: the object is stored
                 pop(w)
                 slot = ident - workers_total
-                obj = w.warm_object[slot]
-                if w.expiry[obj] < x + ttl:
-                    w.expiry[obj] = x + ttl
-                w.warm_free[w.ints[I_WFREE]] = slot
-                w.ints[I_WFREE] += 1
+                obj = w.backend.warm_object[slot]
+                if w.backend.expiry[obj] < x + ttl:
+                    w.backend.expiry[obj] = x + ttl
+                w.backend.warm_free[w.backend.ints[I_WFREE]] = slot
+                w.backend.ints[I_WFREE] += 1
             else:
-                if w.w_queries[ident] > 0:
+                if w.workers.w_queries[ident] > 0:
                     then = read_or_abandon(p, w, ident, x, t0, part_s, mode, app_s, q_mean)
                 else:
                     then = complete(p, w, ident, x, t0, ttl, mode, app_s, q_mean)
@@ -165,7 +156,7 @@ def request_minute(
             if mode == MODE_PIPELINE:
                 i += 1
             else:
-                w.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
+                w.stream.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
             routing, obj, tag, call = arrive(p, w, st, x, t0, mode, sample_every)
         elif x == next_warm:
             warm_query(p, w, x, part_s, workers_total)
@@ -174,14 +165,14 @@ def request_minute(
             take_deadline(p, w, x, t0)
         else:
             call = retry(p, w, x)
-            obj = w.c_object[call]
-            tag = w.c_tag[call]
+            obj = w.calls.c_object[call]
+            tag = w.calls.c_tag[call]
             routing = True
         if routing:
             route(p, w, x, t0, obj, tag, call, mode, app_s, q_mean)
     while sec < 60:
-        w.seconds[S_QUEUE, sec] = w.ints[I_QLEN]
-        w.seconds[S_IN_FLIGHT, sec] = w.ints[I_BUSY]
+        w.meter.seconds[S_QUEUE, sec] = w.queues.ints[I_QLEN]
+        w.meter.seconds[S_IN_FLIGHT, sec] = w.workers.ints[I_BUSY]
         sec += 1
     close_minute(p, w, t0, t1, sample_every)
     record_minute(p, w, st, rec, ext, mode == MODE_PIPELINE, app_s)

@@ -16,17 +16,10 @@ from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
 from oncallsim.model.request.discovery import register_initial
+from oncallsim.model.request.outcomes import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.settings import set_balancer
-from oncallsim.model.request.world import (
-    HIST_BIN_S,
-    M_WAIT_COUNT,
-    M_WAIT_SUM,
-    M_WAITED,
-    World,
-    new_world,
-    with_room,
-)
+from oncallsim.model.request.world import World, new_world, with_room
 
 __all__ = ["QueueRun", "queue_only_world", "simulate_mmn"]
 
@@ -101,8 +94,8 @@ def simulate_mmn(
     set_balancer(world, balancer, clients)
     rec = np.zeros(len(NUMERIC_FIELDS))
     ext = np.zeros(len(EXTRA_FIELDS))
-    wait_hist = np.zeros_like(world.wait_hist)
-    latency_hist = np.zeros_like(world.latency_hist)
+    wait_hist = np.zeros_like(world.meter.wait_hist)
+    latency_hist = np.zeros_like(world.meter.latency_hist)
     customers = answered = waited = 0
     wait_sum = busy = 0.0
     per_minute = np.zeros((minutes, 4))
@@ -112,13 +105,13 @@ def simulate_mmn(
         request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, arrivals_per_s, 0)
         if t < warmup_minutes:
             continue
-        m = world.measures
+        m = world.meter.measures
         customers += int(m[M_WAIT_COUNT])
         wait_sum += float(m[M_WAIT_SUM])
         waited += int(m[M_WAITED])
-        answered += int(world.latency_hist.sum())
-        wait_hist += world.wait_hist
-        latency_hist += world.latency_hist
+        answered += int(world.meter.latency_hist.sum())
+        wait_hist += world.meter.wait_hist
+        latency_hist += world.meter.latency_hist
         busy += float(rec[REC.utilization])
-        per_minute[t - warmup_minutes] = (world.latency_hist.sum(), m[M_WAITED], m[M_WAIT_SUM], m[M_WAIT_COUNT])
+        per_minute[t - warmup_minutes] = (world.meter.latency_hist.sum(), m[M_WAITED], m[M_WAIT_SUM], m[M_WAIT_COUNT])
     return QueueRun(customers, answered, waited, wait_sum, wait_hist, latency_hist, busy / max(minutes, 1), per_minute)

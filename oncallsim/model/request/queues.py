@@ -11,57 +11,155 @@ earlier minute counted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import inline_step, step
-from oncallsim.model.request.world import I_QLEN, I_SFREE, Q_CURSOR, Q_HEAD, Q_LEN, Q_TAIL
 
 __all__ = ["dequeue", "dequeue_tail", "enqueue", "room"]
+
+QUEUE_START = 1 << 12  # slots for waiting requests at first; the pool doubles before a minute that could fill it
+QUEUE_CAPACITY = 1 << 22  # requests waiting in all at most; beyond it, overload (a proxy's limit)
+
+# qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
+Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
+# cq[...]: each queue's discipline state (disciplines.py)
+(
+    CQ_FIRST_ABOVE,
+    CQ_DROP_NEXT,
+    CQ_COUNT,
+    CQ_DROPPING,
+    CQ_MIN_DELAY,
+    CQ_INTERVAL_END,
+    CQ_OVERLOADED,
+    CQ_LASTCOUNT,
+) = range(8)
+# ints[...]: free slots; requests waiting in all; the discipline (disciplines.DISCIPLINES); each queue's limit
+# (0: none); 1 when requests carry their client's deadline
+I_SFREE, I_QLEN, I_DISCIPLINE, I_QUEUE_LIMIT, I_DEADLINES = range(5)
+# reals[...]: the discipline's constants (s, s, share)
+R_TARGET, R_INTERVAL, R_LIFO_THRESHOLD = range(3)
+
+
+class Queues(NamedTuple):
+    """The waiting requests' slots, the queues linking them, each queue's discipline state and the server
+    side's queue settings (disciplines.py)."""
+
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    s_arrival: npt.NDArray[np.float64]
+    s_object: npt.NDArray[np.int64]
+    s_tag: npt.NDArray[np.int64]
+    s_client: npt.NDArray[np.int64]
+    s_call: npt.NDArray[np.int64]  # the call whose attempt waits (calls.py), −1 none
+    s_next: npt.NDArray[np.int64]  # the next slot of the same queue, −1 at its tail
+    s_prev: npt.NDArray[np.int64]  # the previous one, −1 at its head (adaptive LIFO serves the tail)
+    s_free: npt.NDArray[np.int64]  # the free slots (a stack; ints[I_SFREE] of them)
+    qs: npt.NDArray[np.int64]  # qs[Q_HEAD | Q_TAIL | Q_LEN | Q_CURSOR, queue]; −1: none
+    cq: npt.NDArray[np.float64]  # cq[CQ_…, queue]: the queue discipline's state
+
+
+def new_queues(instances: int, capacity: int = QUEUE_START) -> Queues:
+    """Empty queues, one per instance slot and the balancer's, over a pool of ``capacity`` slots."""
+    ints = np.zeros(5, dtype=np.int64)
+    ints[I_SFREE] = capacity
+    qs = np.full((4, instances + 1), -1, dtype=np.int64)
+    qs[Q_LEN] = 0
+    return Queues(
+        ints=ints,
+        reals=np.zeros(3),
+        s_arrival=np.zeros(capacity),
+        s_object=np.zeros(capacity, dtype=np.int64),
+        s_tag=np.full(capacity, -1, dtype=np.int64),
+        s_client=np.zeros(capacity, dtype=np.int64),
+        s_call=np.full(capacity, -1, dtype=np.int64),
+        s_next=np.full(capacity, -1, dtype=np.int64),
+        s_prev=np.full(capacity, -1, dtype=np.int64),
+        s_free=np.arange(capacity - 1, -1, -1, dtype=np.int64),
+        qs=qs,
+        cq=np.zeros((8, instances + 1)),
+    )
+
+
+def with_room(queues: Queues, more: int) -> Queues:
+    """The queues with room for ``more`` requests more (``QUEUE_CAPACITY`` in all at most): the slot pool
+    doubles, as often as needed, before the minute that could fill it (links stay valid)."""
+    free = int(queues.ints[I_SFREE])
+    capacity = len(queues.s_arrival)
+    want = min(capacity - free + more, QUEUE_CAPACITY)
+    if want <= capacity:
+        return queues
+    grown = capacity
+    while grown < want:
+        grown *= 2
+    added = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)  # the new slots, taken lowest first
+
+    def longer(old: Any, fill: Any) -> Any:
+        new = np.full(grown, fill, dtype=old.dtype)
+        new[:capacity] = old
+        return new
+
+    s_free = np.empty(grown, dtype=np.int64)
+    s_free[: len(added)] = added
+    s_free[len(added) : len(added) + free] = queues.s_free[:free]  # the old free slots are taken first
+    queues.ints[I_SFREE] = free + len(added)
+    return queues._replace(
+        s_arrival=longer(queues.s_arrival, 0.0),
+        s_object=longer(queues.s_object, 0),
+        s_tag=longer(queues.s_tag, -1),
+        s_client=longer(queues.s_client, 0),
+        s_call=longer(queues.s_call, -1),
+        s_next=longer(queues.s_next, -1),
+        s_prev=longer(queues.s_prev, -1),
+        s_free=s_free,
+    )
 
 
 @step
 def room(w: Any) -> int:
     """Free slots left in the pool."""
-    return int(w.ints[I_SFREE])
+    return int(w.queues.ints[I_SFREE])
 
 
 @inline_step
 def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int, call: int) -> None:
     """Append a request (an attempt of ``call``, −1 none) to queue ``qid`` (the caller checked ``room``)."""
-    n = w.ints[I_SFREE] - 1
-    w.ints[I_SFREE] = n
-    slot = w.s_free[n]
-    w.s_arrival[slot] = arrival
-    w.s_object[slot] = obj
-    w.s_tag[slot] = tag
-    w.s_client[slot] = client
-    w.s_call[slot] = call
-    w.s_next[slot] = -1
-    qs = w.qs
-    w.s_prev[slot] = qs[Q_TAIL, qid]
+    n = w.queues.ints[I_SFREE] - 1
+    w.queues.ints[I_SFREE] = n
+    slot = w.queues.s_free[n]
+    w.queues.s_arrival[slot] = arrival
+    w.queues.s_object[slot] = obj
+    w.queues.s_tag[slot] = tag
+    w.queues.s_client[slot] = client
+    w.queues.s_call[slot] = call
+    w.queues.s_next[slot] = -1
+    qs = w.queues.qs
+    w.queues.s_prev[slot] = qs[Q_TAIL, qid]
     if qs[Q_LEN, qid] == 0:
         qs[Q_HEAD, qid] = slot
     else:
-        w.s_next[qs[Q_TAIL, qid]] = slot
+        w.queues.s_next[qs[Q_TAIL, qid]] = slot
     qs[Q_TAIL, qid] = slot
     qs[Q_LEN, qid] += 1
     if qs[Q_CURSOR, qid] < 0:
         qs[Q_CURSOR, qid] = slot
-    w.ints[I_QLEN] += 1
+    w.queues.ints[I_QLEN] += 1
 
 
 @inline_step
 def dequeue(w: Any, qid: int) -> int:
     """Take the head of queue ``qid`` (not empty); returns its slot, valid until the next ``enqueue``."""
-    qs = w.qs
+    qs = w.queues.qs
     slot = qs[Q_HEAD, qid]
-    after = w.s_next[slot]
+    after = w.queues.s_next[slot]
     qs[Q_HEAD, qid] = after
     qs[Q_LEN, qid] -= 1
     if qs[Q_LEN, qid] == 0:
         qs[Q_TAIL, qid] = -1
     else:
-        w.s_prev[after] = -1
+        w.queues.s_prev[after] = -1
     if qs[Q_CURSOR, qid] == slot:
         qs[Q_CURSOR, qid] = after
     _release(w, slot)
@@ -71,15 +169,15 @@ def dequeue(w: Any, qid: int) -> int:
 @step
 def dequeue_tail(w: Any, qid: int) -> int:
     """Take the newest request of queue ``qid`` (not empty): adaptive LIFO's service order."""
-    qs = w.qs
+    qs = w.queues.qs
     slot = qs[Q_TAIL, qid]
-    before = w.s_prev[slot]
+    before = w.queues.s_prev[slot]
     qs[Q_TAIL, qid] = before
     qs[Q_LEN, qid] -= 1
     if qs[Q_LEN, qid] == 0:
         qs[Q_HEAD, qid] = -1
     else:
-        w.s_next[before] = -1
+        w.queues.s_next[before] = -1
     if qs[Q_CURSOR, qid] == slot:  # it was the only one not yet counted
         qs[Q_CURSOR, qid] = -1
     _release(w, slot)
@@ -88,6 +186,6 @@ def dequeue_tail(w: Any, qid: int) -> int:
 
 @inline_step
 def _release(w: Any, slot: int) -> None:
-    w.s_free[w.ints[I_SFREE]] = slot
-    w.ints[I_SFREE] += 1
-    w.ints[I_QLEN] -= 1
+    w.queues.s_free[w.queues.ints[I_SFREE]] = slot
+    w.queues.ints[I_SFREE] += 1
+    w.queues.ints[I_QLEN] -= 1

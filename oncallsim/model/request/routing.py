@@ -9,8 +9,9 @@ from typing import Any
 
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import P, inline_step, step
-from oncallsim.model.request.balancers import POOLED, answered, choose, client_of, instance_for, picked
+from oncallsim.model.request.balancers import I_BALANCER, POOLED, answered, choose, client_of, instance_for, picked
 from oncallsim.model.request.calls import (
+    I_RETRIES,
     failed,
     open_call,
     sent,
@@ -19,31 +20,15 @@ from oncallsim.model.request.calls import (
 from oncallsim.model.request.disciplines import drop, full
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.heap import push
-from oncallsim.model.request.limiter import limited
+from oncallsim.model.request.instances import REFUSE, REFUSED_S
+from oncallsim.model.request.limiter import I_LIMITER, limited
 from oncallsim.model.request.outcomes import (
-    inst_hist_add,
-    second_of,
-)
-from oncallsim.model.request.queues import enqueue, room
-from oncallsim.model.request.service import start
-from oncallsim.model.request.throttle import throttled
-from oncallsim.model.request.workers import free_remove
-from oncallsim.model.request.world import (
-    I_BALANCER,
-    I_ENABLED,
-    I_FREE,
-    I_LIMITER,
     I_NSAMPLES,
-    I_QLEN,
-    I_QUEUE_LIMIT,
-    I_RETRIES,
     I_SEQ,
-    I_THROTTLE,
     M_ADMITTED,
     M_ARRIVED,
     M_MAX_QUEUE,
     M_SHED,
-    MODE_PIPELINE,
     N_ERRORS,
     N_LIMITED,
     O_LIMITED,
@@ -52,15 +37,20 @@ from oncallsim.model.request.world import (
     O_REFUSED,
     O_SHED,
     O_THROTTLED,
-    REFUSE,
-    REFUSED_S,
     S_ARRIVALS,
     X_ARRIVAL,
     X_HIT,
     X_INSTANCE,
     X_LOW,
     X_OUTCOME,
+    inst_hist_add,
+    second_of,
 )
+from oncallsim.model.request.queues import I_QLEN, I_QUEUE_LIMIT, enqueue, room
+from oncallsim.model.request.service import start
+from oncallsim.model.request.stream import MODE_PIPELINE
+from oncallsim.model.request.throttle import I_THROTTLE, throttled
+from oncallsim.model.request.workers import I_ENABLED, I_FREE, free_remove
 
 __all__ = ["arrive", "retry", "route"]
 
@@ -72,36 +62,36 @@ def arrive(p: Any, w: Any, st: Any, x: float, t0: float, mode: int, sample_every
     """A request arrives at the balancer: shedding, then (with retries) the client opens a call for it.
     Returns (admitted, object, sample tag, call): an admitted request goes on to ``route`` (one place in the
     loop routes arrivals and retries alike, so its compiled body exists once)."""
-    m = w.measures
+    m = w.meter.measures
     g = w.gen
-    seq = w.ints[I_SEQ]
-    w.ints[I_SEQ] = seq + 1
+    seq = w.meter.ints[I_SEQ]
+    w.meter.ints[I_SEQ] = seq + 1
     tag = -1
-    if sample_every > 0 and seq % sample_every == 0 and w.ints[I_NSAMPLES] < len(w.samples):
-        tag = w.ints[I_NSAMPLES]
-        w.ints[I_NSAMPLES] = tag + 1
-        w.samples[tag, :] = 0.0
-        w.samples[tag, X_ARRIVAL] = x - t0
-        w.samples[tag, X_OUTCOME] = O_PENDING
-        w.samples[tag, X_HIT] = -1.0
-        w.samples[tag, X_INSTANCE] = -1.0
+    if sample_every > 0 and seq % sample_every == 0 and w.meter.ints[I_NSAMPLES] < len(w.meter.samples):
+        tag = w.meter.ints[I_NSAMPLES]
+        w.meter.ints[I_NSAMPLES] = tag + 1
+        w.meter.samples[tag, :] = 0.0
+        w.meter.samples[tag, X_ARRIVAL] = x - t0
+        w.meter.samples[tag, X_OUTCOME] = O_PENDING
+        w.meter.samples[tag, X_HIT] = -1.0
+        w.meter.samples[tag, X_INSTANCE] = -1.0
     m[M_ARRIVED] += 1.0
-    w.seconds[S_ARRIVALS, second_of(t0, x)] += 1.0
+    w.meter.seconds[S_ARRIVALS, second_of(t0, x)] += 1.0
     obj = 0
     if mode == MODE_PIPELINE:
         low = uniform(g) < p[P.low_priority_share]
         if tag >= 0:
-            w.samples[tag, X_LOW] = 1.0 if low else 0.0
+            w.meter.samples[tag, X_LOW] = 1.0 if low else 0.0
         if low and uniform(g) < st[ST.shed_share]:
             m[M_SHED] += 1.0
             if tag >= 0:
-                w.samples[tag, X_OUTCOME] = O_SHED
+                w.meter.samples[tag, X_OUTCOME] = O_SHED
             return False, obj, tag, -1
-        obj = uniform_int(g, len(w.expiry))
+        obj = uniform_int(g, len(w.backend.expiry))
     m[M_ADMITTED] += 1.0
     call = -1
-    if w.ints[I_RETRIES] > 0:  # the client opens a call: it may retry
-        call = open_call(w, x, obj, tag, client_of(w) if w.ints[I_BALANCER] != POOLED else 0)
+    if w.calls.ints[I_RETRIES] > 0:  # the client opens a call: it may retry
+        call = open_call(w, x, obj, tag, client_of(w) if w.views.ints[I_BALANCER] != POOLED else 0)
         sent(p, w, call, x)
     return True, obj, tag, call
 
@@ -134,21 +124,21 @@ def route(
     client = -1
     outcome = O_OVERLOAD  # what it fails with, if nothing takes it; −1: it waits, or was dropped
     response = 0.0
-    pooled = w.qs.shape[1] - 1
-    if w.ints[I_ENABLED] == 0:
+    pooled = w.queues.qs.shape[1] - 1
+    if w.workers.ints[I_ENABLED] == 0:
         pass
-    elif w.ints[I_BALANCER] != POOLED:
+    elif w.views.ints[I_BALANCER] != POOLED:
         k, client, outcome, response = _dispatch(p, w, x, t0, obj, tag, call)
-    elif w.ints[I_FREE] > 0:
-        k = w.free[uniform_int(w.gen, w.ints[I_FREE])]
+    elif w.workers.ints[I_FREE] > 0:
+        k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
         free_remove(w, k)
-    elif w.ints[I_QUEUE_LIMIT] > 0 and full(w, pooled):
+    elif w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w, pooled):
         drop(w, pooled, -1, tag, x, t0, call, x)
         outcome = -1
     elif room(w) > 0:
         enqueue(w, pooled, x, obj, tag, -1, call)
-        if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
-            w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
+        if w.queues.ints[I_QLEN] > w.meter.measures[M_MAX_QUEUE]:
+            w.meter.measures[M_MAX_QUEUE] = w.queues.ints[I_QLEN]
         outcome = -1
     if k >= 0:
         push(w, start(p, w, k, x, x, obj, tag, client, call, mode, app_s, q_mean), k)
@@ -164,37 +154,37 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
     if call < 0:
         client, i = choose(w, x)
     else:
-        client = w.c_client[call]
+        client = w.calls.c_client[call]
         i = instance_for(w, client, x)
     if i < 0:  # nothing in this client's rotation
         return -1, client, O_OVERLOAD, 0.0
-    if w.ints[I_THROTTLE] != 0 and throttled(w, client, x):  # the client rejects it itself
+    if w.throttle.ints[I_THROTTLE] != 0 and throttled(w, client, x):  # the client rejects it itself
         return -1, client, O_THROTTLED, 0.0
     picked(w, client, i)
-    if w.health[i] == REFUSE:  # connection refused: the client learns at once
+    if w.fleet.health[i] == REFUSE:  # connection refused: the client learns at once
         answered(w, client, i, x, REFUSED_S, False, 0.0)
         if tag >= 0:
-            w.samples[tag, X_INSTANCE] = i
-        w.instances[N_ERRORS, i] += 1.0
+            w.meter.samples[tag, X_INSTANCE] = i
+        w.meter.instances[N_ERRORS, i] += 1.0
         inst_hist_add(w, i, REFUSED_S)
         return -1, client, O_REFUSED, REFUSED_S
-    if w.ints[I_LIMITER] != 0 and limited(w, i, x):  # the instance's limiter: 429 at once
+    if w.limiter.ints[I_LIMITER] != 0 and limited(w, i, x):  # the instance's limiter: 429 at once
         answered(w, client, i, x, 0.0, False, 0.0)
-        w.instances[N_ERRORS, i] += 1.0
-        w.instances[N_LIMITED, i] += 1.0
+        w.meter.instances[N_ERRORS, i] += 1.0
+        w.meter.instances[N_LIMITED, i] += 1.0
         return -1, client, O_LIMITED, 0.0
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
-        if w.free_pos[k] >= 0:
+        if w.workers.free_pos[k] >= 0:
             free_remove(w, k)
             return k, client, -1, 0.0
-    if w.ints[I_QUEUE_LIMIT] > 0 and full(w, i):
+    if w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w, i):
         drop(w, i, client, tag, x, t0, call, x)
         return -1, client, -1, 0.0
     if room(w) > 0:
         enqueue(w, i, x, obj, tag, client, call)
-        if w.ints[I_QLEN] > w.measures[M_MAX_QUEUE]:
-            w.measures[M_MAX_QUEUE] = w.ints[I_QLEN]
+        if w.queues.ints[I_QLEN] > w.meter.measures[M_MAX_QUEUE]:
+            w.meter.measures[M_MAX_QUEUE] = w.queues.ints[I_QLEN]
         return -1, client, -1, 0.0
     answered(w, client, i, x, 0.0, False, 0.0)
     return -1, client, O_OVERLOAD, 0.0

@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from oncallsim.model.kernel import P, inline_step, step
-from oncallsim.model.request.balancers import POOLED, answered
+from oncallsim.model.request.backend import I_WCURSOR, I_WFREE
+from oncallsim.model.request.balancers import I_BALANCER, POOLED, answered
 from oncallsim.model.request.calls import (
     failed,
     succeeded,
@@ -17,29 +18,9 @@ from oncallsim.model.request.calls import (
 from oncallsim.model.request.disciplines import CODEL, FIFO, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
-from oncallsim.model.request.instances import in_pool
-from oncallsim.model.request.limiter import completed
+from oncallsim.model.request.instances import REFUSE, REFUSED_S, UP, in_pool
+from oncallsim.model.request.limiter import I_LIMITER, completed
 from oncallsim.model.request.outcomes import (
-    hist_add,
-    inst_hist_add,
-    second_of,
-    timed_out,
-    where_spent,
-)
-from oncallsim.model.request.queues import dequeue
-from oncallsim.model.request.workers import free_add
-from oncallsim.model.request.world import (
-    CQ_DROPPING,
-    CQ_FIRST_ABOVE,
-    I_BALANCER,
-    I_BUSY,
-    I_DEADLINES,
-    I_DISCIPLINE,
-    I_ENABLED,
-    I_LIMITER,
-    I_NBAD,
-    I_WCURSOR,
-    I_WFREE,
     M_ABANDONED,
     M_BUSY,
     M_COMPLETED,
@@ -55,19 +36,12 @@ from oncallsim.model.request.world import (
     M_WAIT_COUNT,
     M_WAIT_SUM,
     M_WASTED,
-    MODE_PIPELINE,
     N_BUSY,
     N_ERRORS,
     N_SERVED,
     O_BAD,
     O_REFUSED,
-    Q_HEAD,
-    Q_LEN,
-    R_TARGET,
-    REFUSE,
-    REFUSED_S,
     S_COMPLETED,
-    UP,
     WHERE_DEAD,
     WHERE_QUEUE,
     X_HIT,
@@ -75,7 +49,24 @@ from oncallsim.model.request.world import (
     X_QUERIES,
     X_SERVICE,
     X_WAIT,
+    hist_add,
+    inst_hist_add,
+    second_of,
+    timed_out,
+    where_spent,
 )
+from oncallsim.model.request.queues import (
+    CQ_DROPPING,
+    CQ_FIRST_ABOVE,
+    I_DEADLINES,
+    I_DISCIPLINE,
+    Q_HEAD,
+    Q_LEN,
+    R_TARGET,
+    dequeue,
+)
+from oncallsim.model.request.stream import MODE_PIPELINE
+from oncallsim.model.request.workers import I_BUSY, I_ENABLED, I_NBAD, free_add
 
 __all__ = ["RELEASE", "complete", "query", "read_or_abandon", "release", "start", "take_next", "warm_query"]
 
@@ -102,31 +93,31 @@ def start(
 ) -> float:
     """Worker ``k`` takes a request (an attempt of ``call``, −1 none) at time ``x``: the cache lookup, its reads,
     its CPU phase. Returns when the CPU phase ends (the caller schedules it)."""
-    m = w.measures
+    m = w.meter.measures
     g = w.gen
-    w.w_busy[k] = True
-    w.ints[I_BUSY] += 1
-    w.w_arrival[k] = arrival
-    w.w_start[k] = x
-    w.w_object[k] = obj
-    w.w_tag[k] = tag
-    w.w_client[k] = client
-    w.w_call[k] = call
-    instance = w.w_instance[k]
-    if call >= 0 and w.c_sent[call] == arrival:  # its client learns where it is served (a timeout's cause)
-        w.c_started[call] = x
-        w.c_inst[call] = instance
-    w.inst_busy[instance] += 1
-    health = w.health[instance]
+    w.workers.w_busy[k] = True
+    w.workers.ints[I_BUSY] += 1
+    w.workers.w_arrival[k] = arrival
+    w.workers.w_start[k] = x
+    w.workers.w_object[k] = obj
+    w.workers.w_tag[k] = tag
+    w.workers.w_client[k] = client
+    w.workers.w_call[k] = call
+    instance = w.workers.w_instance[k]
+    if call >= 0 and w.calls.c_sent[call] == arrival:  # its client learns where it is served (a timeout's cause)
+        w.calls.c_started[call] = x
+        w.calls.c_inst[call] = instance
+    w.workers.inst_busy[instance] += 1
+    health = w.fleet.health[instance]
     if health != UP:  # a dead instance: refused at once, or held until the client gives up (no work done)
         return _dead_start(p, w, k, x, arrival, tag, health)
-    bad = instance < w.ints[I_NBAD]
-    w.w_bad[k] = bad
+    bad = instance < w.workers.ints[I_NBAD]
+    w.workers.w_bad[k] = bad
     m[M_STARTED] += 1.0
     if bad:
         m[M_STARTED_BAD] += 1.0
     wait = x - arrival
-    hist_add(w.wait_hist, wait)
+    hist_add(w.meter.wait_hist, wait)
     m[M_WAIT_SUM] += wait
     m[M_WAIT_COUNT] += 1.0
     miss = False
@@ -134,7 +125,7 @@ def start(
     cpu_mean = app_s
     if mode == MODE_PIPELINE:
         m[M_LOOKUPS] += 1.0
-        if w.expiry[obj] > x:
+        if w.backend.expiry[obj] > x:
             m[M_HITS] += 1.0
         else:
             miss = True
@@ -144,18 +135,18 @@ def start(
                 queries += 1
         if bad:
             cpu_mean = app_s * p[P.bad_build_cpu_factor]
-    speed = w.speed[instance]
+    speed = w.fleet.speed[instance]
     if speed != 1.0:
         cpu_mean = cpu_mean / speed
-    w.w_miss[k] = miss
-    w.w_queries[k] = queries
+    w.workers.w_miss[k] = miss
+    w.workers.w_queries[k] = queries
     if tag >= 0:
-        w.samples[tag, X_WAIT] = wait * 1000.0
-        w.samples[tag, X_INSTANCE] = instance
-        w.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
-        w.samples[tag, X_QUERIES] = queries
+        w.meter.samples[tag, X_WAIT] = wait * 1000.0
+        w.meter.samples[tag, X_INSTANCE] = instance
+        w.meter.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
+        w.meter.samples[tag, X_QUERIES] = queries
     cpu = exponential(g, cpu_mean)
-    w.cpu_acc[instance] += cpu  # the instance's CPU time, as its limiter samples it
+    w.limiter.cpu_acc[instance] += cpu  # the instance's CPU time, as its limiter samples it
     return x + cpu
 
 
@@ -163,16 +154,16 @@ def start(
 def _dead_start(p: Any, w: Any, k: int, x: float, arrival: float, tag: int, health: int) -> float:
     """Worker ``k`` of a dead instance takes a request: a refused connection ends in ``REFUSED_S``; a hung or
     unreachable instance holds it until its client gives up. Returns when the worker is done with it."""
-    w.w_bad[k] = False
-    w.w_miss[k] = False
-    w.w_queries[k] = 0
+    w.workers.w_bad[k] = False
+    w.workers.w_miss[k] = False
+    w.workers.w_queries[k] = 0
     if tag >= 0:
-        w.samples[tag, X_INSTANCE] = w.w_instance[k]
-        w.samples[tag, X_WAIT] = (x - arrival) * 1000.0
+        w.meter.samples[tag, X_INSTANCE] = w.workers.w_instance[k]
+        w.meter.samples[tag, X_WAIT] = (x - arrival) * 1000.0
     if health == REFUSE:
-        w.w_held[k] = 1
+        w.workers.w_held[k] = 1
         return x + REFUSED_S
-    w.w_held[k] = 2
+    w.workers.w_held[k] = 2
     gave_up = arrival + p[P.timeout_s]
     return gave_up if gave_up > x else x
 
@@ -182,15 +173,15 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
     """The end of a request on a dead instance: refused (an error at once), or its client gave up (a timeout,
     where = dead instance). A request that was in service when its instance hung waits for its client too.
     Returns ``RELEASE`` when the worker is done with it, else when its client gives up."""
-    arrival = w.w_arrival[k]
+    arrival = w.workers.w_arrival[k]
     timeout = p[P.timeout_s]
-    instance = w.w_instance[k]
-    tag = w.w_tag[k]
-    client = w.w_client[k]
-    call = w.w_call[k]
-    if w.w_held[k] == 1:
+    instance = w.workers.w_instance[k]
+    tag = w.workers.w_tag[k]
+    client = w.workers.w_client[k]
+    call = w.workers.w_call[k]
+    if w.workers.w_held[k] == 1:
         failed(w, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0)
-        w.instances[N_ERRORS, instance] += 1.0
+        w.meter.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w, instance, REFUSED_S)
         if client >= 0:
             answered(w, client, instance, x, REFUSED_S, False, 0.0)
@@ -199,24 +190,24 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
             return arrival + timeout
         if arrival + timeout > t0 or call >= 0:
             if call < 0:  # a call's timer counted its timeout
-                timed_out(w, WHERE_DEAD, timeout, w.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
-            w.instances[N_ERRORS, instance] += 1.0
+                timed_out(w, WHERE_DEAD, timeout, w.workers.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
+            w.meter.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w, instance, timeout)
         if client >= 0:
             answered(w, client, instance, x, timeout, False, 0.0)
-    w.w_held[k] = 0
+    w.workers.w_held[k] = 0
     return RELEASE
 
 
 @inline_step
 def query(w: Any, x: float, part_s: float) -> float:
     """A database read arriving now at a random partition: returns when it completes (FIFO, Lindley)."""
-    j = uniform_int(w.gen, len(w.db_free))
-    begin = w.db_free[j] if w.db_free[j] > x else x
+    j = uniform_int(w.gen, len(w.backend.db_free))
+    begin = w.backend.db_free[j] if w.backend.db_free[j] > x else x
     d = exponential(w.gen, part_s)
     done = begin + d
-    w.db_free[j] = done
-    m = w.measures
+    w.backend.db_free[j] = done
+    m = w.meter.measures
     m[M_QUERIES] += 1.0
     m[M_QUERY_TIME] += done - x
     m[M_DB_BUSY] += d
@@ -227,24 +218,29 @@ def query(w: Any, x: float, part_s: float) -> float:
 def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
     joins the free workers (returns ∞)."""
-    own = w.w_instance[k]
-    pooled = w.qs.shape[1] - 1
+    own = w.workers.w_instance[k]
+    pooled = w.queues.qs.shape[1] - 1
     timeout = p[P.timeout_s]
-    serving = w.ints[I_ENABLED] // int(p[P.workers_per_instance])
+    serving = w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance])
     rotating = in_pool(w, own, serving)
     while True:  # its instance's queue first, then the balancer's (if in its rotation); the discipline may drop
-        qid = own if (w.qs[Q_LEN, own] > 0 or not rotating) else pooled
+        qid = own if (w.queues.qs[Q_LEN, own] > 0 or not rotating) else pooled
         slot = _take(w, qid, x, t0)
-        if slot < 0 and qid == own and rotating and w.qs[Q_LEN, pooled] > 0:
+        if slot < 0 and qid == own and rotating and w.queues.qs[Q_LEN, pooled] > 0:
             qid = pooled
             slot = _take(w, qid, x, t0)
         if slot < 0:
-            if rotating or w.ints[I_BALANCER] != POOLED:
+            if rotating or w.views.ints[I_BALANCER] != POOLED:
                 free_add(w, k)
             return _INF
-        arrival, obj, tag, client = w.s_arrival[slot], w.s_object[slot], w.s_tag[slot], w.s_client[slot]
-        call = w.s_call[slot]
-        if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
+        arrival, obj, tag, client = (
+            w.queues.s_arrival[slot],
+            w.queues.s_object[slot],
+            w.queues.s_tag[slot],
+            w.queues.s_client[slot],
+        )
+        call = w.queues.s_call[slot]
+        if w.queues.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
             where = WHERE_QUEUE if qid == pooled else where_spent(w, own, 1.0, 0.0)
             _abandoned(w, own, client, call, arrival, tag, x, t0, timeout, where)
             continue
@@ -257,16 +253,20 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     waited less than the target: it is served and the timer resets, as ``disciplines._codel`` does); the rest in
     the disciplines' module. A call with the world costs a copy of its arrays' descriptors: the hot path avoids
     the big one."""
-    kind = w.ints[I_DISCIPLINE]
-    if w.qs[Q_LEN, qid] == 0:
+    kind = w.queues.ints[I_DISCIPLINE]
+    if w.queues.qs[Q_LEN, qid] == 0:
         if kind == CODEL:  # an empty queue: CoDel's timer resets and it leaves its dropping state
-            w.cq[CQ_FIRST_ABOVE, qid] = 0.0
-            w.cq[CQ_DROPPING, qid] = 0.0
+            w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
+            w.queues.cq[CQ_DROPPING, qid] = 0.0
         return -1
     if kind == FIFO:
         return dequeue(w, qid)
-    if kind == CODEL and w.cq[CQ_DROPPING, qid] == 0.0 and x - w.s_arrival[w.qs[Q_HEAD, qid]] < w.reals[R_TARGET]:
-        w.cq[CQ_FIRST_ABOVE, qid] = 0.0
+    if (
+        kind == CODEL
+        and w.queues.cq[CQ_DROPPING, qid] == 0.0
+        and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < w.queues.reals[R_TARGET]
+    ):
+        w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
         return dequeue(w, qid)
     return take(w, qid, x, t0)
 
@@ -286,7 +286,7 @@ def _abandoned(
 ) -> None:
     """Work dropped because its deadline passed (deadline propagation): the client's timeout, counted in
     its minute unless an earlier minute's end (or the call's timer) did."""
-    w.measures[M_ABANDONED] += 1.0
+    w.meter.measures[M_ABANDONED] += 1.0
     if arrival + timeout > t0 and call < 0:
         timed_out(w, where, timeout, True, second_of(t0, arrival + timeout), tag)
     if client >= 0:
@@ -297,31 +297,31 @@ def _abandoned(
 def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int, app_s: float, q_mean: float) -> float:
     """Worker ``k``'s request is answered at ``x``: store on a miss, count the outcome. Returns ``RELEASE`` (the
     worker is done with it), or when a hung instance's worker is next due."""
-    if w.w_held[k] != 0:
+    if w.workers.w_held[k] != 0:
         return _dead_complete(p, w, k, x, t0, mode, app_s, q_mean)
-    m = w.measures
-    arrival = w.w_arrival[k]
-    start = w.w_start[k]
-    tag = w.w_tag[k]
-    if w.w_miss[k]:
-        w.expiry[w.w_object[k]] = x + ttl
+    m = w.meter.measures
+    arrival = w.workers.w_arrival[k]
+    start = w.workers.w_start[k]
+    tag = w.workers.w_tag[k]
+    if w.workers.w_miss[k]:
+        w.backend.expiry[w.workers.w_object[k]] = x + ttl
     service = x - start
     m[M_COMPLETED] += 1.0
     m[M_SERVICE] += service
     second = second_of(t0, x)
-    w.seconds[S_COMPLETED, second] += 1.0
-    instance = w.w_instance[k]
-    w.instances[N_SERVED, instance] += 1.0
-    w.instances[N_BUSY, instance] += service
-    enabled = k < w.ints[I_ENABLED]
+    w.meter.seconds[S_COMPLETED, second] += 1.0
+    instance = w.workers.w_instance[k]
+    w.meter.instances[N_SERVED, instance] += 1.0
+    w.meter.instances[N_BUSY, instance] += service
+    enabled = k < w.workers.ints[I_ENABLED]
     if enabled:
         m[M_BUSY] += x - (start if start > t0 else t0)
     if tag >= 0:
-        w.samples[tag, X_SERVICE] = service * 1000.0
+        w.meter.samples[tag, X_SERVICE] = service * 1000.0
     response = x - arrival
     timeout = p[P.timeout_s]
     waited = start > arrival
-    call = w.w_call[k]
+    call = w.workers.w_call[k]
     ok = False
     if response > timeout:
         m[M_WASTED] += service
@@ -329,21 +329,21 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
             if call < 0:  # a call's timer counted its timeout
                 where = where_spent(w, instance, start - arrival, service)
                 timed_out(w, where, timeout, waited, second_of(t0, arrival + timeout), tag)
-            w.instances[N_ERRORS, instance] += 1.0
+            w.meter.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w, instance, timeout)
-    elif w.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
+    elif w.workers.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
         failed(w, call, arrival, O_BAD, response, waited, second, tag, x, t0)
-        w.instances[N_ERRORS, instance] += 1.0
+        w.meter.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w, instance, response)
     else:
         ok = True
         succeeded(w, call, arrival, response, waited, second, tag, x, t0)
         inst_hist_add(w, instance, response)
-    if w.ints[I_LIMITER] != 0:
+    if w.limiter.ints[I_LIMITER] != 0:
         completed(w, instance, x, response)
-    client = w.w_client[k]
+    client = w.workers.w_client[k]
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
-        cpu = 1000.0 * w.inst_busy[instance] / p[P.workers_per_instance]
+        cpu = 1000.0 * w.workers.inst_busy[instance] / p[P.workers_per_instance]
         answered(w, client, instance, x, response if response < timeout else timeout, ok, cpu)
     return RELEASE
 
@@ -352,11 +352,11 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
 def release(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: float, q_mean: float) -> float:
     """Worker ``k`` is done with its request: it takes the next one (returns when that one's CPU phase ends)
     or joins the free workers (∞); an instance no longer serving takes nothing new."""
-    w.inst_busy[w.w_instance[k]] -= 1
-    w.w_busy[k] = False
-    w.ints[I_BUSY] -= 1
-    w.w_tag[k] = -1
-    if k < w.ints[I_ENABLED]:
+    w.workers.inst_busy[w.workers.w_instance[k]] -= 1
+    w.workers.w_busy[k] = False
+    w.workers.ints[I_BUSY] -= 1
+    w.workers.w_tag[k] = -1
+    if k < w.workers.ints[I_ENABLED]:
         return take_next(p, w, k, x, t0, mode, app_s, q_mean)
     return _INF
 
@@ -367,30 +367,32 @@ def read_or_abandon(
 ) -> float:
     """Worker ``k``'s next database read (returns when it completes), unless its deadline has passed (deadline
     propagation): then the work stops here, wasted, and the worker is done with it (``RELEASE``)."""
-    arrival = w.w_arrival[k]
+    arrival = w.workers.w_arrival[k]
     timeout = p[P.timeout_s]
-    if w.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
-        start = w.w_start[k]
-        w.measures[M_WASTED] += x - start
-        w.measures[M_CUT_SHORT] += x - start  # work, though no answer: the share's denominator counts it
-        if k < w.ints[I_ENABLED]:
-            w.measures[M_BUSY] += x - (start if start > t0 else t0)
-        instance = w.w_instance[k]
+    if w.queues.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
+        start = w.workers.w_start[k]
+        w.meter.measures[M_WASTED] += x - start
+        w.meter.measures[M_CUT_SHORT] += x - start  # work, though no answer: the share's denominator counts it
+        if k < w.workers.ints[I_ENABLED]:
+            w.meter.measures[M_BUSY] += x - (start if start > t0 else t0)
+        instance = w.workers.w_instance[k]
         where = where_spent(w, instance, start - arrival, x - start)
-        _abandoned(w, instance, w.w_client[k], w.w_call[k], arrival, w.w_tag[k], x, t0, timeout, where)
+        _abandoned(
+            w, instance, w.workers.w_client[k], w.workers.w_call[k], arrival, w.workers.w_tag[k], x, t0, timeout, where
+        )
         return RELEASE
-    w.w_queries[k] -= 1
+    w.workers.w_queries[k] -= 1
     return query(w, x, part_s)
 
 
 @step
 def warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> None:
     """The warm-up job reads the next object of the hot set; it stores it when the read completes."""
-    if w.ints[I_WFREE] == 0:
+    if w.backend.ints[I_WFREE] == 0:
         return  # the job's readers are all busy: it skips this read
-    w.ints[I_WFREE] -= 1
-    slot = w.warm_free[w.ints[I_WFREE]]
-    obj = w.ints[I_WCURSOR]
-    w.ints[I_WCURSOR] = (obj + 1) % len(w.expiry)
-    w.warm_object[slot] = obj
+    w.backend.ints[I_WFREE] -= 1
+    slot = w.backend.warm_free[w.backend.ints[I_WFREE]]
+    obj = w.backend.ints[I_WCURSOR]
+    w.backend.ints[I_WCURSOR] = (obj + 1) % len(w.backend.expiry)
+    w.backend.warm_object[slot] = obj
     push(w, query(w, x, part_s), workers_total + slot)

@@ -9,33 +9,31 @@ from typing import Any
 from oncallsim.model.controls import Controls
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.params import Params
-from oncallsim.model.request.balancers import BALANCERS
-from oncallsim.model.request.calls import BACKOFFS
-from oncallsim.model.request.world import (
+from oncallsim.model.request.balancers import BALANCERS, I_BALANCER, I_CLIENTS, MAX_CLIENTS
+from oncallsim.model.request.calls import (
+    BACKOFFS,
     I_BACKOFF,
-    I_BALANCER,
-    I_CLIENTS,
-    I_DEADLINES,
-    I_DISCIPLINE,
-    I_LIMITER,
-    I_QUEUE_LIMIT,
     I_RETRIES,
-    I_SELF_PROTECTION,
-    I_THROTTLE,
-    MAX_CLIENTS,
     MAX_RETRIES,
-    QUEUE_CAPACITY,
     R_BUDGET,
     R_BUDGET_BURST,
-    R_INTERVAL,
-    R_LIFO_THRESHOLD,
     R_RETRY_BAD,
     R_RETRY_BASE,
     R_RETRY_CAP,
-    R_TARGET,
-    R_THROTTLE_K,
-    World,
 )
+from oncallsim.model.request.discovery import I_SELF_PROTECTION
+from oncallsim.model.request.limiter import I_LIMITER
+from oncallsim.model.request.queues import (
+    I_DEADLINES,
+    I_DISCIPLINE,
+    I_QUEUE_LIMIT,
+    QUEUE_CAPACITY,
+    R_INTERVAL,
+    R_LIFO_THRESHOLD,
+    R_TARGET,
+)
+from oncallsim.model.request.throttle import I_THROTTLE, R_THROTTLE_K
+from oncallsim.model.request.world import World
 
 __all__ = [
     "DISCIPLINES",
@@ -52,13 +50,13 @@ __all__ = [
 def world_settings(world: World) -> dict[str, Any]:
     """The operator's settings the world holds (``controls.WORLD_SETTINGS``)."""
     return {
-        "balancer": BALANCERS[int(world.ints[I_BALANCER])],
-        "self_protection": bool(world.ints[I_SELF_PROTECTION]),
-        "queue_discipline": DISCIPLINES[int(world.ints[I_DISCIPLINE])],
-        "queue_limit": int(world.ints[I_QUEUE_LIMIT]),
-        "deadline_propagation": bool(world.ints[I_DEADLINES]),
-        "limiter": LIMITERS[int(world.ints[I_LIMITER])],
-        "client_throttle": bool(world.ints[I_THROTTLE]),
+        "balancer": BALANCERS[int(world.views.ints[I_BALANCER])],
+        "self_protection": bool(world.registry.ints[I_SELF_PROTECTION]),
+        "queue_discipline": DISCIPLINES[int(world.queues.ints[I_DISCIPLINE])],
+        "queue_limit": int(world.queues.ints[I_QUEUE_LIMIT]),
+        "deadline_propagation": bool(world.queues.ints[I_DEADLINES]),
+        "limiter": LIMITERS[int(world.limiter.ints[I_LIMITER])],
+        "client_throttle": bool(world.throttle.ints[I_THROTTLE]),
         **retry_settings(world),
     }
 
@@ -66,11 +64,11 @@ def world_settings(world: World) -> dict[str, Any]:
 def retry_settings(world: World) -> dict[str, Any]:
     """The clients' retry settings the world holds (calls.py)."""
     return {
-        "retries": int(world.ints[I_RETRIES]),
-        "retry_backoff": BACKOFFS[int(world.ints[I_BACKOFF])],
-        "retry_base_ms": round(float(world.reals[R_RETRY_BASE]) * 1000.0),
-        "retry_cap_ms": round(float(world.reals[R_RETRY_CAP]) * 1000.0),
-        "retry_budget": float(world.reals[R_BUDGET]),
+        "retries": int(world.calls.ints[I_RETRIES]),
+        "retry_backoff": BACKOFFS[int(world.calls.ints[I_BACKOFF])],
+        "retry_base_ms": round(float(world.calls.reals[R_RETRY_BASE]) * 1000.0),
+        "retry_cap_ms": round(float(world.calls.reals[R_RETRY_CAP]) * 1000.0),
+        "retry_budget": float(world.calls.reals[R_BUDGET]),
     }
 
 
@@ -95,14 +93,14 @@ def set_retries(
         raise InvalidInput("retry_cap_ms", f"must be from 1 to 600000 ms, got {cap_ms!r}")
     if not 0.0 <= budget <= 1.0:
         raise InvalidInput("retry_budget", f"must be from 0 (none) to 1, got {budget!r}")
-    world.ints[I_RETRIES] = retries
-    world.ints[I_BACKOFF] = BACKOFFS.index(backoff)
-    world.reals[R_RETRY_BASE] = base_ms / 1000.0
-    world.reals[R_RETRY_CAP] = cap_ms / 1000.0
-    world.reals[R_BUDGET] = budget
+    world.calls.ints[I_RETRIES] = retries
+    world.calls.ints[I_BACKOFF] = BACKOFFS.index(backoff)
+    world.calls.reals[R_RETRY_BASE] = base_ms / 1000.0
+    world.calls.reals[R_RETRY_CAP] = cap_ms / 1000.0
+    world.calls.reals[R_BUDGET] = budget
     if burst is not None:
-        world.reals[R_BUDGET_BURST] = burst
-        world.tokens[:] = burst
+        world.calls.reals[R_BUDGET_BURST] = burst
+        world.calls.tokens[:] = burst
 
 
 def set_balancer(world: World, name: str, clients: int = 1) -> None:
@@ -111,8 +109,8 @@ def set_balancer(world: World, name: str, clients: int = 1) -> None:
         raise InvalidInput("balancer", f"must be one of {', '.join(BALANCERS)}, got {name!r}")
     if isinstance(clients, bool) or not isinstance(clients, int) or not 1 <= clients <= MAX_CLIENTS:
         raise InvalidInput("clients", f"must be a whole number from 1 to {MAX_CLIENTS}, got {clients!r}")
-    world.ints[I_BALANCER] = BALANCERS.index(name)
-    world.ints[I_CLIENTS] = clients
+    world.views.ints[I_BALANCER] = BALANCERS.index(name)
+    world.views.ints[I_CLIENTS] = clients
 
 
 DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
@@ -145,26 +143,26 @@ def set_resilience(
             raise InvalidInput(name, f"must be from {lo:g} to {hi:g}, got {value!r}")
     if not 0.0 < lifo_threshold <= 1.0:
         raise InvalidInput("lifo_threshold", f"must be above 0 and at most 1, got {lifo_threshold!r}")
-    world.ints[I_DISCIPLINE] = DISCIPLINES.index(discipline)
-    world.ints[I_QUEUE_LIMIT] = queue_limit
-    world.ints[I_DEADLINES] = 1 if deadlines else 0
-    world.reals[R_TARGET] = target_ms / 1000.0
-    world.reals[R_INTERVAL] = interval_ms / 1000.0
-    world.reals[R_LIFO_THRESHOLD] = lifo_threshold
+    world.queues.ints[I_DISCIPLINE] = DISCIPLINES.index(discipline)
+    world.queues.ints[I_QUEUE_LIMIT] = queue_limit
+    world.queues.ints[I_DEADLINES] = 1 if deadlines else 0
+    world.queues.reals[R_TARGET] = target_ms / 1000.0
+    world.queues.reals[R_INTERVAL] = interval_ms / 1000.0
+    world.queues.reals[R_LIFO_THRESHOLD] = lifo_threshold
 
 
 def configure_world(world: World, controls: Controls, params: Params) -> None:
     """The request engine's own settings (``controls.WORLD_SETTINGS``) and mechanism parameters laid into its
     world: at a run's start, and when a zoom rebuilds a minute from its record."""
     set_balancer(world, controls.balancer, params.clients)
-    world.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
+    world.registry.ints[I_SELF_PROTECTION] = 1 if controls.self_protection else 0
     if controls.queue_discipline == "adaptive-lifo" and controls.queue_limit == 0:
         raise InvalidInput("queue_limit", "adaptive-lifo needs a queue limit above 0")
     set_resilience(world, controls.queue_discipline, controls.queue_limit, controls.deadline_propagation)
-    world.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
-    world.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
-    world.reals[R_THROTTLE_K] = params.throttle_k
-    world.reals[R_RETRY_BAD] = params.retry_bad_build
+    world.limiter.ints[I_LIMITER] = LIMITERS.index(controls.limiter)
+    world.throttle.ints[I_THROTTLE] = 1 if controls.client_throttle else 0
+    world.throttle.reals[R_THROTTLE_K] = params.throttle_k
+    world.calls.reals[R_RETRY_BAD] = params.retry_bad_build
     set_retries(
         world, controls.retries, controls.retry_backoff, controls.retry_base_ms, controls.retry_cap_ms,
         controls.retry_budget, params.retry_budget_burst,

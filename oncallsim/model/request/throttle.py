@@ -11,14 +11,40 @@ client-side balancers have clients (not ``pooled``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.kernel import step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.windows import ring_bucket
-from oncallsim.model.request.world import R_THROTTLE_K, THROTTLE_BUCKETS
 
 __all__ = ["BUCKET_S", "MIN_REQUESTS", "mark", "reject_probability", "throttled"]
+
+THROTTLE_BUCKETS = 10  # the window: 10 buckets of 300 ms
+I_THROTTLE = 0  # ints[...]: 1 when the clients throttle themselves
+R_THROTTLE_K = 0  # reals[...]: the formula's K
+
+
+class Throttle(NamedTuple):
+    """Each client's window of requests and accepts, and the throttling settings."""
+
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    thr: npt.NDArray[np.float64]  # thr[0 requests | 1 accepts, client, bucket]
+    thr_stamp: npt.NDArray[np.int64]  # thr_stamp[client, bucket]: the bucket's number (time / 300 ms)
+
+
+def new_throttle(clients: int) -> Throttle:
+    """Off, an empty window for each of ``clients``."""
+    return Throttle(
+        ints=np.zeros(1, dtype=np.int64),
+        reals=np.zeros(1),
+        thr=np.zeros((2, clients, THROTTLE_BUCKETS)),
+        thr_stamp=np.full((clients, THROTTLE_BUCKETS), -1, dtype=np.int64),
+    )
+
 
 BUCKET_S = 0.3
 MIN_REQUESTS = 20.0
@@ -27,13 +53,13 @@ MIN_REQUESTS = 20.0
 @step
 def mark(w: Any, c: int, x: float, accepted: bool) -> None:
     """One request of client ``c`` decided at ``x``: accepted by the backend, or not (a failure or a local reject)."""
-    b, stale = ring_bucket(w.thr_stamp[c], int(x / BUCKET_S))
+    b, stale = ring_bucket(w.throttle.thr_stamp[c], int(x / BUCKET_S))
     if stale:
-        w.thr[0, c, b] = 0.0
-        w.thr[1, c, b] = 0.0
-    w.thr[0, c, b] += 1.0
+        w.throttle.thr[0, c, b] = 0.0
+        w.throttle.thr[1, c, b] = 0.0
+    w.throttle.thr[0, c, b] += 1.0
     if accepted:
-        w.thr[1, c, b] += 1.0
+        w.throttle.thr[1, c, b] += 1.0
 
 
 @step
@@ -43,11 +69,11 @@ def reject_probability(w: Any, c: int, x: float) -> float:
     requests = 0.0
     accepts = 0.0
     for b in range(THROTTLE_BUCKETS):
-        stamp = w.thr_stamp[c, b]
+        stamp = w.throttle.thr_stamp[c, b]
         if stamp > number - THROTTLE_BUCKETS and stamp <= number:
-            requests += w.thr[0, c, b]
-            accepts += w.thr[1, c, b]
-    k = w.reals[R_THROTTLE_K]
+            requests += w.throttle.thr[0, c, b]
+            accepts += w.throttle.thr[1, c, b]
+    k = w.throttle.reals[R_THROTTLE_K]
     if requests < MIN_REQUESTS or requests < k * accepts:
         return 0.0
     return (requests - k * accepts) / (requests + 1.0)

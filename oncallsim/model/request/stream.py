@@ -1,0 +1,31 @@
+"""The minute's arrivals: the pipeline's count of uniform times, sorted (``edges.sorted_arrivals``), or in
+queue-only mode (M/M/N) a Poisson stream carried from one minute to the next."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["MODE_PIPELINE", "MODE_QUEUE_ONLY", "R_NEXT_STREAM", "Stream", "new_stream", "with_room"]
+
+MODE_PIPELINE = 0  # the whole service: shedding, cache, database, builds
+MODE_QUEUE_ONLY = 1  # M/M/N: a Poisson stream, exponential service of the app time, no cache or database
+R_NEXT_STREAM = 0  # reals[...]: queue-only mode: the next arrival of the Poisson stream
+
+
+class Stream(NamedTuple):
+    reals: npt.NDArray[np.float64]
+    arrivals: npt.NDArray[np.float64]  # the minute's arrival times (grown before a minute that needs more)
+
+
+def new_stream() -> Stream:
+    return Stream(reals=np.zeros(1), arrivals=np.zeros(1024))
+
+
+def with_room(stream: Stream, arrivals: int) -> Stream:
+    """Room for a minute of ``arrivals`` (compiled code does not allocate)."""
+    if arrivals > len(stream.arrivals):
+        return stream._replace(arrivals=np.zeros(max(arrivals, 2 * len(stream.arrivals))))
+    return stream
