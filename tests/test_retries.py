@@ -24,11 +24,11 @@ open_call = from_python(calls.open_call)
 def _delays(kind: str, n: int, draws: int = 4000) -> np.ndarray:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 11)
     set_retries(w, 3, kind, base_ms=100.0, cap_ms=1000.0)
-    call = open_call(w, 0.0, 0, -1, 0)
+    call = open_call(w.calls, 0.0, 0, -1, 0)
     out = []
     for _ in range(draws):
         w.calls.c_sleep[call] = 0.1 if kind != "decorrelated-jitter" else w.calls.c_sleep[call]
-        out.append(backoff_delay(w, call, n))
+        out.append(backoff_delay(w.calls, w.gen, call, n))
     return np.array(out)
 
 
@@ -46,11 +46,11 @@ def test_the_backoffs_are_the_aws_formulas(n: int) -> None:
 def test_decorrelated_jitter_draws_between_base_and_three_times_the_last_sleep() -> None:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 5)
     set_retries(w, 3, "decorrelated-jitter", base_ms=100.0, cap_ms=1000.0)
-    call = open_call(w, 0.0, 0, -1, 0)
+    call = open_call(w.calls, 0.0, 0, -1, 0)
     assert w.calls.c_sleep[call] == pytest.approx(0.1)  # sleep₀ = base
     for _ in range(200):
         before = w.calls.c_sleep[call]
-        d = backoff_delay(w, call, 1)
+        d = backoff_delay(w.calls, w.gen, call, 1)
         assert 0.1 <= d <= min(1.0, 3 * before) and w.calls.c_sleep[call] == d
 
 

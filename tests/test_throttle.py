@@ -22,10 +22,10 @@ def test_the_reject_probability_is_the_sre_books(requests: int, accepts: int, k:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 0)
     w.throttle.reals[R_THROTTLE_K] = k
     for n in range(requests):  # spread over the 3 s window
-        mark(w, 0, (n % 10 + 0.5) * BUCKET_S, n < accepts)
+        mark(w.throttle, 0, (n % 10 + 0.5) * BUCKET_S, n < accepts)
     expected = 0.0 if requests < MIN_REQUESTS else max(0.0, (requests - k * accepts) / (requests + 1))
-    assert reject_probability(w, 0, 9.5 * BUCKET_S) == pytest.approx(expected)
-    assert reject_probability(w, 0, 30.0) == 0.0  # the window has moved on
+    assert reject_probability(w.throttle, 0, 9.5 * BUCKET_S) == pytest.approx(expected)
+    assert reject_probability(w.throttle, 0, 30.0) == 0.0  # the window has moved on
 
 
 def test_a_throttled_client_settles_at_k_times_what_is_accepted() -> None:

@@ -53,7 +53,7 @@ def run_pipeline(
     base = Params(max_fleet=fleet, **params)  # type: ignore[arg-type]
     p = kernel_params(base)
     world = new_world(base, seed)
-    fill_cache(world, oracles.cache_hit_ratio(arrivals_per_s, ttl_s, base.hot_objects), ttl_s, 0.0)
+    fill_cache(world.backend, world.gen, oracles.cache_hit_ratio(arrivals_per_s, ttl_s, base.hot_objects), ttl_s, 0.0)
     st = np.zeros(len(STATE_SCHEMA))
     st[ST.db_slowdown] = 1.0
     st[ST.serving] = fleet

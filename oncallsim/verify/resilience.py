@@ -192,7 +192,7 @@ def limiter_cap_check(seed: int = 6) -> tuple[int, int]:
     rts = world.limiter.lim_rt[0][valid]
     max_pass = int(passes.max())
     min_rt = max(1.0, float(np.ceil(rts[passes > 0] / passes[passes > 0]).min()))
-    return int(from_python(limiter.cap)(world, 0, x)), math.floor(max_pass * min_rt / BUCKET_S / 1000.0)
+    return int(from_python(limiter.cap)(world.limiter, 0, x)), math.floor(max_pass * min_rt / BUCKET_S / 1000.0)
 
 
 def _goodput_after(load: float, retries: int, backlog: bool, seed: int) -> float:
@@ -205,7 +205,7 @@ def _goodput_after(load: float, retries: int, backlog: bool, seed: int) -> float
         set_retries(w, retries, "none")
         if backlog:
             for n in range(int(3 * 2.0 * mu)):
-                from_python(enqueue)(w, w.queues.qs.shape[1] - 1, -1e-3 * n, 0, -1, -1, -1)
+                from_python(enqueue)(w.queues, w.queues.qs.shape[1] - 1, -1e-3 * n, 0, -1, -1, -1)
 
     _, minutes = _run(40, 4, lam, 0.1, 5, seed, setup)
     _, _, m = minutes[-1]

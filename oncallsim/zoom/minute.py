@@ -96,7 +96,7 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
     ext = np.zeros(len(EXTRA_FIELDS))
     stable = record.servers > 0 and record.erlangs < record.servers
     # the zoom's own clock: the warm-up is its minute 0, the zoomed minute its minute 1 (times stay ≥ 0)
-    fill_cache(world, record.cache_hit, record.ttl_s, 0.0 if stable else 60.0)
+    fill_cache(world.backend, world.gen, record.cache_hit, record.ttl_s, 0.0 if stable else 60.0)
     if stable:
         request_minute(p, world, 0, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, 0)
     every = max(1, count // SAMPLED)

@@ -96,23 +96,23 @@ CPU_START = 500.0  # ‰
 
 
 @inline_step
-def _p2c_load(w: Any, c: int, i: int) -> float:
-    b = w.views.bal
+def _p2c_load(views: Any, c: int, i: int) -> float:
+    b = views.bal
     load = b[B_CPU, c, i] * (math.floor(math.sqrt(b[B_LAG, c, i])) + 1.0) * (b[B_OUT, c, i] + 1.0)
     return PENALTY if load == 0.0 else load
 
 
 @inline_step
-def _p2c_valid(w: Any, c: int, i: int) -> bool:
-    return w.views.bal[B_SUCCESS, c, i] > 500.0 and w.views.bal[B_CPU, c, i] < 900.0
+def _p2c_valid(views: Any, c: int, i: int) -> bool:
+    return views.bal[B_SUCCESS, c, i] > 500.0 and views.bal[B_CPU, c, i] < 900.0
 
 
 @inline_step
-def _p2c(w: Any, c: int, n: int, x: float) -> int:
-    rot = w.views.rot[c]
+def _p2c(views: Any, gen: Any, c: int, n: int, x: float) -> int:
+    rot = views.rot[c]
     if n == 1:
         return rot[0]
-    g = w.gen
+    g = gen
     a = 0
     z = 1
     for _ in range(3):
@@ -122,11 +122,11 @@ def _p2c(w: Any, c: int, n: int, x: float) -> int:
             z += 1
         a = rot[a]
         z = rot[z]
-        if _p2c_valid(w, c, a) or _p2c_valid(w, c, z):
+        if _p2c_valid(views, c, a) or _p2c_valid(views, c, z):
             break
-    b = w.views.bal
+    b = views.bal
     # the winner has the larger success/load: compare cross-multiplied, as the original does
-    if _p2c_load(w, c, a) * b[B_SUCCESS, c, z] > _p2c_load(w, c, z) * b[B_SUCCESS, c, a]:
+    if _p2c_load(views, c, a) * b[B_SUCCESS, c, z] > _p2c_load(views, c, z) * b[B_SUCCESS, c, a]:
         win, lose = z, a
     else:
         win, lose = a, z
@@ -138,9 +138,9 @@ def _p2c(w: Any, c: int, n: int, x: float) -> int:
 
 
 @inline_step
-def _least(w: Any, c: int, n: int) -> int:
-    out = w.views.bal[B_OUT, c]
-    rot = w.views.rot[c]
+def _least(views: Any, gen: Any, c: int, n: int) -> int:
+    out = views.bal[B_OUT, c]
+    rot = views.rot[c]
     best = rot[0]
     ties = 0
     for j in range(n):
@@ -150,60 +150,60 @@ def _least(w: Any, c: int, n: int) -> int:
             ties = 1
         elif out[i] == out[best]:
             ties += 1
-            if ties > 1 and uniform(w.gen) * ties < 1.0:  # reservoir: each tie equally likely
+            if ties > 1 and uniform(gen) * ties < 1.0:  # reservoir: each tie equally likely
                 best = i
     return best
 
 
 @inline_step
-def choose(w: Any, x: float) -> tuple[int, int]:
+def choose(views: Any, gen: Any, x: float) -> tuple[int, int]:
     """(client, instance) for a request arriving at ``x`` (not ``pooled``): a client at random, and its choice."""
-    c = client_of(w)
-    return c, instance_for(w, c, x)
+    c = client_of(views, gen)
+    return c, instance_for(views, gen, c, x)
 
 
 @inline_step
-def client_of(w: Any) -> int:
+def client_of(views: Any, gen: Any) -> int:
     """The client a new request comes from: uniformly among the clients."""
-    clients = w.views.ints[I_CLIENTS]
-    return uniform_int(w.gen, clients) if clients > 1 else 0
+    clients = views.ints[I_CLIENTS]
+    return uniform_int(gen, clients) if clients > 1 else 0
 
 
 @inline_step
-def instance_for(w: Any, c: int, x: float) -> int:
+def instance_for(views: Any, gen: Any, c: int, x: float) -> int:
     """The instance client ``c`` sends a request to at ``x`` (not ``pooled``), among the instances in its
-    rotation (``w.views.rot``; instances.py); −1 when its rotation is empty."""
-    kind = w.views.ints[I_BALANCER]
-    n = w.views.nrot[c]
+    rotation (``views.rot``; instances.py); −1 when its rotation is empty."""
+    kind = views.ints[I_BALANCER]
+    n = views.nrot[c]
     if n == 0:
         return -1
     if kind == ROUND_ROBIN:
-        j = (w.views.rr[c] + 1) % n
-        w.views.rr[c] = j
-        i = w.views.rot[c, j]
+        j = (views.rr[c] + 1) % n
+        views.rr[c] = j
+        i = views.rot[c, j]
     elif kind == RANDOM:
-        i = w.views.rot[c, uniform_int(w.gen, n)]
+        i = views.rot[c, uniform_int(gen, n)]
     elif kind == LEAST_OUTSTANDING:
-        i = _least(w, c, n)
+        i = _least(views, gen, c, n)
     else:
-        i = _p2c(w, c, n, x)
+        i = _p2c(views, gen, c, n, x)
     return i
 
 
 @inline_step
-def picked(w: Any, c: int, i: int) -> None:
+def picked(views: Any, c: int, i: int) -> None:
     """The client sent a request to instance ``i``: one more outstanding."""
-    w.views.bal[B_OUT, c, i] += 1.0
+    views.bal[B_OUT, c, i] += 1.0
 
 
 @inline_step
-def answered(w: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
+def answered(views: Any, throttle: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
     """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
-    b = w.views.bal
+    b = views.bal
     b[B_OUT, c, i] -= 1.0
-    if w.throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
-        mark(w, c, x, ok)
-    if w.views.ints[I_BALANCER] != P2C:
+    if throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
+        mark(throttle, c, x, ok)
+    if views.ints[I_BALANCER] != P2C:
         return
     gap = x - b[B_STAMP, c, i]
     b[B_STAMP, c, i] = x

@@ -173,185 +173,194 @@ _INF = float("inf")
 
 
 @step
-def open_call(w: Any, x: float, obj: int, tag: int, client: int) -> int:
+def open_call(calls: Any, x: float, obj: int, tag: int, client: int) -> int:
     """A new call for a request admitted at ``x`` (the caller made room: ``world.with_room``); its client's
     budget gains its share."""
-    n = w.calls.ints[I_CFREE] - 1
-    w.calls.ints[I_CFREE] = n
-    call = w.calls.c_free[n]
-    w.calls.c_arrival[call] = x
-    w.calls.c_object[call] = obj
-    w.calls.c_tag[call] = tag
-    w.calls.c_client[call] = client
-    w.calls.c_attempt[call] = 0
-    w.calls.c_started[call] = -_INF
-    w.calls.c_inst[call] = -1
-    w.calls.c_sleep[call] = w.calls.reals[R_RETRY_BASE]
-    burst = w.calls.reals[R_BUDGET_BURST]
-    tokens = w.calls.tokens[client] + w.calls.reals[R_BUDGET]
-    w.calls.tokens[client] = tokens if tokens < burst else burst
+    n = calls.ints[I_CFREE] - 1
+    calls.ints[I_CFREE] = n
+    call = calls.c_free[n]
+    calls.c_arrival[call] = x
+    calls.c_object[call] = obj
+    calls.c_tag[call] = tag
+    calls.c_client[call] = client
+    calls.c_attempt[call] = 0
+    calls.c_started[call] = -_INF
+    calls.c_inst[call] = -1
+    calls.c_sleep[call] = calls.reals[R_RETRY_BASE]
+    burst = calls.reals[R_BUDGET_BURST]
+    tokens = calls.tokens[client] + calls.reals[R_BUDGET]
+    calls.tokens[client] = tokens if tokens < burst else burst
     return call
 
 
 @step
-def sent(p: Any, w: Any, call: int, x: float) -> None:
+def sent(p: Any, calls: Any, meter: Any, call: int, x: float) -> None:
     """The call's next attempt leaves for the balancer at ``x``: it is the current one, its deadline timed."""
-    w.calls.c_state[call] = C_WAITING
-    w.calls.c_sent[call] = x
-    w.calls.c_started[call] = -_INF
-    w.calls.c_inst[call] = -1
-    w.meter.measures[M_SENT] += 1.0
-    if w.calls.c_attempt[call] > 0:
-        w.meter.measures[M_RETRIES] += 1.0
-    size = len(w.calls.d_time)
-    tail = (w.calls.ints[I_DHEAD] + w.calls.ints[I_DLEN]) % size
-    w.calls.d_time[tail] = x + p[P.timeout_s]
-    w.calls.d_call[tail] = call
-    w.calls.ints[I_DLEN] += 1
+    calls.c_state[call] = C_WAITING
+    calls.c_sent[call] = x
+    calls.c_started[call] = -_INF
+    calls.c_inst[call] = -1
+    meter.measures[M_SENT] += 1.0
+    if calls.c_attempt[call] > 0:
+        meter.measures[M_RETRIES] += 1.0
+    size = len(calls.d_time)
+    tail = (calls.ints[I_DHEAD] + calls.ints[I_DLEN]) % size
+    calls.d_time[tail] = x + p[P.timeout_s]
+    calls.d_call[tail] = call
+    calls.ints[I_DLEN] += 1
 
 
 @inline_step
-def current(w: Any, call: int, sent_at: float) -> bool:
+def current(calls: Any, call: int, sent_at: float) -> bool:
     """Whether an attempt sent at ``sent_at`` is the call's current one (its client still waits for it)."""
-    return w.calls.c_state[call] == C_WAITING and w.calls.c_sent[call] == sent_at
+    return calls.c_state[call] == C_WAITING and calls.c_sent[call] == sent_at
 
 
 @step
-def _close_call(w: Any, call: int) -> None:
-    w.calls.c_state[call] = C_FREE
-    w.calls.c_tag[call] = -1
-    w.calls.c_free[w.calls.ints[I_CFREE]] = call
-    w.calls.ints[I_CFREE] += 1
+def _close_call(calls: Any, call: int) -> None:
+    calls.c_state[call] = C_FREE
+    calls.c_tag[call] = -1
+    calls.c_free[calls.ints[I_CFREE]] = call
+    calls.ints[I_CFREE] += 1
 
 
 @step
-def call_ok(w: Any, call: int, x: float, waited: bool, t0: float) -> None:
+def call_ok(calls: Any, meter: Any, call: int, x: float, waited: bool, t0: float) -> None:
     """The current attempt succeeded at ``x``: the call ends well; its user waited since the call opened."""
-    decide(w, O_OK, x - w.calls.c_arrival[call], waited, second_of(t0, x), w.calls.c_tag[call])
-    _close_call(w, call)
+    decide(meter, O_OK, x - calls.c_arrival[call], waited, second_of(t0, x), calls.c_tag[call])
+    _close_call(calls, call)
 
 
 @step
-def backoff_delay(w: Any, call: int, n: int) -> float:
+def backoff_delay(calls: Any, gen: Any, call: int, n: int) -> float:
     """How long the call waits before its ``n``-th retry (1 = the first), by the clients' backoff."""
-    kind = w.calls.ints[I_BACKOFF]
+    kind = calls.ints[I_BACKOFF]
     if kind == NONE:
         return 0.0
-    base = w.calls.reals[R_RETRY_BASE]
-    cap = w.calls.reals[R_RETRY_CAP]
+    base = calls.reals[R_RETRY_BASE]
+    cap = calls.reals[R_RETRY_CAP]
     if kind == DECORRELATED:
-        high = 3.0 * w.calls.c_sleep[call]
-        sleep = base + uniform(w.gen) * (high - base) if high > base else base
+        high = 3.0 * calls.c_sleep[call]
+        sleep = base + uniform(gen) * (high - base) if high > base else base
         sleep = sleep if sleep < cap else cap
-        w.calls.c_sleep[call] = sleep
+        calls.c_sleep[call] = sleep
         return sleep
     expo = base * 2.0**n
     expo = expo if expo < cap else cap
     if kind == FULL_JITTER:
-        return uniform(w.gen) * expo
+        return uniform(gen) * expo
     if kind == EQUAL_JITTER:
-        return expo / 2.0 + uniform(w.gen) * (expo / 2.0)
+        return expo / 2.0 + uniform(gen) * (expo / 2.0)
     return expo
 
 
 @step
-def _where(w: Any, call: int, x: float) -> int:
+def _where(calls: Any, fleet: Any, call: int, x: float) -> int:
     """Where a timed-out attempt spent its time: a queue when it never started, else as ``where_spent``."""
-    start = w.calls.c_started[call]
-    if w.calls.c_inst[call] < 0 or start == -_INF:
+    start = calls.c_started[call]
+    if calls.c_inst[call] < 0 or start == -_INF:
         return WHERE_QUEUE
-    return where_spent(w, w.calls.c_inst[call], start - w.calls.c_sent[call], x - start)
+    return where_spent(fleet, calls.c_inst[call], start - calls.c_sent[call], x - start)
 
 
 @inline_step
 def failed(
-    w: Any, call: int, sent_at: float, outcome: int, response: float, waited: bool, second: int, tag: int, x: float,
-    t0: float,
+    calls: Any, meter: Any, fleet: Any, gen: Any, call: int, sent_at: float, outcome: int, response: float,
+    waited: bool, second: int, tag: int, x: float, t0: float,
 ) -> None:  # fmt: skip
     """An attempt failed at ``x``: without a call, its request's outcome (``outcomes.decide``); with one, the
     call's business if the attempt is still its current one."""
     if call < 0:
-        decide(w, outcome, response, waited, second, tag)
-    elif current(w, call, sent_at):
-        call_failed(w, call, outcome, x, t0)
+        decide(meter, outcome, response, waited, second, tag)
+    elif current(calls, call, sent_at):
+        call_failed(calls, meter, fleet, gen, call, outcome, x, t0)
 
 
 @inline_step
 def succeeded(
-    w: Any, call: int, sent_at: float, response: float, waited: bool, second: int, tag: int, x: float, t0: float
+    calls: Any,
+    meter: Any,
+    call: int,
+    sent_at: float,
+    response: float,
+    waited: bool,
+    second: int,
+    tag: int,
+    x: float,
+    t0: float,
 ) -> None:
     """An attempt succeeded at ``x``: its request's outcome, or its call's if it is still the current one."""
     if call < 0:
-        decide(w, O_OK, response, waited, second, tag)
-    elif current(w, call, sent_at):
-        call_ok(w, call, x, waited, t0)
+        decide(meter, O_OK, response, waited, second, tag)
+    elif current(calls, call, sent_at):
+        call_ok(calls, meter, call, x, waited, t0)
 
 
 @step
-def call_failed(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
+def call_failed(calls: Any, meter: Any, fleet: Any, gen: Any, call: int, outcome: int, x: float, t0: float) -> None:
     """The current attempt failed at ``x`` (``outcome``: world.O_…): retried after its backoff when the failure
     is retryable, attempts are left and the client's budget allows; else the call ends with this outcome."""
-    n = w.calls.c_attempt[call] + 1
-    retryable = outcome != O_THROTTLED and (outcome != O_BAD or w.calls.reals[R_RETRY_BAD] != 0.0)
-    if retryable and n <= w.calls.ints[I_RETRIES]:
-        client = w.calls.c_client[call]
-        if w.calls.reals[R_BUDGET] > 0.0:
-            if w.calls.tokens[client] < 1.0:
-                w.meter.measures[M_RETRY_DENIED] += 1.0
-                _final(w, call, outcome, x, t0)
+    n = calls.c_attempt[call] + 1
+    retryable = outcome != O_THROTTLED and (outcome != O_BAD or calls.reals[R_RETRY_BAD] != 0.0)
+    if retryable and n <= calls.ints[I_RETRIES]:
+        client = calls.c_client[call]
+        if calls.reals[R_BUDGET] > 0.0:
+            if calls.tokens[client] < 1.0:
+                meter.measures[M_RETRY_DENIED] += 1.0
+                _final(calls, meter, fleet, call, outcome, x, t0)
                 return
-            w.calls.tokens[client] -= 1.0
-        w.calls.c_attempt[call] = n
-        w.calls.c_state[call] = C_BACKOFF
-        push_on(w.calls.r_time, w.calls.r_id, w.calls.ints, I_RHEAP, x + backoff_delay(w, call, n), call)
+            calls.tokens[client] -= 1.0
+        calls.c_attempt[call] = n
+        calls.c_state[call] = C_BACKOFF
+        push_on(calls.r_time, calls.r_id, calls.ints, I_RHEAP, x + backoff_delay(calls, gen, call, n), call)
         return
-    _final(w, call, outcome, x, t0)
+    _final(calls, meter, fleet, call, outcome, x, t0)
 
 
 @step
-def _final(w: Any, call: int, outcome: int, x: float, t0: float) -> None:
+def _final(calls: Any, meter: Any, fleet: Any, call: int, outcome: int, x: float, t0: float) -> None:
     """The call ends with its last attempt's failure: the user's response time runs from the call's opening."""
     second = second_of(t0, x)
-    tag = w.calls.c_tag[call]
+    tag = calls.c_tag[call]
     if outcome == O_TIMEOUT:
         timed_out(
-            w,
-            _where(w, call, x),
-            x - w.calls.c_arrival[call],
-            w.calls.c_started[call] != w.calls.c_sent[call],
+            meter,
+            _where(calls, fleet, call, x),
+            x - calls.c_arrival[call],
+            calls.c_started[call] != calls.c_sent[call],
             second,
             tag,
         )
     else:
-        decide(w, outcome, x - w.calls.c_arrival[call], False, second, tag)
-    _close_call(w, call)
+        decide(meter, outcome, x - calls.c_arrival[call], False, second, tag)
+    _close_call(calls, call)
 
 
 @inline_step
-def deadline_due(w: Any) -> float:
+def deadline_due(calls: Any) -> float:
     """When the earliest pending deadline comes due (∞: none)."""
-    return w.calls.d_time[w.calls.ints[I_DHEAD]] if w.calls.ints[I_DLEN] > 0 else _INF
+    return calls.d_time[calls.ints[I_DHEAD]] if calls.ints[I_DLEN] > 0 else _INF
 
 
 @step
-def take_deadline(p: Any, w: Any, x: float, t0: float) -> None:
+def take_deadline(p: Any, calls: Any, meter: Any, fleet: Any, gen: Any, x: float, t0: float) -> None:
     """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it."""
-    head = w.calls.ints[I_DHEAD]
-    call = w.calls.d_call[head]
-    due = w.calls.d_time[head]
-    w.calls.ints[I_DHEAD] = (head + 1) % len(w.calls.d_time)
-    w.calls.ints[I_DLEN] -= 1
-    if w.calls.c_state[call] == C_WAITING and w.calls.c_sent[call] + p[P.timeout_s] == due:
-        call_failed(w, call, O_TIMEOUT, x, t0)
+    head = calls.ints[I_DHEAD]
+    call = calls.d_call[head]
+    due = calls.d_time[head]
+    calls.ints[I_DHEAD] = (head + 1) % len(calls.d_time)
+    calls.ints[I_DLEN] -= 1
+    if calls.c_state[call] == C_WAITING and calls.c_sent[call] + p[P.timeout_s] == due:
+        call_failed(calls, meter, fleet, gen, call, O_TIMEOUT, x, t0)
 
 
 @inline_step
-def retry_due(w: Any) -> float:
+def retry_due(calls: Any) -> float:
     """When the earliest backoff ends (∞: none)."""
-    return w.calls.r_time[0] if w.calls.ints[I_RHEAP] > 0 else _INF
+    return calls.r_time[0] if calls.ints[I_RHEAP] > 0 else _INF
 
 
 @step
-def take_retry(w: Any) -> int:
+def take_retry(calls: Any) -> int:
     """The call whose backoff ended first (removed from the heap); the caller sends its next attempt."""
-    return pop_on(w.calls.r_time, w.calls.r_id, w.calls.ints, I_RHEAP)
+    return pop_on(calls.r_time, calls.r_id, calls.ints, I_RHEAP)

@@ -49,66 +49,115 @@ FIFO, CODEL, ADAPTIVE_LIFO = range(3)
 
 
 @step
-def full(w: Any, qid: int) -> bool:
+def full(queues: Any, qid: int) -> bool:
     """The queue is at its limit: an arriving request is dropped."""
-    limit = w.queues.ints[I_QUEUE_LIMIT]
-    return limit > 0 and w.queues.qs[Q_LEN, qid] >= limit
+    limit = queues.ints[I_QUEUE_LIMIT]
+    return limit > 0 and queues.qs[Q_LEN, qid] >= limit
 
 
 @step
-def drop(w: Any, qid: int, client: int, tag: int, now: float, t0: float, call: int, sent_at: float) -> None:
+def drop(
+    views: Any,
+    throttle: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    qid: int,
+    client: int,
+    tag: int,
+    now: float,
+    t0: float,
+    call: int,
+    sent_at: float,
+) -> None:
     """A request (an attempt of ``call`` sent at ``sent_at``; −1 none) answered at once with an error by a
     queue discipline or limit."""
     if client >= 0:
-        answered(w, client, qid, now, 0.0, False, 0.0)
-    failed(w, call, sent_at, O_DROPPED, 0.0, True, second_of(t0, now), tag, now, t0)
+        answered(views, throttle, client, qid, now, 0.0, False, 0.0)
+    failed(calls, meter, fleet, gen, call, sent_at, O_DROPPED, 0.0, True, second_of(t0, now), tag, now, t0)
 
 
 @step
-def _drop_slot(w: Any, qid: int, slot: int, now: float, t0: float) -> None:
+def _drop_slot(
+    queues: Any,
+    views: Any,
+    throttle: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    qid: int,
+    slot: int,
+    now: float,
+    t0: float,
+) -> None:
     drop(
-        w, qid, w.queues.s_client[slot], w.queues.s_tag[slot], now, t0, w.queues.s_call[slot], w.queues.s_arrival[slot]
+        views,
+        throttle,
+        calls,
+        meter,
+        fleet,
+        gen,
+        qid,
+        queues.s_client[slot],
+        queues.s_tag[slot],
+        now,
+        t0,
+        queues.s_call[slot],
+        queues.s_arrival[slot],
     )
 
 
 @step
-def _codel_head(w: Any, qid: int, now: float) -> tuple[int, bool]:
+def _codel_head(queues: Any, qid: int, now: float) -> tuple[int, bool]:
     """CoDel's dodequeue: the oldest request, and whether it may be dropped."""
-    cq = w.queues.cq
-    if w.queues.qs[Q_LEN, qid] == 0:
+    cq = queues.cq
+    if queues.qs[Q_LEN, qid] == 0:
         cq[CQ_FIRST_ABOVE, qid] = 0.0
         return -1, False
-    slot = dequeue(w, qid)
-    sojourn = now - w.queues.s_arrival[slot]
-    if sojourn < w.queues.reals[R_TARGET]:
+    slot = dequeue(queues, qid)
+    sojourn = now - queues.s_arrival[slot]
+    if sojourn < queues.reals[R_TARGET]:
         cq[CQ_FIRST_ABOVE, qid] = 0.0
         return slot, False
     if cq[CQ_FIRST_ABOVE, qid] == 0.0:
-        cq[CQ_FIRST_ABOVE, qid] = now + w.queues.reals[R_INTERVAL]
+        cq[CQ_FIRST_ABOVE, qid] = now + queues.reals[R_INTERVAL]
         return slot, False
     return slot, now >= cq[CQ_FIRST_ABOVE, qid]
 
 
 @step
-def _codel(w: Any, qid: int, now: float, t0: float) -> int:
-    cq = w.queues.cq
-    interval = w.queues.reals[R_INTERVAL]
-    slot, ok_to_drop = _codel_head(w, qid, now)
+def _codel(
+    queues: Any,
+    views: Any,
+    throttle: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    qid: int,
+    now: float,
+    t0: float,
+) -> int:
+    cq = queues.cq
+    interval = queues.reals[R_INTERVAL]
+    slot, ok_to_drop = _codel_head(queues, qid, now)
     if cq[CQ_DROPPING, qid] != 0.0:
         if not ok_to_drop:
             cq[CQ_DROPPING, qid] = 0.0
         else:
             while now >= cq[CQ_DROP_NEXT, qid] and cq[CQ_DROPPING, qid] != 0.0:
-                _drop_slot(w, qid, slot, now, t0)
+                _drop_slot(queues, views, throttle, calls, meter, fleet, gen, qid, slot, now, t0)
                 cq[CQ_COUNT, qid] += 1.0
-                slot, ok_to_drop = _codel_head(w, qid, now)
+                slot, ok_to_drop = _codel_head(queues, qid, now)
                 if not ok_to_drop:
                     cq[CQ_DROPPING, qid] = 0.0
                 else:
                     cq[CQ_DROP_NEXT, qid] += interval / math.sqrt(cq[CQ_COUNT, qid])
     elif ok_to_drop:
-        _drop_slot(w, qid, slot, now, t0)
-        slot, ok_to_drop = _codel_head(w, qid, now)
+        _drop_slot(queues, views, throttle, calls, meter, fleet, gen, qid, slot, now, t0)
+        slot, ok_to_drop = _codel_head(queues, qid, now)
         cq[CQ_DROPPING, qid] = 1.0
         # back above target soon after the last episode: start from the drop rate that controlled it then
         delta = cq[CQ_COUNT, qid] - cq[CQ_LASTCOUNT, qid]
@@ -120,34 +169,56 @@ def _codel(w: Any, qid: int, now: float, t0: float) -> int:
 
 
 @step
-def _adaptive_lifo(w: Any, qid: int, now: float, t0: float) -> int:
-    cq = w.queues.cq
-    target = w.queues.reals[R_TARGET]
-    while w.queues.qs[Q_LEN, qid] > 0:
-        newest = w.queues.qs[Q_LEN, qid] > w.queues.reals[R_LIFO_THRESHOLD] * w.queues.ints[I_QUEUE_LIMIT]
-        slot = dequeue_tail(w, qid) if newest else dequeue(w, qid)
-        delay = now - w.queues.s_arrival[slot]
+def _adaptive_lifo(
+    queues: Any,
+    views: Any,
+    throttle: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    qid: int,
+    now: float,
+    t0: float,
+) -> int:
+    cq = queues.cq
+    target = queues.reals[R_TARGET]
+    while queues.qs[Q_LEN, qid] > 0:
+        newest = queues.qs[Q_LEN, qid] > queues.reals[R_LIFO_THRESHOLD] * queues.ints[I_QUEUE_LIMIT]
+        slot = dequeue_tail(queues, qid) if newest else dequeue(queues, qid)
+        delay = now - queues.s_arrival[slot]
         if now >= cq[CQ_INTERVAL_END, qid]:  # a new interval: judge the last one; this request is served
             cq[CQ_OVERLOADED, qid] = 1.0 if cq[CQ_MIN_DELAY, qid] > target else 0.0
             cq[CQ_MIN_DELAY, qid] = delay
-            cq[CQ_INTERVAL_END, qid] = now + w.queues.reals[R_INTERVAL]
+            cq[CQ_INTERVAL_END, qid] = now + queues.reals[R_INTERVAL]
             return slot
         if delay < cq[CQ_MIN_DELAY, qid]:
             cq[CQ_MIN_DELAY, qid] = delay
         if cq[CQ_OVERLOADED, qid] != 0.0 and delay > 2.0 * target:
-            _drop_slot(w, qid, slot, now, t0)
+            _drop_slot(queues, views, throttle, calls, meter, fleet, gen, qid, slot, now, t0)
             continue
         return slot
     return -1
 
 
 @step
-def take(w: Any, qid: int, now: float, t0: float) -> int:
+def take(
+    queues: Any,
+    views: Any,
+    throttle: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    qid: int,
+    now: float,
+    t0: float,
+) -> int:
     """The waiting request a free worker takes from queue ``qid`` now (its slot), after the discipline's
     drops; −1 when none is left."""
-    kind = w.queues.ints[I_DISCIPLINE]
+    kind = queues.ints[I_DISCIPLINE]
     if kind == CODEL:
-        return _codel(w, qid, now, t0)
+        return _codel(queues, views, throttle, calls, meter, fleet, gen, qid, now, t0)
     if kind == ADAPTIVE_LIFO:
-        return _adaptive_lifo(w, qid, now, t0)
-    return dequeue(w, qid) if w.queues.qs[Q_LEN, qid] > 0 else -1
+        return _adaptive_lifo(queues, views, throttle, calls, meter, fleet, gen, qid, now, t0)
+    return dequeue(queues, qid) if queues.qs[Q_LEN, qid] > 0 else -1

@@ -44,28 +44,28 @@ _INF = math.inf
 
 
 @step
-def sorted_arrivals(w: Any, count: int, t0: float) -> None:
-    """``count`` arrival times uniform on [t0, t0 + 60 s), sorted, into ``w.stream.arrivals``: normalized sums of
+def sorted_arrivals(stream: Any, gen: Any, count: int, t0: float) -> None:
+    """``count`` arrival times uniform on [t0, t0 + 60 s), sorted, into ``stream.arrivals``: normalized sums of
     exponential spacings (the order statistics of uniforms, without a sort)."""
-    times = w.stream.arrivals
+    times = stream.arrivals
     total = 0.0
     for i in range(count):
-        total += exponential(w.gen, 1.0)
+        total += exponential(gen, 1.0)
         times[i] = total
-    total += exponential(w.gen, 1.0)
+    total += exponential(gen, 1.0)
     for i in range(count):
         times[i] = t0 + 60.0 * (times[i] / total)
 
 
 @unmanaged
-def fill_cache(w: Any, present: float, ttl: float, t0: float) -> None:
+def fill_cache(backend: Any, gen: Any, present: float, ttl: float, t0: float) -> None:
     """A cache in its steady state: each object present with probability ``present``, its remaining TTL
     uniform on (0, ttl) (REQUESTS.md: the opening minute and a zoomed minute start so)."""
-    for obj in range(len(w.backend.expiry)):
-        if uniform(w.gen) < present:
-            w.backend.expiry[obj] = t0 + uniform(w.gen) * ttl
+    for obj in range(len(backend.expiry)):
+        if uniform(gen) < present:
+            backend.expiry[obj] = t0 + uniform(gen) * ttl
         else:
-            w.backend.expiry[obj] = -_INF
+            backend.expiry[obj] = -_INF
 
 
 @step
@@ -76,13 +76,25 @@ def strand(p: Any, w: Any, t0: float, serving: int) -> None:
         if i < serving and w.fleet.health[i] != REFUSE:
             continue
         while w.queues.qs[Q_LEN, i] > 0:
-            slot = dequeue(w, i)
+            slot = dequeue(w.queues, i)
             client = w.queues.s_client[slot]
             if client >= 0:
-                answered(w, client, i, t0, 0.0, False, 0.0)
+                answered(w.views, w.throttle, client, i, t0, 0.0, False, 0.0)
             outcome = O_OVERLOAD if i >= serving else O_REFUSED
             failed(
-                w, w.queues.s_call[slot], w.queues.s_arrival[slot], outcome, 0.0, False, 0, w.queues.s_tag[slot], t0, t0
+                w.calls,
+                w.meter,
+                w.fleet,
+                w.gen,
+                w.queues.s_call[slot],
+                w.queues.s_arrival[slot],
+                outcome,
+                0.0,
+                False,
+                0,
+                w.queues.s_tag[slot],
+                t0,
+                t0,
             )
 
 
@@ -109,10 +121,10 @@ def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s
         w.workers.free_pos[k] = -1
     for k in range(workers):
         if not w.workers.w_busy[k]:
-            free_add(w, k)
-    refresh_views(w, t0, serving)
+            free_add(w.workers, k)
+    refresh_views(w.views, w.registry, w.fleet, t0, serving)
     if w.views.ints[I_BALANCER] == POOLED:
-        sync_free(w, int(p[P.workers_per_instance]))
+        sync_free(w.workers, w.registry, w.fleet, int(p[P.workers_per_instance]))
     if mode == MODE_PIPELINE:
         if flags & FLUSH:
             w.backend.expiry[:] = -_INF
@@ -129,12 +141,12 @@ def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s
                 break
             if not w.workers.w_busy[k]:
                 if w.workers.free_pos[k] >= 0:
-                    free_remove(w, k)
-                push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+                    free_remove(w.workers, k)
+                push(w.workers, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
     while w.workers.ints[I_FREE] > 0 and w.queues.qs[Q_LEN, w.queues.qs.shape[1] - 1] > 0:
         k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
-        free_remove(w, k)
-        push(w, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
+        free_remove(w.workers, k)
+        push(w.workers, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
 
 
 @step
@@ -147,7 +159,7 @@ def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> Non
     pooled = qs.shape[1] - 1
     for qid in range(qs.shape[1]):  # each queue in arrival order, from the first not counted before
         slot = qs[Q_CURSOR, qid]
-        where = WHERE_QUEUE if qid == pooled else where_spent(w, qid, 1.0, 0.0)
+        where = WHERE_QUEUE if qid == pooled else where_spent(w.fleet, qid, 1.0, 0.0)
         while slot >= 0:
             gave_up = w.queues.s_arrival[slot] + timeout
             if gave_up > t1:
@@ -158,9 +170,9 @@ def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> Non
             tag = w.queues.s_tag[slot]
             if tag >= 0:  # still waiting when its client gave up: it waited at least the timeout
                 w.meter.samples[tag, X_WAIT] = timeout * 1000.0
-            timed_out(w, where, timeout, True, second_of(t0, gave_up), tag)
+            timed_out(w.meter, where, timeout, True, second_of(t0, gave_up), tag)
             if qid != pooled:
-                inst_hist_add(w, qid, timeout)
+                inst_hist_add(w.meter, qid, timeout)
             slot = w.queues.s_next[slot]
         qs[Q_CURSOR, qid] = slot
     enabled = w.workers.ints[I_ENABLED]
@@ -172,9 +184,11 @@ def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> Non
             start = w.workers.w_start[k]
             where = WHERE_DEAD
             if w.workers.w_held[k] == 0:
-                where = where_spent(w, w.workers.w_instance[k], start - w.workers.w_arrival[k], gave_up - start)
-            timed_out(w, where, timeout, start > w.workers.w_arrival[k], second_of(t0, gave_up), w.workers.w_tag[k])
-            inst_hist_add(w, w.workers.w_instance[k], timeout)
+                where = where_spent(w.fleet, w.workers.w_instance[k], start - w.workers.w_arrival[k], gave_up - start)
+            timed_out(
+                w.meter, where, timeout, start > w.workers.w_arrival[k], second_of(t0, gave_up), w.workers.w_tag[k]
+            )
+            inst_hist_add(w.meter, w.workers.w_instance[k], timeout)
         if k < enabled and w.workers.w_held[k] == 0:  # a dead instance's held connections are no work
             start = w.workers.w_start[k]
             w.meter.measures[M_BUSY] += t1 - (start if start > t0 else t0)

@@ -125,7 +125,7 @@ class RequestEngine:
         expected = diurnal_rate(0.0, float(plan.clock_start_min), p) * surge_factor(0.0, *surge)
         admitted = expected * (1.0 - p[P.low_priority_share] * vec[ST.shed_share])
         present = steady_hit_ratio(admitted, vec[ST.ttl_s], params.hot_objects)
-        fill_cache(world, present, vec[ST.ttl_s], 0.0)
+        fill_cache(world.backend, world.gen, present, vec[ST.ttl_s], 0.0)
         return state._replace(world=world)
 
     def step(

@@ -59,17 +59,17 @@ def pop_on(ht: Any, hi: Any, ints: Any, size: int) -> int:
 
 
 @inline_step
-def push(w: Any, time: float, ident: int) -> None:
-    push_on(w.workers.heap_time, w.workers.heap_id, w.workers.ints, I_HEAP, time, ident)
+def push(workers: Any, time: float, ident: int) -> None:
+    push_on(workers.heap_time, workers.heap_id, workers.ints, I_HEAP, time, ident)
 
 
 @inline_step
-def pop(w: Any) -> int:
+def pop(workers: Any) -> int:
     """Remove the earliest phase end; returns its id (its time was ``heap_time[0]``)."""
-    return pop_on(w.workers.heap_time, w.workers.heap_id, w.workers.ints, I_HEAP)
+    return pop_on(workers.heap_time, workers.heap_id, workers.ints, I_HEAP)
 
 
 @inline_step
-def replace_top(w: Any, time: float, ident: int) -> None:
+def replace_top(workers: Any, time: float, ident: int) -> None:
     """Replace the earliest phase end by a later one of the same worker (one sift, not a pop and a push)."""
-    sift_down(w.workers.heap_time, w.workers.heap_id, w.workers.ints[I_HEAP], time, ident)
+    sift_down(workers.heap_time, workers.heap_id, workers.ints[I_HEAP], time, ident)

@@ -58,56 +58,56 @@ _INF = math.inf
 
 
 @step
-def in_pool(w: Any, i: int, serving: int) -> bool:
+def in_pool(registry: Any, fleet: Any, i: int, serving: int) -> bool:
     """Whether the pooled balancer sends to instance ``i`` now."""
-    return i < serving and w.registry.reg[i] != 0 and w.fleet.ejected[i] == 0
+    return i < serving and registry.reg[i] != 0 and fleet.ejected[i] == 0
 
 
 @step
-def refresh_views(w: Any, x: float, serving: int) -> None:
+def refresh_views(views: Any, registry: Any, fleet: Any, x: float, serving: int) -> None:
     """Apply the registry's evictions due by ``x``, rebuild every balancer's rotation as it sees things at
     ``x``, and note when the next view changes (``reals[R_NEXT_VIEW]``)."""
     nxt = _INF
-    for i in range(len(w.registry.reg)):
-        if w.registry.evict_at[i] <= x:
-            w.registry.reg_prev[i] = w.registry.reg[i]
-            w.registry.reg[i] = 0
-            w.registry.reg_at[i] = w.registry.evict_at[i]
-            w.registry.evict_at[i] = _INF
-        elif w.registry.evict_at[i] < nxt:
-            nxt = w.registry.evict_at[i]
-    for c in range(w.views.ints[I_CLIENTS]):
-        lag = w.views.view_lag[c]
+    for i in range(len(registry.reg)):
+        if registry.evict_at[i] <= x:
+            registry.reg_prev[i] = registry.reg[i]
+            registry.reg[i] = 0
+            registry.reg_at[i] = registry.evict_at[i]
+            registry.evict_at[i] = _INF
+        elif registry.evict_at[i] < nxt:
+            nxt = registry.evict_at[i]
+    for c in range(views.ints[I_CLIENTS]):
+        lag = views.view_lag[c]
         m = 0
         for i in range(serving):
-            seen = w.registry.reg[i]
-            at = w.registry.reg_at[i] + lag
+            seen = registry.reg[i]
+            at = registry.reg_at[i] + lag
             if x < at:
-                seen = w.registry.reg_prev[i]
+                seen = registry.reg_prev[i]
                 if at < nxt:
                     nxt = at
-            if seen != 0 and w.fleet.ejected[i] == 0:
-                w.views.rot[c, m] = i
+            if seen != 0 and fleet.ejected[i] == 0:
+                views.rot[c, m] = i
                 m += 1
-        w.views.nrot[c] = m
+        views.nrot[c] = m
     m = 0
     for i in range(serving):
-        if in_pool(w, i, serving):
-            w.views.rot[POOL, m] = i
+        if in_pool(registry, fleet, i, serving):
+            views.rot[POOL, m] = i
             m += 1
-    w.views.nrot[POOL] = m
-    w.views.reals[R_NEXT_VIEW] = nxt
+    views.nrot[POOL] = m
+    views.reals[R_NEXT_VIEW] = nxt
 
 
 @step
-def sync_free(w: Any, wpi: int) -> None:
+def sync_free(workers: Any, registry: Any, fleet: Any, wpi: int) -> None:
     """The pooled balancer hands requests to free workers of instances in its rotation only: the free set
     follows the rotation (the other balancers pick an instance first and need all of them)."""
-    enabled = w.workers.ints[I_ENABLED]
+    enabled = workers.ints[I_ENABLED]
     serving = enabled // wpi
     for k in range(enabled):
-        want = (not w.workers.w_busy[k]) and in_pool(w, k // wpi, serving)
-        if want and w.workers.free_pos[k] < 0:
-            free_add(w, k)
-        elif not want and w.workers.free_pos[k] >= 0:
-            free_remove(w, k)
+        want = (not workers.w_busy[k]) and in_pool(registry, fleet, k // wpi, serving)
+        if want and workers.free_pos[k] < 0:
+            free_add(workers, k)
+        elif not want and workers.free_pos[k] >= 0:
+            free_remove(workers, k)

@@ -67,48 +67,48 @@ COOL_DOWN_S = 1.0
 
 
 @step
-def tick(w: Any, x: float, serving: int, wpi: int) -> None:
+def tick(limiter: Any, x: float, serving: int, wpi: int) -> None:
     """The CPU samples due by ``x``: each instance's EMA updated from its workers' CPU time since the last."""
-    while w.limiter.reals[R_NEXT_TICK] <= x:
+    while limiter.reals[R_NEXT_TICK] <= x:
         for i in range(serving):
-            sample = 1000.0 * w.limiter.cpu_acc[i] / (wpi * TICK_S)
+            sample = 1000.0 * limiter.cpu_acc[i] / (wpi * TICK_S)
             if sample > 1000.0:
                 sample = 1000.0
             if sample > 0.0:
-                w.limiter.cpu[i] = w.limiter.cpu[i] * DECAY + sample * (1.0 - DECAY)
-            w.limiter.cpu_acc[i] = 0.0
-        w.limiter.reals[R_NEXT_TICK] += TICK_S
+                limiter.cpu[i] = limiter.cpu[i] * DECAY + sample * (1.0 - DECAY)
+            limiter.cpu_acc[i] = 0.0
+        limiter.reals[R_NEXT_TICK] += TICK_S
 
 
 @step
-def completed(w: Any, i: int, x: float, rt: float) -> None:
+def completed(limiter: Any, i: int, x: float, rt: float) -> None:
     """A completion at instance ``i`` (any outcome) in the window's current bucket."""
-    b, stale = ring_bucket(w.limiter.lim_stamp[i], int(x / BUCKET_S))
+    b, stale = ring_bucket(limiter.lim_stamp[i], int(x / BUCKET_S))
     if stale:
-        w.limiter.lim_pass[i, b] = 0
-        w.limiter.lim_rt[i, b] = 0.0
-    w.limiter.lim_pass[i, b] += 1
+        limiter.lim_pass[i, b] = 0
+        limiter.lim_rt[i, b] = 0.0
+    limiter.lim_pass[i, b] += 1
     ms = math.ceil(rt * 1000.0)
     if ms > 0:
-        w.limiter.lim_rt[i, b] += ms
+        limiter.lim_rt[i, b] += ms
 
 
 @step
-def cap(w: Any, i: int, x: float) -> int:
+def cap(limiter: Any, i: int, x: float) -> int:
     """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket; −1 when the
     window holds no completion yet (nothing to estimate from: no drop)."""
     current = int(x / BUCKET_S)
     max_pass = 0
     min_rt = math.inf
     for b in range(LIMITER_BUCKETS):
-        number = w.limiter.lim_stamp[i, b]
+        number = limiter.lim_stamp[i, b]
         if number < 0 or number >= current or number < current - LIMITER_BUCKETS:
             continue
-        n = w.limiter.lim_pass[i, b]
+        n = limiter.lim_pass[i, b]
         if n > max_pass:
             max_pass = n
         if n > 0:
-            avg = math.ceil(w.limiter.lim_rt[i, b] / n)
+            avg = math.ceil(limiter.lim_rt[i, b] / n)
             if avg < min_rt:
                 min_rt = avg
     if max_pass == 0:
@@ -119,19 +119,19 @@ def cap(w: Any, i: int, x: float) -> int:
 
 
 @step
-def limited(w: Any, i: int, x: float) -> bool:
+def limited(limiter: Any, workers: Any, queues: Any, i: int, x: float) -> bool:
     """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop)."""
-    in_flight = w.workers.inst_busy[i] + w.queues.qs[Q_LEN, i]
-    if w.limiter.cpu[i] < THRESHOLD:
-        if w.limiter.drop_at[i] < 0.0:
+    in_flight = workers.inst_busy[i] + queues.qs[Q_LEN, i]
+    if limiter.cpu[i] < THRESHOLD:
+        if limiter.drop_at[i] < 0.0:
             return False
-        if x - w.limiter.drop_at[i] <= COOL_DOWN_S:
-            limit = cap(w, i, x)
+        if x - limiter.drop_at[i] <= COOL_DOWN_S:
+            limit = cap(limiter, i, x)
             return limit >= 0 and in_flight > 1 and in_flight > limit
-        w.limiter.drop_at[i] = -1.0
+        limiter.drop_at[i] = -1.0
         return False
-    limit = cap(w, i, x)
+    limit = cap(limiter, i, x)
     drop = limit >= 0 and in_flight > 1 and in_flight > limit
-    if drop and w.limiter.drop_at[i] < 0.0:
-        w.limiter.drop_at[i] = x
+    if drop and limiter.drop_at[i] < 0.0:
+        limiter.drop_at[i] = x
     return drop

@@ -126,10 +126,10 @@ def hist_add(hist: Any, value: float) -> None:
 
 
 @inline_step
-def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
+def decide(meter: Any, outcome: int, response: float, waited: bool, second: int, tag: int) -> None:
     """Count a request's outcome in this minute (overload, or dropped by a queue discipline or limit: failed at
     once, no response time; a drop counts as overload in the record, and on its own in the extras)."""
-    m = w.meter.measures
+    m = meter.measures
     m[M_DECIDED] += 1.0
     if outcome == O_REFUSED:  # a dead instance's refused connection: an error at once
         m[M_REFUSED] += 1.0
@@ -144,9 +144,9 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
     else:
         if outcome == O_TIMEOUT:
             m[M_TIMEOUT] += 1.0
-            w.meter.latency_hist[len(w.meter.latency_hist) - 1] += 1
+            meter.latency_hist[len(meter.latency_hist) - 1] += 1
         else:
-            hist_add(w.meter.latency_hist, response)
+            hist_add(meter.latency_hist, response)
             if outcome == O_BAD:
                 m[M_BAD_ERROR] += 1.0
             else:
@@ -154,34 +154,34 @@ def decide(w: Any, outcome: int, response: float, waited: bool, second: int, tag
         if waited:
             m[M_WAITED] += 1.0
     if outcome != O_OK:
-        w.meter.seconds[S_ERRORS, second] += 1.0
+        meter.seconds[S_ERRORS, second] += 1.0
     if tag >= 0:
-        w.meter.samples[tag, X_OUTCOME] = outcome
-        w.meter.samples[tag, X_RESPONSE] = response * 1000.0
+        meter.samples[tag, X_OUTCOME] = outcome
+        meter.samples[tag, X_RESPONSE] = response * 1000.0
 
 
 @inline_step
-def timed_out(w: Any, where: int, timeout: float, waited: bool, second: int, tag: int) -> None:
+def timed_out(meter: Any, where: int, timeout: float, waited: bool, second: int, tag: int) -> None:
     """A timeout, counted with where the request spent its time (world.WHERE_…)."""
-    decide(w, O_TIMEOUT, timeout, waited, second, tag)
-    w.meter.measures[M_TO_QUEUE + where] += 1.0
+    decide(meter, O_TIMEOUT, timeout, waited, second, tag)
+    meter.measures[M_TO_QUEUE + where] += 1.0
 
 
 @step
-def where_spent(w: Any, instance: int, wait: float, service: float) -> int:
+def where_spent(fleet: Any, instance: int, wait: float, service: float) -> int:
     """Where a timed-out request spent its time: a dead or slow instance, a queue (it waited longer than it
     was served), or in service (CPU and database reads)."""
-    if w.fleet.health[instance] != UP:
+    if fleet.health[instance] != UP:
         return WHERE_DEAD
-    if w.fleet.speed[instance] < 1.0:
+    if fleet.speed[instance] < 1.0:
         return WHERE_SLOW
     return WHERE_QUEUE if wait > service else WHERE_SERVICE
 
 
 @step
-def inst_hist_add(w: Any, instance: int, response: float) -> None:
+def inst_hist_add(meter: Any, instance: int, response: float) -> None:
     """An instance's answer (or its client's timeout) in its latency histogram (the fleet view's p99)."""
-    hist = w.meter.inst_hist[instance]
+    hist = meter.inst_hist[instance]
     b = int(response / INSTANCE_HIST_BIN_S)
     last = len(hist) - 1
     hist[b if b < last else last] += 1

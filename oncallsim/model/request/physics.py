@@ -87,7 +87,7 @@ def request_minute(
     open_minute(p, w, st, t0, flags, mode, app_s, q_mean)
 
     if mode == MODE_PIPELINE:
-        sorted_arrivals(w, count, t0)
+        sorted_arrivals(w.stream, w.gen, count, t0)
     arrivals = w.stream.arrivals
     i = 0
     next_warm = _INF
@@ -108,8 +108,8 @@ def request_minute(
         x = ta if ta < te else te
         if next_warm < x:
             x = next_warm
-        td = deadline_due(w)  # the clients' timers (calls.py): ∞ without retries
-        tr = retry_due(w)
+        td = deadline_due(w.calls)  # the clients' timers (calls.py): ∞ without retries
+        tr = retry_due(w.calls)
         if td < x:
             x = td
         if tr < x:
@@ -117,11 +117,16 @@ def request_minute(
         if x >= t1:
             break
         if x >= w.limiter.reals[R_NEXT_TICK]:  # the limiters' CPU samples
-            tick(w, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]), int(p[P.workers_per_instance]))
+            tick(
+                w.limiter,
+                x,
+                w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]),
+                int(p[P.workers_per_instance]),
+            )
         if x >= w.views.reals[R_NEXT_VIEW]:  # a balancer learns of a registry change
-            refresh_views(w, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]))
+            refresh_views(w.views, w.registry, w.fleet, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]))
             if w.views.ints[I_BALANCER] == POOLED:
-                sync_free(w, int(p[P.workers_per_instance]))
+                sync_free(w.workers, w.registry, w.fleet, int(p[P.workers_per_instance]))
         while x >= sec_next and sec < 60:
             w.meter.seconds[S_QUEUE, sec] = w.queues.ints[I_QLEN]
             w.meter.seconds[S_IN_FLIGHT, sec] = w.workers.ints[I_BUSY]
@@ -134,7 +139,7 @@ def request_minute(
         if x == te:
             ident = w.workers.heap_id[0]
             if ident >= workers_total:  # a warm-up read completed: the object is stored
-                pop(w)
+                pop(w.workers)
                 slot = ident - workers_total
                 obj = w.backend.warm_object[slot]
                 if w.backend.expiry[obj] < x + ttl:
@@ -149,9 +154,9 @@ def request_minute(
                 if then == RELEASE:  # done with its request: the worker takes the next one, or waits
                     then = release(p, w, ident, x, t0, mode, app_s, q_mean)
                 if then < _INF:  # the same worker's next phase: it replaces the earliest
-                    replace_top(w, then, ident)
+                    replace_top(w.workers, then, ident)
                 else:
-                    pop(w)
+                    pop(w.workers)
         elif x == ta:
             if mode == MODE_PIPELINE:
                 i += 1
@@ -159,10 +164,10 @@ def request_minute(
                 w.stream.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
             routing, obj, tag, call = arrive(p, w, st, x, t0, mode, sample_every)
         elif x == next_warm:
-            warm_query(p, w, x, part_s, workers_total)
+            warm_query(p, w.backend, w.workers, w.gen, w.meter, x, part_s, workers_total)
             next_warm = x + exponential(w.gen, 1.0 / warm_rate)
         elif x == td:
-            take_deadline(p, w, x, t0)
+            take_deadline(p, w.calls, w.meter, w.fleet, w.gen, x, t0)
         else:
             call = retry(p, w, x)
             obj = w.calls.c_object[call]

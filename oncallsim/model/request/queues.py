@@ -118,74 +118,74 @@ def with_room(queues: Queues, more: int) -> Queues:
 
 
 @step
-def room(w: Any) -> int:
+def room(queues: Any) -> int:
     """Free slots left in the pool."""
-    return int(w.queues.ints[I_SFREE])
+    return int(queues.ints[I_SFREE])
 
 
 @inline_step
-def enqueue(w: Any, qid: int, arrival: float, obj: int, tag: int, client: int, call: int) -> None:
+def enqueue(queues: Any, qid: int, arrival: float, obj: int, tag: int, client: int, call: int) -> None:
     """Append a request (an attempt of ``call``, −1 none) to queue ``qid`` (the caller checked ``room``)."""
-    n = w.queues.ints[I_SFREE] - 1
-    w.queues.ints[I_SFREE] = n
-    slot = w.queues.s_free[n]
-    w.queues.s_arrival[slot] = arrival
-    w.queues.s_object[slot] = obj
-    w.queues.s_tag[slot] = tag
-    w.queues.s_client[slot] = client
-    w.queues.s_call[slot] = call
-    w.queues.s_next[slot] = -1
-    qs = w.queues.qs
-    w.queues.s_prev[slot] = qs[Q_TAIL, qid]
+    n = queues.ints[I_SFREE] - 1
+    queues.ints[I_SFREE] = n
+    slot = queues.s_free[n]
+    queues.s_arrival[slot] = arrival
+    queues.s_object[slot] = obj
+    queues.s_tag[slot] = tag
+    queues.s_client[slot] = client
+    queues.s_call[slot] = call
+    queues.s_next[slot] = -1
+    qs = queues.qs
+    queues.s_prev[slot] = qs[Q_TAIL, qid]
     if qs[Q_LEN, qid] == 0:
         qs[Q_HEAD, qid] = slot
     else:
-        w.queues.s_next[qs[Q_TAIL, qid]] = slot
+        queues.s_next[qs[Q_TAIL, qid]] = slot
     qs[Q_TAIL, qid] = slot
     qs[Q_LEN, qid] += 1
     if qs[Q_CURSOR, qid] < 0:
         qs[Q_CURSOR, qid] = slot
-    w.queues.ints[I_QLEN] += 1
+    queues.ints[I_QLEN] += 1
 
 
 @inline_step
-def dequeue(w: Any, qid: int) -> int:
+def dequeue(queues: Any, qid: int) -> int:
     """Take the head of queue ``qid`` (not empty); returns its slot, valid until the next ``enqueue``."""
-    qs = w.queues.qs
+    qs = queues.qs
     slot = qs[Q_HEAD, qid]
-    after = w.queues.s_next[slot]
+    after = queues.s_next[slot]
     qs[Q_HEAD, qid] = after
     qs[Q_LEN, qid] -= 1
     if qs[Q_LEN, qid] == 0:
         qs[Q_TAIL, qid] = -1
     else:
-        w.queues.s_prev[after] = -1
+        queues.s_prev[after] = -1
     if qs[Q_CURSOR, qid] == slot:
         qs[Q_CURSOR, qid] = after
-    _release(w, slot)
+    _release(queues, slot)
     return slot
 
 
 @step
-def dequeue_tail(w: Any, qid: int) -> int:
+def dequeue_tail(queues: Any, qid: int) -> int:
     """Take the newest request of queue ``qid`` (not empty): adaptive LIFO's service order."""
-    qs = w.queues.qs
+    qs = queues.qs
     slot = qs[Q_TAIL, qid]
-    before = w.queues.s_prev[slot]
+    before = queues.s_prev[slot]
     qs[Q_TAIL, qid] = before
     qs[Q_LEN, qid] -= 1
     if qs[Q_LEN, qid] == 0:
         qs[Q_HEAD, qid] = -1
     else:
-        w.queues.s_next[before] = -1
+        queues.s_next[before] = -1
     if qs[Q_CURSOR, qid] == slot:  # it was the only one not yet counted
         qs[Q_CURSOR, qid] = -1
-    _release(w, slot)
+    _release(queues, slot)
     return slot
 
 
 @inline_step
-def _release(w: Any, slot: int) -> None:
-    w.queues.s_free[w.queues.ints[I_SFREE]] = slot
-    w.queues.ints[I_SFREE] += 1
-    w.queues.ints[I_QLEN] -= 1
+def _release(queues: Any, slot: int) -> None:
+    queues.s_free[queues.ints[I_SFREE]] = slot
+    queues.ints[I_SFREE] += 1
+    queues.ints[I_QLEN] -= 1

@@ -91,16 +91,16 @@ def arrive(p: Any, w: Any, st: Any, x: float, t0: float, mode: int, sample_every
     m[M_ADMITTED] += 1.0
     call = -1
     if w.calls.ints[I_RETRIES] > 0:  # the client opens a call: it may retry
-        call = open_call(w, x, obj, tag, client_of(w) if w.views.ints[I_BALANCER] != POOLED else 0)
-        sent(p, w, call, x)
+        call = open_call(w.calls, x, obj, tag, client_of(w.views, w.gen) if w.views.ints[I_BALANCER] != POOLED else 0)
+        sent(p, w.calls, w.meter, call, x)
     return True, obj, tag, call
 
 
 @step
 def retry(p: Any, w: Any, x: float) -> int:
     """A call's backoff ended: its next attempt leaves for the balancer (``route``). Returns the call."""
-    call = take_retry(w)
-    sent(p, w, call, x)
+    call = take_retry(w.calls)
+    sent(p, w.calls, w.meter, call, x)
     return call
 
 
@@ -131,19 +131,19 @@ def route(
         k, client, outcome, response = _dispatch(p, w, x, t0, obj, tag, call)
     elif w.workers.ints[I_FREE] > 0:
         k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
-        free_remove(w, k)
-    elif w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w, pooled):
-        drop(w, pooled, -1, tag, x, t0, call, x)
+        free_remove(w.workers, k)
+    elif w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w.queues, pooled):
+        drop(w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, pooled, -1, tag, x, t0, call, x)
         outcome = -1
-    elif room(w) > 0:
-        enqueue(w, pooled, x, obj, tag, -1, call)
+    elif room(w.queues) > 0:
+        enqueue(w.queues, pooled, x, obj, tag, -1, call)
         if w.queues.ints[I_QLEN] > w.meter.measures[M_MAX_QUEUE]:
             w.meter.measures[M_MAX_QUEUE] = w.queues.ints[I_QLEN]
         outcome = -1
     if k >= 0:
-        push(w, start(p, w, k, x, x, obj, tag, client, call, mode, app_s, q_mean), k)
+        push(w.workers, start(p, w, k, x, x, obj, tag, client, call, mode, app_s, q_mean), k)
     elif outcome >= 0:
-        failed(w, call, x, outcome, response, False, second, tag, x, t0)
+        failed(w.calls, w.meter, w.fleet, w.gen, call, x, outcome, response, False, second, tag, x, t0)
 
 
 @inline_step
@@ -152,39 +152,41 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
     (a free worker there, −1 none; the client; the outcome the request fails with, −1 none; its response
     time): the request waits in that instance's queue when no worker is free."""
     if call < 0:
-        client, i = choose(w, x)
+        client, i = choose(w.views, w.gen, x)
     else:
         client = w.calls.c_client[call]
-        i = instance_for(w, client, x)
+        i = instance_for(w.views, w.gen, client, x)
     if i < 0:  # nothing in this client's rotation
         return -1, client, O_OVERLOAD, 0.0
-    if w.throttle.ints[I_THROTTLE] != 0 and throttled(w, client, x):  # the client rejects it itself
+    if w.throttle.ints[I_THROTTLE] != 0 and throttled(w.throttle, w.gen, client, x):  # the client rejects it itself
         return -1, client, O_THROTTLED, 0.0
-    picked(w, client, i)
+    picked(w.views, client, i)
     if w.fleet.health[i] == REFUSE:  # connection refused: the client learns at once
-        answered(w, client, i, x, REFUSED_S, False, 0.0)
+        answered(w.views, w.throttle, client, i, x, REFUSED_S, False, 0.0)
         if tag >= 0:
             w.meter.samples[tag, X_INSTANCE] = i
         w.meter.instances[N_ERRORS, i] += 1.0
-        inst_hist_add(w, i, REFUSED_S)
+        inst_hist_add(w.meter, i, REFUSED_S)
         return -1, client, O_REFUSED, REFUSED_S
-    if w.limiter.ints[I_LIMITER] != 0 and limited(w, i, x):  # the instance's limiter: 429 at once
-        answered(w, client, i, x, 0.0, False, 0.0)
+    if w.limiter.ints[I_LIMITER] != 0 and limited(
+        w.limiter, w.workers, w.queues, i, x
+    ):  # the instance's limiter: 429 at once
+        answered(w.views, w.throttle, client, i, x, 0.0, False, 0.0)
         w.meter.instances[N_ERRORS, i] += 1.0
         w.meter.instances[N_LIMITED, i] += 1.0
         return -1, client, O_LIMITED, 0.0
     wpi = int(p[P.workers_per_instance])
     for k in range(i * wpi, (i + 1) * wpi):
         if w.workers.free_pos[k] >= 0:
-            free_remove(w, k)
+            free_remove(w.workers, k)
             return k, client, -1, 0.0
-    if w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w, i):
-        drop(w, i, client, tag, x, t0, call, x)
+    if w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w.queues, i):
+        drop(w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, i, client, tag, x, t0, call, x)
         return -1, client, -1, 0.0
-    if room(w) > 0:
-        enqueue(w, i, x, obj, tag, client, call)
+    if room(w.queues) > 0:
+        enqueue(w.queues, i, x, obj, tag, client, call)
         if w.queues.ints[I_QLEN] > w.meter.measures[M_MAX_QUEUE]:
             w.meter.measures[M_MAX_QUEUE] = w.queues.ints[I_QLEN]
         return -1, client, -1, 0.0
-    answered(w, client, i, x, 0.0, False, 0.0)
+    answered(w.views, w.throttle, client, i, x, 0.0, False, 0.0)
     return -1, client, O_OVERLOAD, 0.0

@@ -180,34 +180,38 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
     client = w.workers.w_client[k]
     call = w.workers.w_call[k]
     if w.workers.w_held[k] == 1:
-        failed(w, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0)
+        failed(
+            w.calls, w.meter, w.fleet, w.gen, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0
+        )
         w.meter.instances[N_ERRORS, instance] += 1.0
-        inst_hist_add(w, instance, REFUSED_S)
+        inst_hist_add(w.meter, instance, REFUSED_S)
         if client >= 0:
-            answered(w, client, instance, x, REFUSED_S, False, 0.0)
+            answered(w.views, w.throttle, client, instance, x, REFUSED_S, False, 0.0)
     else:
         if x < arrival + timeout:  # hung in service: the client still waits
             return arrival + timeout
         if arrival + timeout > t0 or call >= 0:
             if call < 0:  # a call's timer counted its timeout
-                timed_out(w, WHERE_DEAD, timeout, w.workers.w_start[k] > arrival, second_of(t0, arrival + timeout), tag)
+                timed_out(
+                    w.meter, WHERE_DEAD, timeout, w.workers.w_start[k] > arrival, second_of(t0, arrival + timeout), tag
+                )
             w.meter.instances[N_ERRORS, instance] += 1.0
-            inst_hist_add(w, instance, timeout)
+            inst_hist_add(w.meter, instance, timeout)
         if client >= 0:
-            answered(w, client, instance, x, timeout, False, 0.0)
+            answered(w.views, w.throttle, client, instance, x, timeout, False, 0.0)
     w.workers.w_held[k] = 0
     return RELEASE
 
 
 @inline_step
-def query(w: Any, x: float, part_s: float) -> float:
+def query(backend: Any, gen: Any, meter: Any, x: float, part_s: float) -> float:
     """A database read arriving now at a random partition: returns when it completes (FIFO, Lindley)."""
-    j = uniform_int(w.gen, len(w.backend.db_free))
-    begin = w.backend.db_free[j] if w.backend.db_free[j] > x else x
-    d = exponential(w.gen, part_s)
+    j = uniform_int(gen, len(backend.db_free))
+    begin = backend.db_free[j] if backend.db_free[j] > x else x
+    d = exponential(gen, part_s)
     done = begin + d
-    w.backend.db_free[j] = done
-    m = w.meter.measures
+    backend.db_free[j] = done
+    m = meter.measures
     m[M_QUERIES] += 1.0
     m[M_QUERY_TIME] += done - x
     m[M_DB_BUSY] += d
@@ -222,7 +226,7 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
     pooled = w.queues.qs.shape[1] - 1
     timeout = p[P.timeout_s]
     serving = w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance])
-    rotating = in_pool(w, own, serving)
+    rotating = in_pool(w.registry, w.fleet, own, serving)
     while True:  # its instance's queue first, then the balancer's (if in its rotation); the discipline may drop
         qid = own if (w.queues.qs[Q_LEN, own] > 0 or not rotating) else pooled
         slot = _take(w, qid, x, t0)
@@ -231,7 +235,7 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
             slot = _take(w, qid, x, t0)
         if slot < 0:
             if rotating or w.views.ints[I_BALANCER] != POOLED:
-                free_add(w, k)
+                free_add(w.workers, k)
             return _INF
         arrival, obj, tag, client = (
             w.queues.s_arrival[slot],
@@ -241,7 +245,7 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
         )
         call = w.queues.s_call[slot]
         if w.queues.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
-            where = WHERE_QUEUE if qid == pooled else where_spent(w, own, 1.0, 0.0)
+            where = WHERE_QUEUE if qid == pooled else where_spent(w.fleet, own, 1.0, 0.0)
             _abandoned(w, own, client, call, arrival, tag, x, t0, timeout, where)
             continue
         return start(p, w, k, x, arrival, obj, tag, client, call, mode, app_s, q_mean)
@@ -260,15 +264,15 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
             w.queues.cq[CQ_DROPPING, qid] = 0.0
         return -1
     if kind == FIFO:
-        return dequeue(w, qid)
+        return dequeue(w.queues, qid)
     if (
         kind == CODEL
         and w.queues.cq[CQ_DROPPING, qid] == 0.0
         and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < w.queues.reals[R_TARGET]
     ):
         w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
-        return dequeue(w, qid)
-    return take(w, qid, x, t0)
+        return dequeue(w.queues, qid)
+    return take(w.queues, w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, qid, x, t0)
 
 
 @step
@@ -288,9 +292,9 @@ def _abandoned(
     its minute unless an earlier minute's end (or the call's timer) did."""
     w.meter.measures[M_ABANDONED] += 1.0
     if arrival + timeout > t0 and call < 0:
-        timed_out(w, where, timeout, True, second_of(t0, arrival + timeout), tag)
+        timed_out(w.meter, where, timeout, True, second_of(t0, arrival + timeout), tag)
     if client >= 0:
-        answered(w, client, instance, x, timeout, False, 0.0)
+        answered(w.views, w.throttle, client, instance, x, timeout, False, 0.0)
 
 
 @inline_step
@@ -327,24 +331,24 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
         m[M_WASTED] += service
         if arrival + timeout > t0 or call >= 0:  # else counted by an earlier minute's end
             if call < 0:  # a call's timer counted its timeout
-                where = where_spent(w, instance, start - arrival, service)
-                timed_out(w, where, timeout, waited, second_of(t0, arrival + timeout), tag)
+                where = where_spent(w.fleet, instance, start - arrival, service)
+                timed_out(w.meter, where, timeout, waited, second_of(t0, arrival + timeout), tag)
             w.meter.instances[N_ERRORS, instance] += 1.0
-            inst_hist_add(w, instance, timeout)
+            inst_hist_add(w.meter, instance, timeout)
     elif w.workers.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
-        failed(w, call, arrival, O_BAD, response, waited, second, tag, x, t0)
+        failed(w.calls, w.meter, w.fleet, w.gen, call, arrival, O_BAD, response, waited, second, tag, x, t0)
         w.meter.instances[N_ERRORS, instance] += 1.0
-        inst_hist_add(w, instance, response)
+        inst_hist_add(w.meter, instance, response)
     else:
         ok = True
-        succeeded(w, call, arrival, response, waited, second, tag, x, t0)
-        inst_hist_add(w, instance, response)
+        succeeded(w.calls, w.meter, call, arrival, response, waited, second, tag, x, t0)
+        inst_hist_add(w.meter, instance, response)
     if w.limiter.ints[I_LIMITER] != 0:
-        completed(w, instance, x, response)
+        completed(w.limiter, instance, x, response)
     client = w.workers.w_client[k]
     if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
         cpu = 1000.0 * w.workers.inst_busy[instance] / p[P.workers_per_instance]
-        answered(w, client, instance, x, response if response < timeout else timeout, ok, cpu)
+        answered(w.views, w.throttle, client, instance, x, response if response < timeout else timeout, ok, cpu)
     return RELEASE
 
 
@@ -376,23 +380,25 @@ def read_or_abandon(
         if k < w.workers.ints[I_ENABLED]:
             w.meter.measures[M_BUSY] += x - (start if start > t0 else t0)
         instance = w.workers.w_instance[k]
-        where = where_spent(w, instance, start - arrival, x - start)
+        where = where_spent(w.fleet, instance, start - arrival, x - start)
         _abandoned(
             w, instance, w.workers.w_client[k], w.workers.w_call[k], arrival, w.workers.w_tag[k], x, t0, timeout, where
         )
         return RELEASE
     w.workers.w_queries[k] -= 1
-    return query(w, x, part_s)
+    return query(w.backend, w.gen, w.meter, x, part_s)
 
 
 @step
-def warm_query(p: Any, w: Any, x: float, part_s: float, workers_total: int) -> None:
+def warm_query(
+    p: Any, backend: Any, workers: Any, gen: Any, meter: Any, x: float, part_s: float, workers_total: int
+) -> None:
     """The warm-up job reads the next object of the hot set; it stores it when the read completes."""
-    if w.backend.ints[I_WFREE] == 0:
+    if backend.ints[I_WFREE] == 0:
         return  # the job's readers are all busy: it skips this read
-    w.backend.ints[I_WFREE] -= 1
-    slot = w.backend.warm_free[w.backend.ints[I_WFREE]]
-    obj = w.backend.ints[I_WCURSOR]
-    w.backend.ints[I_WCURSOR] = (obj + 1) % len(w.backend.expiry)
-    w.backend.warm_object[slot] = obj
-    push(w, query(w, x, part_s), workers_total + slot)
+    backend.ints[I_WFREE] -= 1
+    slot = backend.warm_free[backend.ints[I_WFREE]]
+    obj = backend.ints[I_WCURSOR]
+    backend.ints[I_WCURSOR] = (obj + 1) % len(backend.expiry)
+    backend.warm_object[slot] = obj
+    push(workers, query(backend, gen, meter, x, part_s), workers_total + slot)

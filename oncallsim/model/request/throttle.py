@@ -51,39 +51,39 @@ MIN_REQUESTS = 20.0
 
 
 @step
-def mark(w: Any, c: int, x: float, accepted: bool) -> None:
+def mark(throttle: Any, c: int, x: float, accepted: bool) -> None:
     """One request of client ``c`` decided at ``x``: accepted by the backend, or not (a failure or a local reject)."""
-    b, stale = ring_bucket(w.throttle.thr_stamp[c], int(x / BUCKET_S))
+    b, stale = ring_bucket(throttle.thr_stamp[c], int(x / BUCKET_S))
     if stale:
-        w.throttle.thr[0, c, b] = 0.0
-        w.throttle.thr[1, c, b] = 0.0
-    w.throttle.thr[0, c, b] += 1.0
+        throttle.thr[0, c, b] = 0.0
+        throttle.thr[1, c, b] = 0.0
+    throttle.thr[0, c, b] += 1.0
     if accepted:
-        w.throttle.thr[1, c, b] += 1.0
+        throttle.thr[1, c, b] += 1.0
 
 
 @step
-def reject_probability(w: Any, c: int, x: float) -> float:
+def reject_probability(throttle: Any, c: int, x: float) -> float:
     """max(0, (requests − K·accepts)/(requests + 1)) over the window, 0 below the minimum of requests."""
     number = int(x / BUCKET_S)
     requests = 0.0
     accepts = 0.0
     for b in range(THROTTLE_BUCKETS):
-        stamp = w.throttle.thr_stamp[c, b]
+        stamp = throttle.thr_stamp[c, b]
         if stamp > number - THROTTLE_BUCKETS and stamp <= number:
-            requests += w.throttle.thr[0, c, b]
-            accepts += w.throttle.thr[1, c, b]
-    k = w.throttle.reals[R_THROTTLE_K]
+            requests += throttle.thr[0, c, b]
+            accepts += throttle.thr[1, c, b]
+    k = throttle.reals[R_THROTTLE_K]
     if requests < MIN_REQUESTS or requests < k * accepts:
         return 0.0
     return (requests - k * accepts) / (requests + 1.0)
 
 
 @step
-def throttled(w: Any, c: int, x: float) -> bool:
+def throttled(throttle: Any, gen: Any, c: int, x: float) -> bool:
     """Whether client ``c`` rejects a request at ``x`` itself (counted as a failed request when it does)."""
-    p = reject_probability(w, c, x)
-    if p > 0.0 and uniform(w.gen) < p:
-        mark(w, c, x, False)
+    p = reject_probability(throttle, c, x)
+    if p > 0.0 and uniform(gen) < p:
+        mark(throttle, c, x, False)
         return True
     return False

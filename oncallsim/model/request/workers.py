@@ -70,19 +70,19 @@ def new_workers(instances: int, per_instance: int, other_events: int) -> Workers
 
 
 @inline_step
-def free_add(w: Any, k: int) -> None:
-    n = w.workers.ints[I_FREE]
-    w.workers.free[n] = k
-    w.workers.free_pos[k] = n
-    w.workers.ints[I_FREE] = n + 1
+def free_add(workers: Any, k: int) -> None:
+    n = workers.ints[I_FREE]
+    workers.free[n] = k
+    workers.free_pos[k] = n
+    workers.ints[I_FREE] = n + 1
 
 
 @inline_step
-def free_remove(w: Any, k: int) -> None:
-    pos = w.workers.free_pos[k]
-    last = w.workers.ints[I_FREE] - 1
-    moved = w.workers.free[last]
-    w.workers.free[pos] = moved
-    w.workers.free_pos[moved] = pos
-    w.workers.free_pos[k] = -1
-    w.workers.ints[I_FREE] = last
+def free_remove(workers: Any, k: int) -> None:
+    pos = workers.free_pos[k]
+    last = workers.ints[I_FREE] - 1
+    moved = workers.free[last]
+    workers.free[pos] = moved
+    workers.free_pos[moved] = pos
+    workers.free_pos[k] = -1
+    workers.ints[I_FREE] = last
