@@ -15,8 +15,9 @@ import pytest
 
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.params import Params
+from oncallsim.model.request.balancers import MAX_CLIENTS
 from oncallsim.model.request.queue_only import QueueRun, simulate_mmn
-from oncallsim.model.request.settings import set_balancer
+from oncallsim.model.request.settings import set_world
 from oncallsim.model.request.world import new_world
 from oncallsim.verify.fleet import supermarket_time
 
@@ -76,19 +77,19 @@ def test_balanced_runs_are_deterministic() -> None:
 def test_bad_balancer_settings_name_the_field() -> None:
     world = new_world(Params(max_fleet=2), 0)
     with pytest.raises(InvalidInput) as err:
-        set_balancer(world, "fastest")
+        set_world(world, balancer="fastest")
     assert err.value.field == "balancer" and "p2c" in str(err.value)
     with pytest.raises(InvalidInput) as err:
-        set_balancer(world, "p2c", clients=0)
-    assert err.value.field == "clients" and "1 to 64" in str(err.value)
+        Params(clients=0)
+    assert err.value.field == "clients" and "1–64" in str(err.value)
+    assert Params.__dataclass_fields__["clients"].metadata["max"] == MAX_CLIENTS  # the world holds that many
 
 
 def test_a_full_run_with_client_side_balancers_scales_out_and_in() -> None:
     from oncallsim import Simulation
     from oncallsim.policies import load_policy
 
-    sim = Simulation("surge", seed=3, engine="request", minutes=200)
-    set_balancer(sim.state.world, "p2c", 4)  # the engine's own hook; the console control comes with the fleet work
+    sim = Simulation("surge", seed=3, engine="request", minutes=200, overrides={"balancer": "p2c", "clients": 4})
     records = sim.run(policy=load_policy("textbook"))
     events = [str(e) for r in records for e in r.events]
     assert any("scaled out" in e for e in events) and any("scaled in" in e for e in events)

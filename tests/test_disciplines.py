@@ -17,7 +17,7 @@ from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, request_minute
-from oncallsim.model.request.settings import set_resilience
+from oncallsim.model.request.settings import set_world, world_settings
 from oncallsim.model.request.world import new_world, with_room
 
 MU = 16 / 0.05
@@ -29,7 +29,7 @@ def run(discipline: str, limit: int = 0, deadlines: bool = False, rho: float = 1
     params = Params(max_fleet=1, app_time_ms=50.0, timeout_s=2.0, hot_objects=1.0)
     p = kernel_params(params)
     world = new_world(params, 7)
-    set_resilience(world, discipline, limit, deadlines)
+    set_world(world, queue_discipline=discipline, queue_limit=limit, deadline_propagation=deadlines)
     st = np.zeros(len(STATE_SCHEMA))
     st[ST.serving] = 1
     lam = rho * MU
@@ -92,15 +92,16 @@ def test_light_load_is_untouched_by_any_discipline() -> None:
 
 def test_bad_settings_name_the_field_and_change_nothing() -> None:
     world = new_world(Params(max_fleet=1), 0)
-    before = world.queues.ints.copy()
+    before = world_settings(world)
     for kwargs, field in (
-        ({"discipline": "red"}, "queue_discipline"),
-        ({"discipline": "adaptive-lifo"}, "queue_limit"),
+        ({"queue_discipline": "red"}, "queue_discipline"),
+        ({"queue_discipline": "adaptive-lifo"}, "queue_discipline"),  # adaptive LIFO needs a queue limit
+        ({"queue_discipline": "adaptive-lifo", "queue_limit": 0}, "queue_discipline"),
         ({"queue_limit": -1}, "queue_limit"),
-        ({"target_ms": 0.0}, "target_ms"),
-        ({"lifo_threshold": 1.5}, "lifo_threshold"),
+        ({"queue_limit": 100_001}, "queue_limit"),  # the spec's range, the one every surface checks
+        ({"balancer": "p2c", "queue_limit": 2.5}, "queue_limit"),  # one refused: the other is not written either
     ):
         with pytest.raises(InvalidInput) as err:
-            set_resilience(world, **kwargs)
+            set_world(world, **kwargs)
         assert err.value.field == field
-    assert np.array_equal(world.queues.ints, before)
+    assert world_settings(world) == before

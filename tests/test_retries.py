@@ -13,7 +13,7 @@ from oncallsim.model.request import calls
 from oncallsim.model.request.calls import BACKOFFS, I_CFREE
 from oncallsim.model.request.instances import HANG, REFUSE
 from oncallsim.model.request.outcomes import M_ADMITTED, M_RETRIES, S_ERRORS
-from oncallsim.model.request.settings import set_balancer, set_retries
+from oncallsim.model.request.settings import set_parameters, set_world
 from oncallsim.model.request.world import new_world
 from oncallsim.verify.resilience import _run, amplification_grid, bistability_grid
 
@@ -23,7 +23,7 @@ open_call = from_python(calls.open_call)
 
 def _delays(kind: str, n: int, draws: int = 4000) -> np.ndarray:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 11)
-    set_retries(w, 3, kind, base_ms=100.0, cap_ms=1000.0)
+    set_world(w, retries=3, retry_backoff=kind, retry_base_ms=100, retry_cap_ms=1000)
     call = open_call(w.calls, 0.0, 0, -1, 0)
     out = []
     for _ in range(draws):
@@ -45,7 +45,7 @@ def test_the_backoffs_are_the_aws_formulas(n: int) -> None:
 
 def test_decorrelated_jitter_draws_between_base_and_three_times_the_last_sleep() -> None:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 5)
-    set_retries(w, 3, "decorrelated-jitter", base_ms=100.0, cap_ms=1000.0)
+    set_world(w, retries=3, retry_backoff="decorrelated-jitter", retry_base_ms=100, retry_cap_ms=1000)
     call = open_call(w.calls, 0.0, 0, -1, 0)
     assert w.calls.c_sleep[call] == pytest.approx(0.1)  # sleep₀ = base
     for _ in range(200):
@@ -69,8 +69,8 @@ def test_the_retry_storm_is_bistable_exactly_when_the_reference_says() -> None:
 
 def test_a_retry_budget_caps_retries_at_its_share_of_calls() -> None:
     def setup(w):  # half the instances refuse: without a budget 1.875 attempts a call
-        set_balancer(w, "random", 4)
-        set_retries(w, 3, "none", budget=0.1, burst=10.0)
+        set_world(w, balancer="random", retries=3, retry_backoff="none", retry_budget=0.1)
+        set_parameters(w, Params(clients=4, retry_budget_burst=10.0))
         w.fleet.health[:5] = REFUSE
 
     _, minutes = _run(40, 4, 200.0, 0.05, 3, 2, setup)
@@ -85,8 +85,7 @@ def test_a_timed_out_attempt_is_retried_at_its_deadline_not_at_the_late_answer()
     retries fails 6 s after it opened — no error in the minute's first 6 seconds."""
 
     def setup(w):
-        set_balancer(w, "round-robin")
-        set_retries(w, 2, "none")
+        set_world(w, balancer="round-robin", retries=2, retry_backoff="none")
         w.fleet.health[:] = HANG
 
     world, minutes = _run(16, 4, 50.0, 0.05, 1, 3, setup)

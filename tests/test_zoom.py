@@ -141,5 +141,5 @@ def test_a_retry_storm_minute_zooms_with_its_retries_and_its_slow_database() -> 
 
     page = " ".join(render_zoom_html(z).split())
     assert "The database is in a brownout: every read takes 6.37× as long." in page
-    assert "The clients retry up to 3 times (at once); the p2c balancer sends to FIFO queues." in page
+    assert "In force: the p2c balancer; FIFO queues; up to 3 retries per request; retried at once." in page
     assert "in a brownout" not in " ".join(render_zoom_html(plain).split())

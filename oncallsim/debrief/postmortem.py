@@ -67,38 +67,13 @@ NARRATIVES = {
     "later": "You %(moves)s at %(later)s, %(minutes)s min after the playbook.",
 }
 
-# What an action did, in the past tense, per control (``%(value)s`` with its unit); an unlisted control reads
-# "set <label> to <value>" (a setting) or "used <label>" (a button).
+# What an action did, in the past tense, per control (``%(value)s`` with its unit): each control's ``moves``,
+# declared with it (model/control_spec.py), keyed "<control>" or "<control>.<value>" ("autoscaler.on"); an
+# unlisted control reads "set <label> to <value>" (a setting) or "used <label>" (a button).
 MOVES = {
-    "floor": "set the fleet floor to %(value)s",
-    "autoscaler.on": "switched the autoscaler on",
-    "autoscaler.off": "switched the autoscaler off",
-    "target_utilization": "set the target utilization to %(value)s",
-    "ttl_s": "set the cache TTL to %(value)s",
-    "shed_share": "shed %(value)s of the low-priority traffic",
-    "shed_share.all": "shed all the low-priority traffic",
-    "shed_share.none": "stopped shedding load",
-    "recommendations.on": "switched the recommendations feature back on",
-    "recommendations.off": "switched the recommendations feature off",
-    "warmup": "started warming up the cache",
-    "rollback": "rolled back",
-    "eject": "ejected instance %(value)s",
-    "readmit": "put instance %(value)s back in rotation",
-    "replace": "replaced instance %(value)s",
-    "balancer": "switched the balancer to %(value)s",
-    "self_protection.on": "switched registry self-protection on",
-    "self_protection.off": "switched registry self-protection off",
-    # the request engine's overload controls
-    "queue_discipline": "switched the queues to %(value)s",
-    "queue_limit": "set the queue limit to %(value)s",
-    "deadline_propagation.on": "switched deadline propagation on",
-    "deadline_propagation.off": "switched deadline propagation off",
-    "limiter": "set the concurrency limiter to %(value)s",
-    "client_throttle.on": "switched client throttling on",
-    "client_throttle.off": "switched client throttling off",
-    "retries": "allowed the clients %(value)s per request",
-    "retry_backoff": "set the retry backoff to %(value)s",
-    "retry_budget": "set the retry budget to %(value)s",
+    f"{spec.name}.{key}" if key else spec.name: text
+    for spec in CONTROL_SPECS.values()
+    for key, text in spec.moves.items()
 }
 
 
@@ -155,30 +130,14 @@ def move(action: Action) -> str:
     """One action as the narrative says it, in the past tense: "rolled back", "shed 30 % of the low-priority
     traffic", "set the fleet floor to 12 instances"."""
     spec = CONTROL_SPECS.get(action.control)
-    value = action.value
-    if isinstance(value, bool):
-        key = f"{action.control}.{'on' if value else 'off'}"
-        if key in MOVES:
-            return MOVES[key]
-    elif action.control == "shed_share" and not value:
-        return MOVES["shed_share.none"]
-    elif action.control == "shed_share" and value == 1:
-        return MOVES["shed_share.all"]
-    if action.control in MOVES:
-        return MOVES[action.control] % {"value": _value_text(action)}
+    said = spec.sentence(spec.moves, action.value) if spec is not None else None
+    if said is not None:
+        return said
     label = spec.label if spec is not None else action.control
-    if value is None:
+    if action.value is None:
         return f"used {label[:1].lower()}{label[1:]}"
-    return f"set {label[:1].lower()}{label[1:]} to {_value_text(action)}"
-
-
-def _value_text(action: Action) -> str:
-    """The value with its unit, as summary.describe shows it ("300 s", "30 %", "12 instances")."""
-    described = describe(action)
-    for sep in (" = ", ": "):
-        if sep in described:
-            return described.split(sep, 1)[1]
-    return str(action.value)
+    value = spec.value_text(action.value) if spec is not None else str(action.value)
+    return f"set {label[:1].lower()}{label[1:]} to {value}"
 
 
 def moves(actions: Sequence[Action]) -> str:

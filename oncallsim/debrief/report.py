@@ -55,7 +55,7 @@ class Report(Outcome):
 
 def opening_fleet_cost(sim: Simulation) -> float:
     """What the scenario's opening fleet alone costs over the run: the money part's yardstick."""
-    floor = Controls.from_mapping(sim.scenario.controls).floor
+    floor = int(Controls.from_mapping(sim.scenario.controls).floor)
     return floor * sim.params.instance_price_per_hour * len(sim.timeline) / 60.0
 
 

@@ -242,20 +242,22 @@ def decisions(timeline: Sequence[MinuteRecord], actions: Sequence[Action]) -> li
 
 def describe(action: Action) -> str:
     """An action as people read it: the control's label and the value with its unit ("Cache TTL = 300 s",
-    "Load shedding = 30 %"), never the internal name."""
+    "Load shedding = 30 %"; ``ControlSpec.value_text``), never the internal name."""
     spec = CONTROL_SPECS.get(action.control)
-    label = spec.label if spec is not None else action.control
     value: Any = action.value
+    if spec is None:
+        if value is None:
+            return action.control
+        return (
+            f"{action.control} = {float(value):g}" if isinstance(value, (int, float)) else f"{action.control} = {value}"
+        )
     if value is None:
-        return label
+        return spec.label
     if isinstance(value, bool):
-        return f"{label}: {'on' if value else 'off'}"
-    if spec is not None and spec.kind == "fraction":
-        return f"{label} = {100 * float(value):g} %"
-    if spec is not None and spec.kind == "instance":
-        return f"{label} instance {value}"
-    unit = f" {spec.unit}" if spec is not None and spec.unit else ""
-    return f"{label} = {float(value):g}{unit}" if isinstance(value, (int, float)) else f"{label} = {value}"
+        return f"{spec.label}: {spec.value_text(value)}"
+    if spec.kind == "instance":
+        return f"{spec.label} instance {value}"
+    return f"{spec.label} = {spec.value_text(value)}"
 
 
 def _means(records: Sequence[MinuteRecord]) -> dict[str, float]:

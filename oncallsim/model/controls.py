@@ -1,26 +1,31 @@
 """The operator's controls (MODEL.md §5): the control registry.
 
-Each control declares its kind, range or choices, default, label, help text and its effect on the state.
-The registry feeds validation (once, at the edge: ``coerce_control_value``), ``apply_actions`` (both
-engines), the CLI's ``--set`` and ``oncallsim params``, the console's controls, the model page and the
-Gymnasium spaces. Adding a control is one entry here plus its stage logic (docs/architecture.md).
+Each control declares its kind, range or choices, default, label, help text, its effect on the state and its
+sentences (``control_spec.ControlSpec``). The minute model's controls are declared here; the request engine's
+beside their mechanisms (``request/balancers.py``, ``discovery.py``, ``disciplines.py``, ``limiter.py``,
+``throttle.py``, ``calls.py``, ``instances.py``), and gathered here in the order the console shows them. The
+registry feeds validation (once, at the edge: ``coerce_control_value``), ``Controls`` (its fields and defaults
+are the specs'), ``apply_actions`` (both engines), the request engine's world (``request/settings.py``), the
+CLI's ``--set`` and ``oncallsim params``, the console's controls, the model page, the Gymnasium spaces, the
+debrief's and the zoom page's sentences. Adding a control is one spec plus its logic (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable
+from dataclasses import field, make_dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.effects import EFFECT_EVENTS, PRESS_ROLLBACK, PRESS_WARMUP, SET, SET_FLOOR, apply_effect
+from oncallsim.model.control_spec import BOTH, ControlSpec
+from oncallsim.model.effects import EFFECT_EVENTS, PRESS_ROLLBACK, PRESS_WARMUP, SET_FLOOR, apply_effect
 from oncallsim.model.errors import InvalidInput, number_text, quote, whole_number
 from oncallsim.model.events import Event
 from oncallsim.model.fields import ST
-from oncallsim.model.placeholders import fill
+from oncallsim.model.request import balancers, calls, disciplines, discovery, instances, limiter, throttle
 
 __all__ = [
     "BUTTONS",
@@ -34,74 +39,6 @@ __all__ = [
     "check_engine",
     "coerce_control_value",
 ]
-
-# int/fraction/seconds: numbers with a unit and range; bool: a switch; choice: one of named values
-# (stored as its index); button: an action without a value; instance: an action on one instance (its id).
-Kind = Literal["int", "fraction", "seconds", "bool", "choice", "button", "instance"]
-BOTH = ("minute", "request")
-REQUEST_ONLY = ("request",)
-
-
-@dataclass(frozen=True)
-class ControlSpec:
-    name: str
-    kind: Kind
-    label: str
-    help: str
-    default: Any = None
-    min: float | None = None
-    max: float | None = None
-    unit: str = ""
-    effect: int = SET  # what it does to the state: an effect kind of model/effects.py
-    choices: tuple[str, ...] = ()
-    step: float | None = None  # a slider's step, in the control's unit
-    danger: bool = False  # the console asks for a second look (a red button)
-    engines: tuple[str, ...] = BOTH  # the engines that have it; the others refuse it, naming these
-    section: str = ""  # the model page's section that explains it (an anchor)
-
-    @property
-    def is_setting(self) -> bool:
-        return self.kind not in ("button", "instance")
-
-    @property
-    def in_vector(self) -> bool:
-        """A setting the state vector holds (both engines); the request engine's own live in its world."""
-        return self.is_setting and self.engines == BOTH
-
-    def describe_range(self) -> str:
-        if self.kind == "bool":
-            return "true or false"
-        if self.kind == "button":
-            return "no value (a button)"
-        if self.kind == "instance":
-            return "an instance id (a whole number from 0)"
-        if self.kind == "choice":
-            return "one of " + ", ".join(self.choices)
-        kind = "a whole number" if self.kind == "int" else "a number"
-        return f"{kind} from {self.min:g} to {self.max:g}" + (f" {self.unit}" if self.unit else "")
-
-    def help_text(self, params: Any, gettext: Callable[[str], str] = str) -> str:
-        """The help, translated, with the parameters in force filled in."""
-        return fill(gettext(self.help), params)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The registry entry as the console and the API describe it."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "label": self.label,
-            "help": self.help,
-            "step": self.step,
-            "danger": self.danger,
-            "default": self.default,
-            "min": self.min,
-            "max": self.max,
-            "unit": self.unit,
-            "choices": list(self.choices),
-            "range": self.describe_range(),
-            "engines": list(self.engines),
-        }
-
 
 CONTROL_SPECS: dict[str, ControlSpec] = {
     s.name: s
@@ -118,6 +55,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "instances",
             effect=SET_FLOOR,
             step=1,
+            moves={"": "set the fleet floor to %(value)s"},
         ),
         ControlSpec(
             "autoscaler",
@@ -125,6 +63,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "Autoscaler",
             "Target tracking on utilization; no new scale-out while instances boot. Off = exactly the floor.",
             True,
+            moves={"on": "switched the autoscaler on", "off": "switched the autoscaler off"},
         ),
         ControlSpec(
             "target_utilization",
@@ -136,6 +75,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             0.30,
             0.90,
             step=0.05,
+            moves={"": "set the target utilization to %(value)s"},
         ),
         ControlSpec(
             "ttl_s",
@@ -147,6 +87,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             600.0,
             "s",
             step=10.0,
+            moves={"": "set the cache TTL to %(value)s"},
         ),
         ControlSpec(
             "shed_share",
@@ -158,6 +99,11 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             0.0,
             1.0,
             step=0.1,
+            moves={
+                "": "shed %(value)s of the low-priority traffic",
+                "1": "shed all the low-priority traffic",
+                "0": "stopped shedding load",
+            },
         ),
         ControlSpec(
             "recommendations",
@@ -166,6 +112,10 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "The heavy feature adds ⟪feature_app_time_ms⟫ ms CPU and ⟪feature_queries_per_request⟫ database "
             "queries per request. Off = graceful degradation.",
             True,
+            moves={
+                "on": "switched the recommendations feature back on",
+                "off": "switched the recommendations feature off",
+            },
         ),
         ControlSpec(
             "warmup",
@@ -174,6 +124,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "Loads hot keys for ⟪warmup_minutes⟫ minutes (+⟪warmup_step%⟫ of the cache per "
             "minute) at the price of ⟪warmup_db_qps⟫ extra database queries/s.",
             effect=PRESS_WARMUP,
+            moves={"": "started warming up the cache"},
         ),
         ControlSpec(
             "rollback",
@@ -183,178 +134,15 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
             "⟪rollback_cost_factor⟫×), then switches traffic. Pressing again restarts the preparation.",
             effect=PRESS_ROLLBACK,
             danger=True,
+            moves={"": "rolled back"},
         ),
-        ControlSpec(
-            "balancer",
-            "choice",
-            "Balancer",
-            "How each request's instance is chosen: pooled (one queue, any free worker), round-robin, random, "
-            "least-outstanding, or p2c (two random instances, the less loaded by latency × in-flight × CPU wins).",
-            "pooled",
-            choices=("pooled", "round-robin", "random", "least-outstanding", "p2c"),
-            engines=REQUEST_ONLY,
-            section="balancers",
-        ),
-        ControlSpec(
-            "self_protection",
-            "bool",
-            "Registry self-protection",
-            "While fewer than ⟪self_protection_threshold%⟫ of the expected renewals arrive, the registry evicts "
-            "nobody: it guards against a network split, and so keeps dead instances in rotation.",
-            True,
-            engines=REQUEST_ONLY,
-            section="discovery",
-        ),
-        ControlSpec(
-            "queue_discipline",
-            "choice",
-            "Queue discipline",
-            "How each instance's queue is served: fifo; codel (drops a request that waited past 5 ms while the "
-            "queue has stood above that for 100 ms: it answers 503 at once); adaptive-lifo (newest first once "
-            "the queue is past 80 % of its limit, with CoDel). A drop is an error at once, not a timeout.",
-            "fifo",
-            choices=("fifo", "codel", "adaptive-lifo"),
-            engines=REQUEST_ONLY,
-            section="overload",
-        ),
-        ControlSpec(
-            "queue_limit",
-            "int",
-            "Queue limit",
-            "Requests a queue may hold (0 = no limit); one more is answered 503 at once. adaptive-lifo needs one.",
-            0,
-            0,
-            100_000,
-            "requests",
-            step=10,
-            engines=REQUEST_ONLY,
-            section="overload",
-        ),
-        ControlSpec(
-            "deadline_propagation",
-            "bool",
-            "Deadline propagation",
-            "Requests carry their client's deadline: an instance drops work whose client has given up, before "
-            "starting it and before each database read, instead of spending capacity on answers nobody waits for.",
-            False,
-            engines=REQUEST_ONLY,
-            section="overload",
-        ),
-        ControlSpec(
-            "limiter",
-            "choice",
-            "Concurrency limiter",
-            "bbr: each instance rejects with 429 at once the requests beyond its measured capacity (peak "
-            "throughput × least latency) while its CPU stays above 80 % (Kratos's BBR limiter); off: none.",
-            "off",
-            choices=("off", "bbr"),
-            engines=REQUEST_ONLY,
-            section="overload",
-        ),
-        ControlSpec(
-            "client_throttle",
-            "bool",
-            "Client throttling",
-            "Each client rejects requests itself, with probability max(0, (requests − K·accepts)/(requests + 1)) "
-            "over the last 3 s (K = ⟪throttle_k⟫): a failing backend is spared the load it would refuse anyway.",
-            False,
-            engines=REQUEST_ONLY,
-            section="overload",
-        ),
-        ControlSpec(
-            "retries",
-            "int",
-            "Retries",
-            "Extra attempts a client makes when an attempt times out, is refused, dropped or rejected "
-            "(0–5); each retry goes back to the balancer. Every attempt is load; only the last one's failure "
-            "reaches the user.",
-            0,
-            0,
-            5,
-            "retries",
-            step=1,
-            engines=REQUEST_ONLY,
-            section="retries",
-        ),
-        ControlSpec(
-            "retry_backoff",
-            "choice",
-            "Retry backoff",
-            "How long a client waits before retry n: none (at once); exponential (min(cap, base·2ⁿ)); "
-            "full-jitter (a uniform share of that); equal-jitter (half, plus a uniform half); "
-            "decorrelated-jitter (uniform between base and 3× the previous wait).",
-            "full-jitter",
-            choices=("none", "exponential", "full-jitter", "equal-jitter", "decorrelated-jitter"),
-            engines=REQUEST_ONLY,
-            section="retries",
-        ),
-        ControlSpec(
-            "retry_base_ms",
-            "int",
-            "Backoff base",
-            "The backoff's base wait.",
-            100,
-            1,
-            60_000,
-            "ms",
-            step=10,
-            engines=REQUEST_ONLY,
-            section="retries",
-        ),
-        ControlSpec(
-            "retry_cap_ms",
-            "int",
-            "Backoff cap",
-            "The longest a backoff waits.",
-            20_000,
-            1,
-            600_000,
-            "ms",
-            step=100,
-            engines=REQUEST_ONLY,
-            section="retries",
-        ),
-        ControlSpec(
-            "retry_budget",
-            "fraction",
-            "Retry budget",
-            "Retries a client may send per request, as a token bucket (0 = no budget): each request adds this "
-            "share of a token, each retry takes one, at most ⟪retry_budget_burst⟫ saved. 0.1 keeps retries "
-            "under 10 % of requests whatever fails.",
-            0.0,
-            0.0,
-            1.0,
-            "",
-            step=0.01,
-            engines=REQUEST_ONLY,
-            section="retries",
-        ),
-        ControlSpec(
-            "eject",
-            "instance",
-            "Eject",
-            "Take one instance out of rotation at every balancer (it finishes what it holds). Readmit puts it back.",
-            engines=REQUEST_ONLY,
-            section="fleet",
-        ),
-        ControlSpec(
-            "readmit",
-            "instance",
-            "Readmit",
-            "Put an ejected instance back into rotation.",
-            engines=REQUEST_ONLY,
-            section="fleet",
-        ),
-        ControlSpec(
-            "replace",
-            "instance",
-            "Replace",
-            "Boot a fresh instance (⟪boot_delay_min⟫ min, billed); when it is ready it takes this one's place and "
-            "the old one leaves.",
-            engines=REQUEST_ONLY,
-            section="fleet",
-            danger=True,
-        ),
+        *balancers.CONTROLS,
+        *discovery.CONTROLS,
+        *disciplines.CONTROLS,
+        *limiter.CONTROLS,
+        *throttle.CONTROLS,
+        *calls.CONTROLS,
+        *instances.CONTROLS,
     )
 }
 
@@ -418,28 +206,15 @@ def coerce_control_value(name: str, value: Any) -> Any:
     return int(value) if spec.kind == "int" else float(value) + 0.0  # + 0.0: -0.0 is 0
 
 
-@dataclass(frozen=True, slots=True)
-class Controls:
-    """The settings in force. A changed value applies from the computation of the minute it is stamped with."""
+class ControlsBase:
+    """What ``Controls`` can do; its fields are the settings' specs (generated below, each default once)."""
 
-    floor: int = 10
-    autoscaler: bool = True
-    target_utilization: float = 0.60
-    ttl_s: float = 60.0
-    shed_share: float = 0.0
-    recommendations: bool = True
-    balancer: str = "pooled"  # the request engine's (its world holds them)
-    self_protection: bool = True
-    queue_discipline: str = "fifo"
-    queue_limit: int = 0
-    deadline_propagation: bool = False
-    limiter: str = "off"
-    client_throttle: bool = False
-    retries: int = 0
-    retry_backoff: str = "full-jitter"
-    retry_base_ms: int = 100
-    retry_cap_ms: int = 20_000
-    retry_budget: float = 0.0
+    if TYPE_CHECKING:
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+
+        def __init__(self, **values: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
 
     def __post_init__(self) -> None:
         for name in (*SETTINGS, *WORLD_SETTINGS):
@@ -488,6 +263,29 @@ class Controls:
                 raise InvalidInput(name, "is an action, not a setting")
             coerced[name] = coerce_control_value(name, value)
         return cls(**coerced)
+
+
+_PYTHON_TYPES = {"int": int, "fraction": float, "seconds": float, "bool": bool, "choice": str}
+
+if TYPE_CHECKING:
+    Controls = ControlsBase
+else:
+    Controls = make_dataclass(
+        "Controls",
+        [
+            (spec.name, _PYTHON_TYPES[spec.kind], field(default=spec.default))
+            for spec in CONTROL_SPECS.values()
+            if spec.is_setting
+        ],
+        bases=(ControlsBase,),
+        frozen=True,
+        slots=True,
+    )
+    Controls.__module__ = __name__  # pickled by name (Python 3.11's make_dataclass has no ``module``)
+    Controls.__doc__ = (
+        "The settings in force, one field per setting of ``CONTROL_SPECS`` with its default. A changed value "
+        "applies from the computation of the minute it is stamped with."
+    )
 
 
 def stored_value(spec: ControlSpec, value: Any) -> float:

@@ -25,13 +25,13 @@ from oncallsim.model.fields import NUMERIC_FIELDS, REC
 from oncallsim.model.kernel import from_python
 from oncallsim.model.request import limiter
 from oncallsim.model.request.instances import REFUSE
-from oncallsim.model.request.limiter import BUCKET_S, I_LIMITER, LIMITER_BUCKETS
+from oncallsim.model.request.limiter import BUCKET_S, LIMITER_BUCKETS
 from oncallsim.model.request.measure import EXTRA_FIELDS
 from oncallsim.model.request.outcomes import M_ADMITTED, M_OK, M_WAIT_COUNT, M_WAIT_SUM
 from oncallsim.model.request.physics import MODE_QUEUE_ONLY, quantile, request_minute
 from oncallsim.model.request.queue_only import queue_only_world
 from oncallsim.model.request.queues import enqueue
-from oncallsim.model.request.settings import set_balancer, set_resilience, set_retries
+from oncallsim.model.request.settings import set_world
 from oncallsim.model.request.world import World, with_room
 
 __all__ = [
@@ -111,8 +111,7 @@ def amplification_grid(quick: bool = False, seed: int = 3) -> list[Amplification
         for retries in (1, 3) if quick else (0, 1, 2, 3):
 
             def setup(w: World, crashed: int = crashed, retries: int = retries) -> None:
-                set_balancer(w, "random")
-                set_retries(w, retries, "none")
+                set_world(w, balancer="random", retries=retries, retry_backoff="none")
                 w.fleet.health[:crashed] = REFUSE
 
             _, minutes = _run(10 * 4, 4, 200.0, 0.05, 3 if quick else 6, seed, setup)
@@ -166,8 +165,8 @@ def codel_delay(discipline: str, seed: int = 5) -> tuple[float, float]:
     offered 1.5× their capacity (adaptive LIFO: with a queue limit of 100)."""
 
     def setup(w: World) -> None:
-        set_balancer(w, "round-robin")
-        set_resilience(w, discipline, 100 if discipline == "adaptive-lifo" else 0)
+        limit = 100 if discipline == "adaptive-lifo" else 0
+        set_world(w, balancer="round-robin", queue_discipline=discipline, queue_limit=limit)
 
     world, minutes = _run(16, 4, 1.5 * 16 / 0.05, 0.05, 3, seed, setup)
     _, _, m = minutes[-1]
@@ -180,8 +179,7 @@ def limiter_cap_check(seed: int = 6) -> tuple[int, int]:
     what it serves, at the end of its second minute."""
 
     def setup(w: World) -> None:
-        set_balancer(w, "round-robin")
-        w.limiter.ints[I_LIMITER] = 1
+        set_world(w, balancer="round-robin", limiter="bbr")
 
     world, _ = _run(4, 4, 2.0 * 4 / 0.05, 0.05, 2, seed, setup)
     x = 120.0
@@ -202,7 +200,7 @@ def _goodput_after(load: float, retries: int, backlog: bool, seed: int) -> float
     lam = load * mu
 
     def setup(w: World) -> None:
-        set_retries(w, retries, "none")
+        set_world(w, retries=retries, retry_backoff="none")
         if backlog:
             for n in range(int(3 * 2.0 * mu)):
                 from_python(enqueue)(w.queues, w.queues.qs.shape[1] - 1, -1e-3 * n, 0, -1, -1, -1)

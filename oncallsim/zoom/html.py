@@ -14,6 +14,7 @@ from jinja2 import Environment, select_autoescape
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from oncallsim.model.request.settings import in_force
 from oncallsim.zoom.minute import ZoomedMinute
 
 __all__ = ["diagram_data", "render_zoom_html", "zoom_figure"]
@@ -143,14 +144,7 @@ build, {{ "{:,.0f}".format(z.record.requests_per_s * 60) }} requests, the cache 
 {{ "%.1f" | format(z.record.cache_hit * 100) }} % hit ratio.
 {% if z.record.db_slowdown and z.record.db_slowdown > 1 %}The database is in a brownout: every read takes
 {{ "%.2f" | format(z.record.db_slowdown) }}× as long.
-{% endif %}{% if z.record.settings %}{% set s = z.record.settings %}The clients {% if s.retries %}retry up to
-{{ s.retries }} time{{ "s" if s.retries > 1 else "" }} ({% if s.retry_backoff == "none" %}at once{% else %}{{
-s.retry_backoff }} backoff{% endif %}{% if s.retry_budget %}, a {{ "%.0f" | format(s.retry_budget * 100) }} %
-budget{% endif %}){% else %}do not retry{% endif %}{% if s.client_throttle %} and throttle themselves{% endif %};
-the {{ s.balancer }} balancer sends to {{ {"fifo": "FIFO", "codel": "CoDel", "adaptive-lifo": "adaptive LIFO"}.get(
-s.queue_discipline, s.queue_discipline) }} queues{% if s.queue_limit %} of at most {{ s.queue_limit }}{% endif %}{%
-if s.limiter != "off" %}, behind the {{ s.limiter }} limiter{% endif %}{% if s.deadline_propagation
-%}, with deadlines propagated{% endif %}.
+{% endif %}{% if in_force %}In force: {{ in_force | join("; ") }}.
 {% endif %}{% if z.warmed_up %}A minute at the same rate went by first, so queues start in their steady state.
 {% else %}The minute is unstable (offered load ≥ workers): queues start empty here and grow; a backlog the run
 carried in from the minutes before is not in this zoom.{% endif %}</p>
@@ -279,6 +273,7 @@ def render_zoom_html(z: ZoomedMinute, served: bool = False) -> str:
         app_css="" if served else _static("css/app.css"),
         diagram_json=json.dumps(diagram_data(z)),
         instances=_instances(z),
+        in_force=in_force(z.record.get("settings") or {}),
     )
 
 

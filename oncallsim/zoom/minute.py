@@ -23,6 +23,8 @@ from oncallsim.model import InvalidInput, MinuteRecord, Params
 from oncallsim.model.controls import SETTINGS, Controls
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
 from oncallsim.model.kernel import kernel_params
+from oncallsim.model.params import coerce_param
+from oncallsim.model.request.balancers import I_CLIENTS
 from oncallsim.model.request.engine import minute_count
 from oncallsim.model.request.generator import splitmix64
 from oncallsim.model.request.instances import HEALTH
@@ -36,7 +38,7 @@ from oncallsim.model.request.outcomes import (
     X_OUTCOME,
 )
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
-from oncallsim.model.request.settings import configure_world, set_balancer
+from oncallsim.model.request.settings import configure_world, set_world
 from oncallsim.model.request.world import World, new_world, with_room
 from oncallsim.simulation import RunFile, Simulation
 
@@ -108,7 +110,8 @@ def restore_fleet(world: World, extras: dict[str, Any]) -> None:
     """A request-engine record's fleet as the zoom replays it: its balancer, and each instance's health, speed,
     listing and ejection as they stood at the minute's end (a change within the minute is not replayed)."""
     if "balancer" in extras:
-        set_balancer(world, extras["balancer"], int(extras.get("clients", 1)))
+        set_world(world, balancer=extras["balancer"])
+        world.views.ints[I_CLIENTS] = coerce_param("clients", extras.get("clients", 1))
     lines = extras.get("instances", {})
     for i, health in enumerate(lines.get("health", ())):
         world.fleet.health[i] = HEALTH.index(health)

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.throttle import I_THROTTLE, mark
@@ -87,6 +88,24 @@ def new_views(instances: int) -> Views:
 
 BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c")
 POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C = range(len(BALANCERS))
+
+CONTROLS = (
+    ControlSpec(
+        "balancer",
+        "choice",
+        "Balancer",
+        "How each request's instance is chosen: pooled (one queue, any free worker), round-robin, random, "
+        "least-outstanding, or p2c (two random instances, the less loaded by latency × in-flight × CPU wins).",
+        "pooled",
+        choices=BALANCERS,
+        engines=REQUEST_ONLY,
+        section="balancers",
+        piece="views",
+        slot=I_BALANCER,
+        moves={"": "switched the balancer to %(value)s"},
+        in_force={"": "the %(value)s balancer"},
+    ),
+)
 
 TAU_S = 0.6  # the EWMAs' time constant
 PENALTY = 1000.0 * 250e6  # a load of 0 (no sample yet) counts as this

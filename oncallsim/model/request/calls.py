@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.heap import pop_on, push_on
@@ -169,10 +170,104 @@ def with_room(calls: Calls, arrivals: int) -> Calls:
 BACKOFFS = ("none", "exponential", "full-jitter", "equal-jitter", "decorrelated-jitter")
 NONE, EXPONENTIAL, FULL_JITTER, EQUAL_JITTER, DECORRELATED = range(len(BACKOFFS))
 
+CONTROLS = (
+    ControlSpec(
+        "retries",
+        "int",
+        "Retries",
+        "Extra attempts a client makes when an attempt times out, is refused, dropped or rejected "
+        "(0–5); each retry goes back to the balancer. Every attempt is load; only the last one's failure "
+        "reaches the user.",
+        0,
+        0,
+        MAX_RETRIES,
+        "retries",
+        step=1,
+        engines=REQUEST_ONLY,
+        section="retries",
+        piece="calls",
+        slot=I_RETRIES,
+        moves={"": "allowed the clients %(value)s per request"},
+        in_force={"0": "no retries", "": "up to %(value)s per request"},
+    ),
+    ControlSpec(
+        "retry_backoff",
+        "choice",
+        "Retry backoff",
+        "How long a client waits before retry n: none (at once); exponential (min(cap, base·2ⁿ)); "
+        "full-jitter (a uniform share of that); equal-jitter (half, plus a uniform half); "
+        "decorrelated-jitter (uniform between base and 3× the previous wait).",
+        "full-jitter",
+        choices=BACKOFFS,
+        engines=REQUEST_ONLY,
+        section="retries",
+        piece="calls",
+        slot=I_BACKOFF,
+        moves={"": "set the retry backoff to %(value)s"},
+        in_force={"none": "retried at once", "": "%(value)s backoff"},
+        only_with="retries",
+    ),
+    ControlSpec(
+        "retry_base_ms",
+        "int",
+        "Backoff base",
+        "The backoff's base wait.",
+        100,
+        1,
+        60_000,
+        "ms",
+        step=10,
+        engines=REQUEST_ONLY,
+        section="retries",
+        piece="calls",
+        slot=R_RETRY_BASE,
+        real=True,
+        divisor=1000.0,
+    ),
+    ControlSpec(
+        "retry_cap_ms",
+        "int",
+        "Backoff cap",
+        "The longest a backoff waits.",
+        20_000,
+        1,
+        600_000,
+        "ms",
+        step=100,
+        engines=REQUEST_ONLY,
+        section="retries",
+        piece="calls",
+        slot=R_RETRY_CAP,
+        real=True,
+        divisor=1000.0,
+    ),
+    ControlSpec(
+        "retry_budget",
+        "fraction",
+        "Retry budget",
+        "Retries a client may send per request, as a token bucket (0 = no budget): each request adds this "
+        "share of a token, each retry takes one, at most ⟪retry_budget_burst⟫ saved. 0.1 keeps retries "
+        "under 10 % of requests whatever fails.",
+        0.0,
+        0.0,
+        1.0,
+        "",
+        step=0.01,
+        engines=REQUEST_ONLY,
+        section="retries",
+        piece="calls",
+        slot=R_BUDGET,
+        real=True,
+        moves={"": "set the retry budget to %(value)s"},
+        in_force={"0": "", "": "a %(value)s retry budget"},
+        only_with="retries",
+    ),
+)
+
 _INF = float("inf")
 
 
-@step
+@inline_step
 def open_call(calls: Any, x: float, obj: int, tag: int, client: int) -> int:
     """A new call for a request admitted at ``x`` (the caller made room: ``world.with_room``); its client's
     budget gains its share."""
@@ -193,7 +288,7 @@ def open_call(calls: Any, x: float, obj: int, tag: int, client: int) -> int:
     return call
 
 
-@step
+@inline_step
 def sent(p: Any, calls: Any, meter: Any, call: int, x: float) -> None:
     """The call's next attempt leaves for the balancer at ``x``: it is the current one, its deadline timed."""
     calls.c_state[call] = C_WAITING
@@ -216,7 +311,7 @@ def current(calls: Any, call: int, sent_at: float) -> bool:
     return calls.c_state[call] == C_WAITING and calls.c_sent[call] == sent_at
 
 
-@step
+@inline_step
 def _close_call(calls: Any, call: int) -> None:
     calls.c_state[call] = C_FREE
     calls.c_tag[call] = -1
@@ -224,7 +319,7 @@ def _close_call(calls: Any, call: int) -> None:
     calls.ints[I_CFREE] += 1
 
 
-@step
+@inline_step
 def call_ok(calls: Any, meter: Any, call: int, x: float, waited: bool, t0: float) -> None:
     """The current attempt succeeded at ``x``: the call ends well; its user waited since the call opened."""
     decide(meter, O_OK, x - calls.c_arrival[call], waited, second_of(t0, x), calls.c_tag[call])
@@ -342,7 +437,7 @@ def deadline_due(calls: Any) -> float:
     return calls.d_time[calls.ints[I_DHEAD]] if calls.ints[I_DLEN] > 0 else _INF
 
 
-@step
+@inline_step
 def take_deadline(p: Any, calls: Any, meter: Any, fleet: Any, gen: Any, x: float, t0: float) -> None:
     """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it."""
     head = calls.ints[I_DHEAD]

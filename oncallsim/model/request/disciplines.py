@@ -6,8 +6,8 @@
   the next ones at times interval/√count apart, until a sojourn falls below the target; back above it
   within 16 intervals, the drop count resumes from the last episode's.
 - ``adaptive-lifo``: Facebook's adaptive LIFO with its CoDel (folly ``Codel.cpp``, HBase's
-  ``AdaptiveLifoCoDelCallQueue``): the newest request first while the queue is longer than ``lifo_threshold``
-  × its limit, else the oldest; the queue is overloaded for an interval when the smallest delay of the
+  ``AdaptiveLifoCoDelCallQueue``): the newest request first while the queue is longer than ``LIFO_THRESHOLD``
+  (0.8) × its limit, else the oldest; the queue is overloaded for an interval when the smallest delay of the
   interval before exceeded the target, and while overloaded a request that waited over 2 × target is
   dropped (the first request of an interval is never dropped).
 
@@ -18,8 +18,11 @@ queue (0: none); a request arriving to a full queue is dropped too.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
+from oncallsim.model.errors import InvalidInput
 from oncallsim.model.kernel import step
 from oncallsim.model.request.balancers import answered
 from oncallsim.model.request.calls import failed
@@ -33,19 +36,85 @@ from oncallsim.model.request.queues import (
     CQ_LASTCOUNT,
     CQ_MIN_DELAY,
     CQ_OVERLOADED,
+    I_DEADLINES,
     I_DISCIPLINE,
     I_QUEUE_LIMIT,
     Q_LEN,
-    R_INTERVAL,
-    R_LIFO_THRESHOLD,
-    R_TARGET,
     dequeue,
     dequeue_tail,
 )
 
-__all__ = ["ADAPTIVE_LIFO", "CODEL", "FIFO", "drop", "full", "take"]
+__all__ = ["ADAPTIVE_LIFO", "CODEL", "CONTROLS", "DISCIPLINES", "FIFO", "TARGET_S", "drop", "full", "take"]
 
-FIFO, CODEL, ADAPTIVE_LIFO = range(3)
+DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
+FIFO, CODEL, ADAPTIVE_LIFO = range(len(DISCIPLINES))
+TARGET_S = 5.0 / 1000.0  # CoDel's target sojourn (RFC 8289's 5 ms; adaptive LIFO's too)
+INTERVAL_S = 100.0 / 1000.0  # CoDel's interval (100 ms)
+LIFO_THRESHOLD = 0.8  # adaptive LIFO serves the newest first past this share of the queue's limit
+
+
+def check_settings(settings: Mapping[str, Any], changed: str) -> None:
+    """Adaptive LIFO needs a queue limit (it serves the newest first past a share of it)."""
+    if settings["queue_discipline"] == "adaptive-lifo" and settings["queue_limit"] == 0:
+        if changed == "queue_discipline":
+            raise InvalidInput(
+                changed,
+                "adaptive-lifo serves the newest first past a share of the queue's limit: set queue_limit first",
+            )
+        raise InvalidInput(changed, "adaptive-lifo needs a queue limit above 0: choose another queue_discipline first")
+
+
+CONTROLS = (
+    ControlSpec(
+        "queue_discipline",
+        "choice",
+        "Queue discipline",
+        "How each instance's queue is served: fifo; codel (drops a request that waited past 5 ms while the "
+        "queue has stood above that for 100 ms: it answers 503 at once); adaptive-lifo (newest first once "
+        "the queue is past 80 % of its limit, with CoDel). A drop is an error at once, not a timeout.",
+        "fifo",
+        choices=DISCIPLINES,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_DISCIPLINE,
+        check=check_settings,
+        moves={"": "switched the queues to %(value)s"},
+        in_force={"fifo": "FIFO queues", "codel": "CoDel queues", "adaptive-lifo": "adaptive LIFO queues"},
+    ),
+    ControlSpec(
+        "queue_limit",
+        "int",
+        "Queue limit",
+        "Requests a queue may hold (0 = no limit); one more is answered 503 at once. adaptive-lifo needs one.",
+        0,
+        0,
+        100_000,
+        "requests",
+        step=10,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_QUEUE_LIMIT,
+        check=check_settings,
+        moves={"": "set the queue limit to %(value)s"},
+        in_force={"0": "", "": "a queue limit of %(value)s"},
+    ),
+    ControlSpec(
+        "deadline_propagation",
+        "bool",
+        "Deadline propagation",
+        "Requests carry their client's deadline: an instance drops work whose client has given up, before "
+        "starting it and before each database read, instead of spending capacity on answers nobody waits for.",
+        False,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_DEADLINES,
+        moves={"on": "switched deadline propagation on", "off": "switched deadline propagation off"},
+        in_force={"on": "deadlines propagated", "off": ""},
+    ),
+)
 
 
 @step
@@ -118,11 +187,11 @@ def _codel_head(queues: Any, qid: int, now: float) -> tuple[int, bool]:
         return -1, False
     slot = dequeue(queues, qid)
     sojourn = now - queues.s_arrival[slot]
-    if sojourn < queues.reals[R_TARGET]:
+    if sojourn < TARGET_S:
         cq[CQ_FIRST_ABOVE, qid] = 0.0
         return slot, False
     if cq[CQ_FIRST_ABOVE, qid] == 0.0:
-        cq[CQ_FIRST_ABOVE, qid] = now + queues.reals[R_INTERVAL]
+        cq[CQ_FIRST_ABOVE, qid] = now + INTERVAL_S
         return slot, False
     return slot, now >= cq[CQ_FIRST_ABOVE, qid]
 
@@ -141,7 +210,7 @@ def _codel(
     t0: float,
 ) -> int:
     cq = queues.cq
-    interval = queues.reals[R_INTERVAL]
+    interval = INTERVAL_S
     slot, ok_to_drop = _codel_head(queues, qid, now)
     if cq[CQ_DROPPING, qid] != 0.0:
         if not ok_to_drop:
@@ -182,15 +251,15 @@ def _adaptive_lifo(
     t0: float,
 ) -> int:
     cq = queues.cq
-    target = queues.reals[R_TARGET]
+    target = TARGET_S
     while queues.qs[Q_LEN, qid] > 0:
-        newest = queues.qs[Q_LEN, qid] > queues.reals[R_LIFO_THRESHOLD] * queues.ints[I_QUEUE_LIMIT]
+        newest = queues.qs[Q_LEN, qid] > LIFO_THRESHOLD * queues.ints[I_QUEUE_LIMIT]
         slot = dequeue_tail(queues, qid) if newest else dequeue(queues, qid)
         delay = now - queues.s_arrival[slot]
         if now >= cq[CQ_INTERVAL_END, qid]:  # a new interval: judge the last one; this request is served
             cq[CQ_OVERLOADED, qid] = 1.0 if cq[CQ_MIN_DELAY, qid] > target else 0.0
             cq[CQ_MIN_DELAY, qid] = delay
-            cq[CQ_INTERVAL_END, qid] = now + queues.reals[R_INTERVAL]
+            cq[CQ_INTERVAL_END, qid] = now + INTERVAL_S
             return slot
         if delay < cq[CQ_MIN_DELAY, qid]:
             cq[CQ_MIN_DELAY, qid] = delay

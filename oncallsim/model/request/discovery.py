@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.events import Event
 from oncallsim.model.params import Params
 from oncallsim.model.request.balancers import I_CLIENTS
@@ -33,6 +34,23 @@ __all__ = ["register_initial", "registry_minute"]
 
 # ints[...]: 1 while self-protection holds the registry; 1 when self-protection is on (the operator's setting)
 I_PROTECTING, I_SELF_PROTECTION = range(2)
+
+CONTROLS = (
+    ControlSpec(
+        "self_protection",
+        "bool",
+        "Registry self-protection",
+        "While fewer than ⟪self_protection_threshold%⟫ of the expected renewals arrive, the registry evicts "
+        "nobody: it guards against a network split, and so keeps dead instances in rotation.",
+        True,
+        engines=REQUEST_ONLY,
+        section="discovery",
+        piece="registry",
+        slot=I_SELF_PROTECTION,
+        moves={"on": "switched registry self-protection on", "off": "switched registry self-protection off"},
+        in_force={"on": "", "off": "registry self-protection off"},
+    ),
+)
 
 
 class Registry(NamedTuple):

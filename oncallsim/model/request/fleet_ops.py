@@ -16,36 +16,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.controls import CONTROL_SPECS
+from oncallsim.model.control_spec import REQUEST_ONLY
+from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, instance_id
 from oncallsim.model.fields import ST
 from oncallsim.model.params import Params
 from oncallsim.model.plan import InstanceFault
-from oncallsim.model.request.balancers import (
-    B_CPU,
-    B_LAG,
-    B_PICK,
-    B_STAMP,
-    B_SUCCESS,
-    BALANCERS,
-    CPU_START,
-    I_BALANCER,
-    SUCCESS_START,
-)
-from oncallsim.model.request.discovery import I_SELF_PROTECTION
+from oncallsim.model.request.balancers import B_CPU, B_LAG, B_PICK, B_STAMP, B_SUCCESS, CPU_START, SUCCESS_START
 from oncallsim.model.request.instances import HANG, I_ZONE_END, OFFLINE, R_ZONE_SHARE, REFUSE, UP
-from oncallsim.model.request.limiter import I_LIMITER
-from oncallsim.model.request.queues import I_DISCIPLINE, I_QUEUE_LIMIT, R_INTERVAL, R_LIFO_THRESHOLD, R_TARGET
-from oncallsim.model.request.settings import (
-    DISCIPLINES,
-    LIMITERS,
-    retry_settings,
-    set_resilience,
-    set_retries,
-    world_settings,
-)
-from oncallsim.model.request.throttle import I_THROTTLE
+from oncallsim.model.request.settings import check, world_settings, write
 from oncallsim.model.request.world import World
 
 __all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "zone_slots"]
@@ -73,13 +53,11 @@ def _rotating(w: World, serving: int) -> list[int]:
 
 
 def check_instance_action(w: World, serving: int, control: str, value: Any) -> None:
-    """Refuse an action on an instance the fleet does not have, or one that cannot take it now."""
-    if control == "queue_discipline" and value == "adaptive-lifo" and not w.queues.ints[I_QUEUE_LIMIT]:
-        raise InvalidInput(
-            control, "adaptive-lifo serves the newest first past a share of the queue's limit: set queue_limit first"
-        )
-    if control == "queue_limit" and value == 0 and w.queues.ints[I_DISCIPLINE] == DISCIPLINES.index("adaptive-lifo"):
-        raise InvalidInput(control, "adaptive-lifo needs a queue limit: choose another queue_discipline first")
+    """Refuse a setting that breaks a rule with the settings in force, an action on an instance the fleet does
+    not have, or one that cannot take it now."""
+    if control in WORLD_SETTINGS:
+        check({**world_settings(w), control: value}, control)
+        return
     if control not in ("eject", "readmit", "replace"):
         return
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < serving:
@@ -176,42 +154,13 @@ def apply_world_actions(
     serving = int(vec[ST.serving])
     t0 = 60.0 * t
     for name, value in actions:
-        if name == "balancer":
-            w.views.ints[I_BALANCER] = BALANCERS.index(value)
-            events.append(Event("setting", name=name, value=value))
-        elif name == "self_protection":
-            w.registry.ints[I_SELF_PROTECTION] = 1 if value else 0
-            events.append(Event("setting", name=name, value=bool(value)))
-        elif name == "client_throttle":
-            w.throttle.ints[I_THROTTLE] = 1 if value else 0
-            events.append(Event("setting", name=name, value=bool(value)))
-        elif name == "limiter":
-            w.limiter.ints[I_LIMITER] = LIMITERS.index(value)
-            events.append(Event("setting", name=name, value=value))
-        elif name in ("queue_discipline", "queue_limit", "deadline_propagation"):
-            current = world_settings(w)
-            current[name] = value
+        if name in WORLD_SETTINGS:
             try:  # two settings of one minute can conflict (adaptive-lifo without a limit): the later one waits
-                set_resilience(
-                    w,
-                    current["queue_discipline"],
-                    current["queue_limit"],
-                    current["deadline_propagation"],
-                    w.queues.reals[R_TARGET] * 1000.0,
-                    w.queues.reals[R_INTERVAL] * 1000.0,
-                    w.queues.reals[R_LIFO_THRESHOLD],
-                )
+                check({**world_settings(w), name: value}, name)
             except InvalidInput:
                 events.append(Event("not_applied", name=name, value=value))
                 continue
-            events.append(Event("setting", name=name, value=value))
-        elif name in ("retries", "retry_backoff", "retry_base_ms", "retry_cap_ms", "retry_budget"):
-            current = retry_settings(w)
-            current[name] = value
-            set_retries(
-                w, current["retries"], current["retry_backoff"], current["retry_base_ms"], current["retry_cap_ms"],
-                current["retry_budget"],
-            )  # fmt: skip
+            write(w, name, value)
             events.append(Event("setting", name=name, value=value))
         elif name in ("eject", "readmit", "replace"):
             try:
@@ -228,7 +177,7 @@ def apply_world_actions(
             else:
                 w.fleet.replacing[value] = t + params.boot_delay_min + 1  # the minute it is ready, + 1 (0: none)
                 events.append(Event("replacement_started", instance=value))
-        elif CONTROL_SPECS[name].engines == ("request",):
+        elif CONTROL_SPECS[name].engines == REQUEST_ONLY:
             raise AssertionError(f"request-engine control {name!r} has no effect here")
     for i in range(len(w.fleet.replacing)):
         due = int(w.fleet.replacing[i]) - 1

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.kernel import step
 from oncallsim.model.request.balancers import I_CLIENTS, MAX_CLIENTS, R_NEXT_VIEW
 from oncallsim.model.request.workers import I_ENABLED, free_add, free_remove
@@ -28,6 +29,38 @@ HEALTH = ("up", "refuse", "hang", "offline")
 REFUSED_S = 0.001  # a refused connection fails this fast
 I_ZONE_END = 0  # ints[...]: the minute the zone outage ends (0: none)
 R_ZONE_SHARE = 0  # reals[...]: the share of the instance slots in the zone that is off the network (0: none)
+
+CONTROLS = (
+    ControlSpec(
+        "eject",
+        "instance",
+        "Eject",
+        "Take one instance out of rotation at every balancer (it finishes what it holds). Readmit puts it back.",
+        engines=REQUEST_ONLY,
+        section="fleet",
+        moves={"": "ejected instance %(value)s"},
+    ),
+    ControlSpec(
+        "readmit",
+        "instance",
+        "Readmit",
+        "Put an ejected instance back into rotation.",
+        engines=REQUEST_ONLY,
+        section="fleet",
+        moves={"": "put instance %(value)s back in rotation"},
+    ),
+    ControlSpec(
+        "replace",
+        "instance",
+        "Replace",
+        "Boot a fresh instance (⟪boot_delay_min⟫ min, billed); when it is ready it takes this one's place and "
+        "the old one leaves.",
+        engines=REQUEST_ONLY,
+        section="fleet",
+        danger=True,
+        moves={"": "replaced instance %(value)s"},
+    ),
+)
 
 
 class Fleet(NamedTuple):

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.kernel import step
 from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.windows import ring_bucket
@@ -30,6 +31,25 @@ LIMITER_BUCKETS = 100  # the window: 100 buckets of 100 ms
 # ints[...]: 1 when the limiter is on (``LIMITERS``' index); 1 while an instance limited in the last minute
 I_LIMITER, I_LIMITING = range(2)
 R_NEXT_TICK = 0  # reals[...]: the next CPU sample (every 500 ms)
+LIMITERS = ("off", "bbr")
+
+CONTROLS = (
+    ControlSpec(
+        "limiter",
+        "choice",
+        "Concurrency limiter",
+        "bbr: each instance rejects with 429 at once the requests beyond its measured capacity (peak "
+        "throughput × least latency) while its CPU stays above 80 % (Kratos's BBR limiter); off: none.",
+        "off",
+        choices=LIMITERS,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="limiter",
+        slot=I_LIMITER,
+        moves={"": "set the concurrency limiter to %(value)s"},
+        in_force={"off": "", "": "the %(value)s limiter"},
+    ),
+)
 
 
 class Limiter(NamedTuple):

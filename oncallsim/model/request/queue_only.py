@@ -14,11 +14,12 @@ import numpy.typing as npt
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
-from oncallsim.model.params import Params
+from oncallsim.model.params import Params, coerce_param
+from oncallsim.model.request.balancers import I_CLIENTS
 from oncallsim.model.request.discovery import register_initial
 from oncallsim.model.request.outcomes import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED
 from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
-from oncallsim.model.request.settings import set_balancer
+from oncallsim.model.request.settings import set_world
 from oncallsim.model.request.world import World, new_world, with_room
 
 __all__ = ["QueueRun", "queue_only_world", "simulate_mmn"]
@@ -91,7 +92,8 @@ def simulate_mmn(
     """Run M/M/N in queue-only mode: ``minutes`` measured after ``warmup_minutes`` dropped. With another
     ``balancer`` than pooled, each instance (``workers_per_instance`` servers) keeps its own queue."""
     p, world, st = queue_only_world(servers, service_s, seed, workers_per_instance, timeout_s)
-    set_balancer(world, balancer, clients)
+    set_world(world, balancer=balancer)
+    world.views.ints[I_CLIENTS] = coerce_param("clients", clients)
     rec = np.zeros(len(NUMERIC_FIELDS))
     ext = np.zeros(len(EXTRA_FIELDS))
     wait_hist = np.zeros_like(world.meter.wait_hist)

@@ -36,11 +36,9 @@ Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
     CQ_OVERLOADED,
     CQ_LASTCOUNT,
 ) = range(8)
-# ints[...]: free slots; requests waiting in all; the discipline (disciplines.DISCIPLINES); each queue's limit
+# ints[...]: free slots; requests waiting in all; the discipline (``disciplines.DISCIPLINES``); each queue's limit
 # (0: none); 1 when requests carry their client's deadline
 I_SFREE, I_QLEN, I_DISCIPLINE, I_QUEUE_LIMIT, I_DEADLINES = range(5)
-# reals[...]: the discipline's constants (s, s, share)
-R_TARGET, R_INTERVAL, R_LIFO_THRESHOLD = range(3)
 
 
 class Queues(NamedTuple):
@@ -48,7 +46,6 @@ class Queues(NamedTuple):
     side's queue settings (disciplines.py)."""
 
     ints: npt.NDArray[np.int64]
-    reals: npt.NDArray[np.float64]
     s_arrival: npt.NDArray[np.float64]
     s_object: npt.NDArray[np.int64]
     s_tag: npt.NDArray[np.int64]
@@ -69,7 +66,6 @@ def new_queues(instances: int, capacity: int = QUEUE_START) -> Queues:
     qs[Q_LEN] = 0
     return Queues(
         ints=ints,
-        reals=np.zeros(3),
         s_arrival=np.zeros(capacity),
         s_object=np.zeros(capacity, dtype=np.int64),
         s_tag=np.full(capacity, -1, dtype=np.int64),

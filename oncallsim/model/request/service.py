@@ -15,7 +15,7 @@ from oncallsim.model.request.calls import (
     failed,
     succeeded,
 )
-from oncallsim.model.request.disciplines import CODEL, FIFO, take
+from oncallsim.model.request.disciplines import CODEL, FIFO, TARGET_S, take
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
 from oncallsim.model.request.instances import REFUSE, REFUSED_S, UP, in_pool
@@ -62,7 +62,6 @@ from oncallsim.model.request.queues import (
     I_DISCIPLINE,
     Q_HEAD,
     Q_LEN,
-    R_TARGET,
     dequeue,
 )
 from oncallsim.model.request.stream import MODE_PIPELINE
@@ -268,7 +267,7 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     if (
         kind == CODEL
         and w.queues.cq[CQ_DROPPING, qid] == 0.0
-        and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < w.queues.reals[R_TARGET]
+        and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < TARGET_S
     ):
         w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
         return dequeue(w.queues, qid)

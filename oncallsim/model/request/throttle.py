@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.kernel import step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.windows import ring_bucket
@@ -25,6 +26,23 @@ __all__ = ["BUCKET_S", "MIN_REQUESTS", "mark", "reject_probability", "throttled"
 THROTTLE_BUCKETS = 10  # the window: 10 buckets of 300 ms
 I_THROTTLE = 0  # ints[...]: 1 when the clients throttle themselves
 R_THROTTLE_K = 0  # reals[...]: the formula's K
+
+CONTROLS = (
+    ControlSpec(
+        "client_throttle",
+        "bool",
+        "Client throttling",
+        "Each client rejects requests itself, with probability max(0, (requests − K·accepts)/(requests + 1)) "
+        "over the last 3 s (K = ⟪throttle_k⟫): a failing backend is spared the load it would refuse anyway.",
+        False,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="throttle",
+        slot=I_THROTTLE,
+        moves={"on": "switched client throttling on", "off": "switched client throttling off"},
+        in_force={"on": "client throttling", "off": ""},
+    ),
+)
 
 
 class Throttle(NamedTuple):

@@ -102,7 +102,10 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> W
 
 def copy_world(world: World) -> World:
     """An independent copy (a what-if that starts from a minute of this run)."""
-    return World(world.gen.copy(), *(type(piece)._make(a.copy() for a in piece) for piece in world[1:]))
+    pieces = {
+        name: type(piece)._make(a.copy() for a in piece) for name, piece in world._asdict().items() if name != "gen"
+    }
+    return World(gen=world.gen.copy(), **pieces)
 
 
 def with_room(world: World, arrivals: int) -> World:
