@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from oncallsim.model.errors import InvalidInput
-from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
+from oncallsim.model.fields import EXTRA_SCHEMA, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, request_minute
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.settings import set_world, world_settings
-from oncallsim.model.request.world import new_world, with_room
+from oncallsim.model.request.world import new_world
 
 MU = 16 / 0.05
-NAMES = [name for name, _, _ in EXTRA_FIELDS]
+NAMES = [f.name for f in EXTRA_SCHEMA]
 
 
 def run(discipline: str, limit: int = 0, deadlines: bool = False, rho: float = 1.3, minutes: int = 4) -> list[Any]:
@@ -35,11 +35,10 @@ def run(discipline: str, limit: int = 0, deadlines: bool = False, rho: float = 1
     lam = rho * MU
     out = []
     for t in range(minutes):
-        rec, ext = np.zeros(len(NUMERIC_FIELDS)), np.zeros(len(EXTRA_FIELDS))
-        world = with_room(world, int(lam * 90))
-        request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, lam, 0)
+        minute = run_minute(p, world, st, t, poisson_rate=lam)
+        world = minute.world
         if t:
-            out.append((rec, ext))
+            out.append((minute.record, minute.extras))
     return out
 
 

@@ -115,7 +115,7 @@ def debrief_figure(
     latency_target_ms: float = 1000.0,
     counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
 ) -> go.Figure:
-    request = any((r.extras or {}).get("goodput_per_s") is not None for r in timeline)
+    request = any(r.engine == "request" for r in timeline)
     panels = PANELS + (REQUEST_PANELS if request else ())
     titles = [fill(title, params) for title in panels]
     spacing = 0.05 * len(PANELS) / len(panels)
@@ -123,7 +123,7 @@ def debrief_figure(
     x = axis_labels(timeline)
 
     def goodput(records: Sequence[MinuteRecord]) -> list[float]:
-        return [float((r.extras or {}).get("goodput_per_s") or 0.0) for r in records]
+        return [r.extra("goodput_per_s") or 0.0 for r in records]
 
     def line(row: int, y: list[float], name: str, color: str, dash: str = "solid", group: str = "run") -> None:
         fig.add_trace(
@@ -162,9 +162,7 @@ def debrief_figure(
     line(6, [r.cost_per_hour for r in timeline], "cost $/h", "#15803d", "dash")
     if request:
         line(7, goodput(timeline), "goodput", "#15803d")
-        line(
-            7, [float((r.extras or {}).get("completed_per_s") or 0.0) for r in timeline], "throughput", "#475569", "dot"
-        )
+        line(7, [r.extra("completed_per_s") or 0.0 for r in timeline], "throughput", "#475569", "dot")
 
     for name, other in (counterfactuals or {}).items():
         color, dash = COUNTERFACTUAL_STYLE.get(name, ("#6b7280", "longdash"))

@@ -70,7 +70,7 @@ def outcome(
     acc.add_records(timeline)
     start = scenario_incident_start(plan, len(timeline))
     found = acc.finish([start], [[a.minute for a in actions]])[0]
-    if timeline and timeline[0].extras is not None:  # the request engine
+    if timeline and timeline[0].engine == "request":
         found["budget_spent_by_cause"] = split_overload(found["budget_spent_by_cause"], timeline, params)
         found.update(attempts_and_waste(timeline))
     return Outcome(**found)
@@ -86,10 +86,9 @@ def split_overload(by_cause: dict[str, float], timeline: Sequence[MinuteRecord],
     scale = 1.0 / params.error_budget / params.budget_period_min
     spent = dict.fromkeys(OVERLOAD_SPLIT, 0.0)
     for r in timeline:
-        extras = r.extras or {}
         if r.requests_per_s <= 0 or r.error_overload <= 0:
             continue
-        shares = {c: max(0.0, float(extras.get(f) or 0.0)) / r.requests_per_s for c, f in OVERLOAD_SPLIT.items()}
+        shares = {c: max(0.0, r.extra(f) or 0.0) / r.requests_per_s for c, f in OVERLOAD_SPLIT.items()}
         total = sum(shares.values())
         fit = min(1.0, r.error_overload / total) if total > 0 else 0.0
         for cause, share in shares.items():
@@ -113,10 +112,9 @@ def attempts_and_waste(timeline: Sequence[MinuteRecord]) -> dict[str, float]:
     without completing, so that share can pass 1); its busy seconds are utilization × workers × 60 s."""
     attempts = admitted = wasted = busy = 0.0
     for r in timeline:
-        extras = r.extras or {}
-        sent = extras.get("attempts_per_s")
+        sent = r.extra("attempts_per_s")
         admitted += r.admitted_per_s
-        attempts += float(sent) if sent is not None else r.admitted_per_s
+        attempts += sent if sent is not None else r.admitted_per_s
         wasted += wasted_seconds(r)
         busy += r.utilization * r.servers * 60.0
     return {
@@ -128,7 +126,7 @@ def attempts_and_waste(timeline: Sequence[MinuteRecord]) -> dict[str, float]:
 def wasted_seconds(r: MinuteRecord) -> float:
     """The worker-seconds a minute spent on requests whose client had given up (request engine): the engine
     counts them (``wasted_work_s``), answered or cut short by a deadline."""
-    return float((r.extras or {}).get("wasted_work_s") or 0.0)
+    return r.extra("wasted_work_s") or 0.0
 
 
 def first_mitigation(actions: Sequence[Action], start: int | None) -> int | None:

@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 Dtype = Literal["int", "float", "bool", "str", "events", "extras"]
-Role = Literal["record", "control", "derived", "label", "state"]
+Role = Literal["record", "control", "derived", "label", "state", "extra"]
 
 
 class Field(NamedTuple):
@@ -138,3 +138,82 @@ def markdown_table() -> str:
             continue
         lines.append(f"| `{f.name}` | {f.unit} | {f.meaning} |")
     return "\n".join(lines)
+
+
+# The request engine's measures beyond the minute model's (``MinuteRecord.extras``, and the extras vector its
+# compiled minute writes, in this order: ``ext[EXT.goodput_per_s]``); a minute-engine record has none.
+EXTRA_SCHEMA: tuple[Field, ...] = (
+    Field("p50_ms", "float", "ms", "median response time of the minute's answered requests", "extra"),
+    Field("p999_ms", "float", "ms", "99.9th percentile response time (timeouts count as the timeout)", "extra"),
+    Field("mean_wait_ms", "float", "ms", "mean wait in the balancer's queue of requests that started service", "extra"),
+    Field("max_queue", "float", "requests", "longest the balancer's queue got", "extra"),
+    Field("queue_at_end", "float", "requests", "waiting at the minute's end (carried into the next minute)", "extra"),
+    Field("in_flight_at_end", "float", "requests", "being served at the minute's end", "extra"),
+    Field(
+        "wasted_work_share",
+        "float",
+        "fraction",
+        "share of the work done (answered, or cut short by a deadline) that was for requests whose client had given up",
+        "extra",
+    ),
+    Field("completed_per_s", "float", "req/s", "responses sent, whatever their outcome", "extra"),
+    Field("cache_present_share", "float", "fraction", "hot objects in the cache at the minute's start", "extra"),
+    Field(
+        "dropped_per_s",
+        "float",
+        "req/s",
+        "answered at once with an error by a queue discipline or a full queue",
+        "extra",
+    ),
+    Field(
+        "abandoned_per_s",
+        "float",
+        "req/s",
+        "work dropped because its deadline had passed (deadline propagation)",
+        "extra",
+    ),
+    Field("refused_per_s", "float", "req/s", "connections refused by crashed instances", "extra"),
+    Field("limited_per_s", "float", "req/s", "rejected with 429 by an instance's concurrency limiter", "extra"),
+    Field("throttled_per_s", "float", "req/s", "rejected by their own client (adaptive throttling)", "extra"),
+    Field(
+        "timeout_queue",
+        "float",
+        "fraction",
+        "timeouts of requests that spent their time waiting in a queue (of decided)",
+        "extra",
+    ),
+    Field(
+        "timeout_slow_instance", "float", "fraction", "timeouts of requests on a slow instance (of decided)", "extra"
+    ),
+    Field(
+        "timeout_service",
+        "float",
+        "fraction",
+        "timeouts of requests in service: CPU and database reads (of decided)",
+        "extra",
+    ),
+    Field(
+        "attempts_per_s",
+        "float",
+        "req/s",
+        "attempts sent to the balancer: admitted requests plus their clients' retries",
+        "extra",
+    ),
+    Field("retries_per_s", "float", "req/s", "retries the clients sent", "extra"),
+    Field(
+        "retries_denied_per_s",
+        "float",
+        "req/s",
+        "retries the clients' retry budgets did not allow (the call failed)",
+        "extra",
+    ),
+    Field(
+        "goodput_per_s",
+        "float",
+        "req/s",
+        "requests answered successfully (after their retries), as their users saw them",
+        "extra",
+    ),
+    Field("wasted_work_s", "float", "s", "worker-seconds of that wasted work (wasted_work_share's numerator)", "extra"),
+)
+EXT: Any = _index("ExtraIndex", EXTRA_SCHEMA)  # positions in the extras vector

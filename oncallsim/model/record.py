@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from oncallsim.model.fields import EXTRA_SCHEMA
+
 __all__ = ["CSV_FIELDS", "RECORD_FIELDS", "MinuteRecord"]
 
 
@@ -64,6 +66,19 @@ class MinuteRecord(NamedTuple):
     extras: dict[str, Any] | None = None  # the request engine's measures beyond the minute model's
 
     @property
+    def engine(self) -> str:
+        """Which engine measured the minute: "request" (it carries the extras), else "minute"."""
+        return "minute" if self.extras is None else "request"
+
+    def extra(self, name: str) -> float | None:
+        """One of the request engine's extras by name (``fields.EXTRA_SCHEMA``): None on a minute-engine record,
+        or on a record saved before that extra existed. A name outside the schema is an error, not a None."""
+        if name not in _EXTRA_NAMES:
+            raise KeyError(f"{name!r} is not one of the request engine's extras ({', '.join(_EXTRA_NAMES)})")
+        value = (self.extras or {}).get(name)
+        return None if value is None else float(value)
+
+    @property
     def errors_by_cause(self) -> dict[str, float]:
         return {
             "overload": self.error_overload,
@@ -89,6 +104,7 @@ class MinuteRecord(NamedTuple):
         return row
 
 
+_EXTRA_NAMES = frozenset(f.name for f in EXTRA_SCHEMA)
 _CAUSES = ("error_overload", "error_timeout", "error_bad_build", "error_dead_instance")
 CSV_FIELDS: tuple[str, ...] = MinuteRecord._fields[:-1]  # the extras are JSON only
 # JSON order: the per-cause columns fold into one object placed after error_rate.

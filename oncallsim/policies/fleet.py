@@ -114,7 +114,7 @@ class FleetPlaybook:
         last = observation.last
         assert last is not None
         controls = observation.controls
-        attempts = float((last.extras or {}).get("attempts_per_s", 0.0))
+        attempts = last.extra("attempts_per_s") or 0.0
         if last.admitted_per_s <= 0 or attempts <= AMPLIFIED * last.admitted_per_s:
             return []
         actions: list[tuple[str, Any]] = []

@@ -16,9 +16,10 @@ import numpy as np
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.engine import minute_count
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
-from oncallsim.model.request.world import new_world, with_room
+from oncallsim.model.request.physics import fill_cache
+from oncallsim.model.request.world import new_world
 from oncallsim.verify import oracles
 from oncallsim.verify.queue import Estimate, batch_ci
 
@@ -58,15 +59,13 @@ def run_pipeline(
     st[ST.db_slowdown] = 1.0
     st[ST.serving] = fleet
     st[ST.ttl_s] = ttl_s
-    rec = np.zeros(len(NUMERIC_FIELDS))
-    ext = np.zeros(len(EXTRA_FIELDS))
     count = minute_count(arrivals_per_s)
     out = np.zeros((minutes, len(NUMERIC_FIELDS)))
     for t in range(minutes + 1):
-        world = with_room(world, count)
-        request_minute(p, world, t, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, 0)
+        minute = run_minute(p, world, st, t, arrivals=count)
+        world = minute.world
         if t:
-            out[t - 1] = rec
+            out[t - 1] = minute.record
     return out
 
 

@@ -15,11 +15,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from oncallsim.model.fields import NUMERIC_FIELDS, REC
+from oncallsim.model.fields import REC
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.outcomes import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
+from oncallsim.model.request.physics import quantile
 from oncallsim.model.request.queue_only import queue_only_world
-from oncallsim.model.request.world import with_room
 from oncallsim.verify import oracles
 
 __all__ = ["BATCHES", "Estimate", "QueuePoint", "batch_ci", "queue_grid", "run_queue_point"]
@@ -75,8 +75,6 @@ def run_queue_point(
     minutes = max(BATCHES, math.ceil(customers / (rate * 60.0) / BATCHES) * BATCHES)
     per = minutes // BATCHES
     p, world, st = queue_only_world(servers, service_s, seed, 16 if servers % 16 == 0 else 1, TIMEOUT_S)
-    rec = np.zeros(len(NUMERIC_FIELDS))
-    ext = np.zeros(len(EXTRA_FIELDS))
     drain = servers / service_s - rate
     t_s = max(1, round(1.0 / drain / HIST_BIN_S)) * HIST_BIN_S
     first = round(t_s / HIST_BIN_S)
@@ -85,10 +83,9 @@ def run_queue_point(
     hist = np.zeros_like(world.meter.latency_hist)
     pooled = np.zeros_like(world.meter.latency_hist)
     busy = 0.0
-    room = int(rate * 60.0 * 1.5) + 64
     for t in range(WARMUP_MINUTES + minutes):
-        world = with_room(world, room)
-        request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, rate, 0)
+        minute = run_minute(p, world, st, t, poisson_rate=rate)
+        world, rec = minute.world, minute.record
         i = t - WARMUP_MINUTES
         if i < 0:
             continue

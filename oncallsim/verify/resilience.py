@@ -21,18 +21,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from oncallsim.model.fields import NUMERIC_FIELDS, REC
+from oncallsim.model.fields import EXT, REC
 from oncallsim.model.kernel import from_python
 from oncallsim.model.request import limiter
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.instances import REFUSE
 from oncallsim.model.request.limiter import BUCKET_S, LIMITER_BUCKETS
-from oncallsim.model.request.measure import EXTRA_FIELDS
 from oncallsim.model.request.outcomes import M_ADMITTED, M_OK, M_WAIT_COUNT, M_WAIT_SUM
-from oncallsim.model.request.physics import MODE_QUEUE_ONLY, quantile, request_minute
+from oncallsim.model.request.physics import quantile
 from oncallsim.model.request.queue_only import queue_only_world
 from oncallsim.model.request.queues import enqueue
 from oncallsim.model.request.settings import set_world
-from oncallsim.model.request.world import World, with_room
+from oncallsim.model.request.world import World
 
 __all__ = [
     "Amplification",
@@ -45,8 +45,6 @@ __all__ = [
     "resilience_checks",
     "throttle_ratio",
 ]
-
-_EXTRA = {name: i for i, (name, _, _) in enumerate(EXTRA_FIELDS)}
 
 
 class ResilienceCheck(NamedTuple):
@@ -96,11 +94,9 @@ def _run(
     setup(world)
     out = []
     for t in range(minutes):
-        world = with_room(world, int(lam * 60 * 1.5) + 64)
-        rec = np.zeros(len(NUMERIC_FIELDS))
-        ext = np.zeros(len(EXTRA_FIELDS))
-        request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, lam, 0)
-        out.append((rec, ext, world.meter.measures.copy()))
+        minute = run_minute(p, world, st, t, poisson_rate=lam)
+        world = minute.world
+        out.append((minute.record, minute.extras, world.meter.measures.copy()))
     return world, out
 
 
@@ -116,7 +112,7 @@ def amplification_grid(quick: bool = False, seed: int = 3) -> list[Amplification
 
             _, minutes = _run(10 * 4, 4, 200.0, 0.05, 3 if quick else 6, seed, setup)
             admitted = sum(m[M_ADMITTED] for _, _, m in minutes)
-            attempts = sum(e[_EXTRA["attempts_per_s"]] * 60.0 for _, e, _ in minutes)
+            attempts = sum(e[EXT.attempts_per_s] * 60.0 for _, e, _ in minutes)
             failed = sum(r[REC.error_rate] * m[M_ADMITTED] for r, _, m in minutes)
             f = crashed / 10
             points.append(

@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from oncallsim.model import InvalidInput, MinuteRecord, Params
 from oncallsim.model.controls import SETTINGS, Controls
-from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST
+from oncallsim.model.fields import EXTRA_SCHEMA, NUMERIC_FIELDS, REC, ST
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import coerce_param
 from oncallsim.model.request.balancers import I_CLIENTS
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.engine import minute_count
 from oncallsim.model.request.generator import splitmix64
 from oncallsim.model.request.instances import HEALTH
@@ -37,7 +36,7 @@ from oncallsim.model.request.outcomes import (
     SECOND_LINES,
     X_OUTCOME,
 )
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
+from oncallsim.model.request.physics import fill_cache
 from oncallsim.model.request.settings import configure_world, set_world
 from oncallsim.model.request.world import World, new_world, with_room
 from oncallsim.simulation import RunFile, Simulation
@@ -94,16 +93,14 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
     restore_fleet(world, extras)
     count = minute_count(record.requests_per_s)
     world = with_room(world, count)
-    rec = np.zeros(len(NUMERIC_FIELDS))
-    ext = np.zeros(len(EXTRA_FIELDS))
     stable = record.servers > 0 and record.erlangs < record.servers
     # the zoom's own clock: the warm-up is its minute 0, the zoomed minute its minute 1 (times stay ≥ 0)
     fill_cache(world.backend, world.gen, record.cache_hit, record.ttl_s, 0.0 if stable else 60.0)
     if stable:
-        request_minute(p, world, 0, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, 0)
+        world = run_minute(p, world, st, 0, arrivals=count).world
     every = max(1, count // SAMPLED)
-    request_minute(p, world, 1, 0, st, rec, ext, MODE_PIPELINE, count, 0.0, every)
-    return _describe(record, params, world, rec, ext, stable, source_engine, every)
+    zoomed = run_minute(p, world, st, 1, arrivals=count, sample_every=every)
+    return _describe(record, params, zoomed.world, zoomed.record, zoomed.extras, stable, source_engine, every)
 
 
 def restore_fleet(world: World, extras: dict[str, Any]) -> None:
@@ -131,7 +128,7 @@ def _describe(
     every: int,
 ) -> ZoomedMinute:
     timeout_ms = params.timeout_s * 1000.0
-    extras = dict(zip((name for name, _, _ in EXTRA_FIELDS), ext.tolist(), strict=True))
+    extras = dict(zip((f.name for f in EXTRA_SCHEMA), ext.tolist(), strict=True))
     hist = world.meter.latency_hist
     answered = hist[:-1]
     top_ms = min(timeout_ms, max(10.0, 1.25 * extras["p999_ms"]))

@@ -13,7 +13,7 @@ import numpy as np
 
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.events import Event, from_slots
-from oncallsim.model.fields import REC, ST
+from oncallsim.model.fields import EXTRA_SCHEMA, REC, ST
 from oncallsim.model.kernel import P
 from oncallsim.model.params import Params
 from oncallsim.model.plan import RunPlan
@@ -21,14 +21,15 @@ from oncallsim.model.record import MinuteRecord
 from oncallsim.model.request.balancers import BALANCERS, I_BALANCER, I_CLIENTS
 from oncallsim.model.request.calls import I_BUDGET_OUT
 from oncallsim.model.request.discovery import I_PROTECTING, I_SELF_PROTECTION, register_initial, registry_minute
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action
 from oncallsim.model.request.instances import HEALTH
 from oncallsim.model.request.limiter import I_LIMITING
 from oncallsim.model.request.outcomes import INSTANCE_HIST_BIN_S, INSTANCE_LINES, N_LIMITED
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_PIPELINE, fill_cache, request_minute
+from oncallsim.model.request.physics import fill_cache
 from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.settings import configure_world, world_settings
-from oncallsim.model.request.world import World, new_world, with_room
+from oncallsim.model.request.world import World, new_world
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
 from oncallsim.model.state import State, initial_state
@@ -37,7 +38,7 @@ from oncallsim.model.traffic import diurnal_rate, surge_factor
 
 __all__ = ["RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
 
-_EXTRA_NAMES = tuple(name for name, _, _ in EXTRA_FIELDS)
+_EXTRA_NAMES = tuple(f.name for f in EXTRA_SCHEMA)
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
 
 
@@ -152,10 +153,10 @@ class RequestEngine:
             k.params, t, state.plan.clock_start_min, flags, k.surge, z_count, z_scale, rng is not None, vec, values,
             slots,
         )  # fmt: skip
-        count = minute_count(values[REC.requests_per_s])
-        world = with_room(world, count)
-        ext = np.zeros(len(EXTRA_FIELDS))
-        request_minute(k.params, world, t, flags, vec, values, ext, MODE_PIPELINE, count, 0.0, 0)
+        minute = run_minute(
+            k.params, world, vec, t, arrivals=minute_count(values[REC.requests_per_s]), flags=flags, record=values
+        )
+        world, ext = minute.world, minute.extras
         events.extend(overload_events(world, ext, serving))
         if close_minute(k.params, t, vec, boot, window, values, slots):
             events.extend(from_slots(slots.tolist()))

@@ -12,15 +12,16 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.errors import InvalidInput
-from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, STATE_SCHEMA
+from oncallsim.model.fields import REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params, coerce_param
 from oncallsim.model.request.balancers import I_CLIENTS
 from oncallsim.model.request.discovery import register_initial
+from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.outcomes import HIST_BIN_S, M_WAIT_COUNT, M_WAIT_SUM, M_WAITED
-from oncallsim.model.request.physics import EXTRA_FIELDS, MODE_QUEUE_ONLY, quantile, request_minute
+from oncallsim.model.request.physics import quantile
 from oncallsim.model.request.settings import set_world
-from oncallsim.model.request.world import World, new_world, with_room
+from oncallsim.model.request.world import World, new_world
 
 __all__ = ["QueueRun", "queue_only_world", "simulate_mmn"]
 
@@ -94,17 +95,14 @@ def simulate_mmn(
     p, world, st = queue_only_world(servers, service_s, seed, workers_per_instance, timeout_s)
     set_world(world, balancer=balancer)
     world.views.ints[I_CLIENTS] = coerce_param("clients", clients)
-    rec = np.zeros(len(NUMERIC_FIELDS))
-    ext = np.zeros(len(EXTRA_FIELDS))
     wait_hist = np.zeros_like(world.meter.wait_hist)
     latency_hist = np.zeros_like(world.meter.latency_hist)
     customers = answered = waited = 0
     wait_sum = busy = 0.0
     per_minute = np.zeros((minutes, 4))
-    room = int(arrivals_per_s * 60.0 * 1.5) + 64
     for t in range(warmup_minutes + minutes):
-        world = with_room(world, room)
-        request_minute(p, world, t, 0, st, rec, ext, MODE_QUEUE_ONLY, 0, arrivals_per_s, 0)
+        minute = run_minute(p, world, st, t, poisson_rate=arrivals_per_s)
+        world, rec = minute.world, minute.record
         if t < warmup_minutes:
             continue
         m = world.meter.measures
