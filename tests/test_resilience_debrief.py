@@ -174,8 +174,8 @@ def test_a_replay_stops_once_it_has_spent_more_than_its_bound(idle: Simulation) 
     whole = with_settings(idle, codel)
     spent = run_outcome(whole).budget_spent
     assert spent > 0
-    assert _replay(idle, codel, spent * 0.5) is None  # it passes half its total before the end
-    kept = _replay(idle, codel, spent)  # exactly its total: played to the end, every minute the same
+    assert _replay(idle, codel, lambda: spent * 0.5) is None  # it passes half its total before the end
+    kept = _replay(idle, codel, lambda: spent)  # exactly its total: played to the end, every minute the same
     assert kept is not None and kept.timeline == whole.timeline
 
 
@@ -223,3 +223,19 @@ def test_the_debrief_chart_shows_goodput_and_names_the_mechanism_as_the_table_do
     plain = Simulation("bad-deploy", seed=7, minutes=20)
     plain.run([])
     assert len({t.legend for t in debrief_figure(plain.timeline, plain.params).data}) == len(PANELS)
+
+
+def test_replays_side_by_side_give_what_one_after_another_gives(idle: Simulation, monkeypatch) -> None:
+    """The debrief's replays run on the machine's cores: the same runs, the same mechanisms kept, every record
+    equal, as when they run one after another (the bound each reads only prunes replays that cannot be kept)."""
+    from oncallsim.policies import counterfactual
+
+    seen = []
+    monkeypatch.setattr(counterfactual, "REPLAY_THREADS", 1)
+    one = counterfactuals(idle, progress=lambda done, total: seen.append((done, total)))
+    monkeypatch.setattr(counterfactual, "REPLAY_THREADS", 3)
+    three = counterfactuals(idle)
+    assert list(one) == list(three)
+    for name in one:
+        assert one[name].timeline == three[name].timeline, name
+    assert [d for d, _ in seen] == list(range(1, len(seen) + 1)) and {t for _, t in seen} == {len(seen)}
