@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, NamedTuple, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from oncallsim.model import (
     MODEL_VERSION,
@@ -58,7 +58,18 @@ class _ActionIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     minute: int = Field(ge=0)
     control: str
-    value: bool | int | float | None = None
+    # a choice's value is its name ("codel"), as the console and the API send it; every other control's is a
+    # number or a switch, never text (the same rule as web/api.ActionBody)
+    value: bool | int | float | Annotated[str, Field(max_length=64)] | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _text_only_for_a_choice(cls, value: Any, info: ValidationInfo) -> Any:
+        control = info.data.get("control")
+        spec = CONTROL_SPECS.get(control) if isinstance(control, str) else None
+        if isinstance(value, str) and spec is not None and spec.kind != "choice":
+            raise ValueError(f"{control} takes {spec.describe_range()}, not text")
+        return value
 
 
 def parse_action(item: Any, where: str = "action") -> Action:

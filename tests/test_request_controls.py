@@ -138,3 +138,22 @@ def test_each_request_control_has_its_sentences() -> None:
         "the p2c balancer", "FIFO queues", "up to 2 retries per request", "full-jitter backoff",
     ]  # fmt: skip
     assert in_force(defaults | {"retry_backoff": "none"}) == ["the pooled balancer", "FIFO queues", "no retries"]
+
+
+def test_a_run_with_choice_actions_replays_from_its_run_file(tmp_path: Path) -> None:
+    """A choice's value is its name in an actions file and a run file, as on the console and the API (run
+    files with a balancer or a queue discipline change could be saved but not replayed); text for any other
+    kind of control is refused there as it is by the API."""
+    from oncallsim.simulation import load_actions
+
+    sim = Simulation("retry-storm", seed=1, engine="request", minutes=3)
+    sim.step([("balancer", "p2c"), ("queue_limit", 20)])
+    sim.step([("queue_discipline", "adaptive-lifo"), ("retry_backoff", "none")])
+    path = tmp_path / "run.json"
+    path.write_text(sim.run_file().model_dump_json())
+    assert Simulation.replay(path).timeline == sim.timeline
+    assert load_actions([{"minute": 0, "control": "limiter", "value": "bbr"}])[0].value == "bbr"
+    for control, text in (("floor", "12"), ("eject", "i-3"), ("client_throttle", "on")):
+        with pytest.raises(InvalidInput) as err:
+            load_actions([{"minute": 0, "control": control, "value": text}])
+        assert "not text" in str(err.value) and err.value.field.endswith("value")
