@@ -14,7 +14,7 @@ import pytest
 
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.fields import EXTRA_SCHEMA, REC, ST, STATE_SCHEMA
-from oncallsim.model.kernel import kernel_params
+from oncallsim.model.kernel import from_python, kernel_params
 from oncallsim.model.params import Params
 from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.settings import set_world, world_settings
@@ -104,3 +104,32 @@ def test_bad_settings_name_the_field_and_change_nothing() -> None:
             set_world(world, **kwargs)
         assert err.value.field == field
     assert world_settings(world) == before
+
+
+def test_the_queue_pool_shrinks_after_a_burst_and_nothing_changes() -> None:
+    """The waiting requests' pool doubles before a minute that could fill it and, once what could wait is an
+    eighth of it or less, moves the waiting requests to a smaller pool: their order, links and outcomes are the
+    same as in the big pool (a slot's number never matters)."""
+    from oncallsim.model.request import queues as q
+
+    params = Params(max_fleet=1, app_time_ms=50.0, timeout_s=2.0, hot_objects=1.0)
+    world = new_world(params, 3)
+    for n in range(3000):  # a backlog in the balancer's queue and instance 0's, interleaved
+        from_python(q.enqueue)(world.queues, n % 2, float(n), n, -1, -1, n)
+    grown = q.with_room(world.queues, 1 << 16)
+    assert len(grown.s_arrival) == 1 << 17
+    big = q.Queues._make(a.copy() for a in grown)  # the pool as it was, to drain beside the small one
+    small = q.with_room(grown, 100)  # 3,100 could wait: an eighth of the pool or less
+    assert len(small.s_arrival) == q.QUEUE_START * 2 and small.ints[q.I_SFREE] == len(small.s_arrival) - 3000
+
+    def drained(pool: q.Queues) -> list[tuple[int, float, int]]:
+        out = []
+        for qid in (0, 1):
+            while pool.qs[q.Q_LEN, qid] > 0:
+                slot = from_python(q.dequeue)(pool, qid)
+                out.append((qid, float(pool.s_arrival[slot]), int(pool.s_call[slot])))
+        return out
+
+    assert drained(small) == drained(big) == [(i % 2, float(i), i) for i in (*range(0, 3000, 2), *range(1, 3000, 2))]
+    assert small.ints[q.I_SFREE] == len(small.s_arrival)  # every slot free again, each once
+    assert sorted(small.s_free.tolist()) == list(range(len(small.s_arrival)))

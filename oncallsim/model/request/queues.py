@@ -81,12 +81,13 @@ def new_queues(instances: int, capacity: int = QUEUE_START) -> Queues:
 
 def with_room(queues: Queues, more: int) -> Queues:
     """The queues with room for ``more`` requests more (``QUEUE_CAPACITY`` in all at most): the slot pool
-    doubles, as often as needed, before the minute that could fill it (links stay valid)."""
+    doubles, as often as needed, before the minute that could fill it (links stay valid); after a burst, once
+    what could wait is an eighth of the pool or less, it shrinks back (``shrunk``)."""
     free = int(queues.ints[I_SFREE])
     capacity = len(queues.s_arrival)
     want = min(capacity - free + more, QUEUE_CAPACITY)
     if want <= capacity:
-        return queues
+        return shrunk(queues, want) if capacity > QUEUE_START and 8 * want <= capacity else queues
     grown = capacity
     while grown < want:
         grown *= 2
@@ -112,6 +113,47 @@ def with_room(queues: Queues, more: int) -> Queues:
         s_free=s_free,
     )
 
+
+
+def shrunk(queues: Queues, want: int) -> Queues:
+    """The queues in a smaller pool (at least ``QUEUE_START`` slots, twice ``want`` rounded up to a power of two):
+    the waiting requests move to the lowest slots in the order of their old ones, their links and each queue's
+    head, tail and cursor renumbered with them; a slot's number never changes what happens to its request."""
+    capacity = len(queues.s_arrival)
+    free = int(queues.ints[I_SFREE])
+    size = QUEUE_START
+    while size < 2 * want:
+        size *= 2
+    if size >= capacity:
+        return queues
+    taken = np.ones(capacity, dtype=np.bool_)
+    taken[queues.s_free[:free]] = False
+    used = np.flatnonzero(taken)  # ascending: the waiting requests keep their order
+    renumber = np.full(capacity + 1, -1, dtype=np.int64)  # old slot → new; index −1 (the last) maps −1 to −1
+    renumber[used] = np.arange(len(used), dtype=np.int64)
+
+    def moved(old: Any, fill: Any, links: bool = False) -> Any:
+        new = np.full(size, fill, dtype=old.dtype)
+        new[: len(used)] = renumber[old[used]] if links else old[used]
+        return new
+
+    qs = queues.qs.copy()
+    for row in (Q_HEAD, Q_TAIL, Q_CURSOR):
+        qs[row] = renumber[qs[row]]
+    s_free = np.empty(size, dtype=np.int64)  # room for every slot: all may be free again
+    s_free[: size - len(used)] = np.arange(size - 1, len(used) - 1, -1, dtype=np.int64)  # taken lowest first
+    queues.ints[I_SFREE] = size - len(used)
+    return queues._replace(
+        s_arrival=moved(queues.s_arrival, 0.0),
+        s_object=moved(queues.s_object, 0),
+        s_tag=moved(queues.s_tag, -1),
+        s_client=moved(queues.s_client, 0),
+        s_call=moved(queues.s_call, -1),
+        s_next=moved(queues.s_next, -1, links=True),
+        s_prev=moved(queues.s_prev, -1, links=True),
+        s_free=s_free,
+        qs=qs,
+    )
 
 @step
 def room(queues: Any) -> int:

@@ -9,7 +9,7 @@ generator. Compiled code reads and writes the arrays in place; a step takes the 
 Sizes are fixed when the run starts: workers = max fleet × workers per instance, the warm-up job's queries in
 flight ``WARMUP_CONCURRENCY``. The arrival buffer, the waiting requests' slots and the calls grow before a
 minute that needs more (``with_room``), up to ``QUEUE_CAPACITY`` waiting in all (one arriving then is rejected
-at once, as overload).
+at once, as overload); the queues' pool shrinks back once a burst is over (``queues.shrunk``).
 """
 
 from __future__ import annotations
