@@ -114,7 +114,6 @@ def with_room(queues: Queues, more: int) -> Queues:
     )
 
 
-
 def shrunk(queues: Queues, want: int) -> Queues:
     """The queues in a smaller pool (at least ``QUEUE_START`` slots, twice ``want`` rounded up to a power of two):
     the waiting requests move to the lowest slots in the order of their old ones, their links and each queue's
@@ -154,6 +153,7 @@ def shrunk(queues: Queues, want: int) -> Queues:
         s_free=s_free,
         qs=qs,
     )
+
 
 @step
 def room(queues: Any) -> int:
