@@ -25,7 +25,7 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
-from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, check_engine, coerce_control_value
+from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, check_engine, coerce_control_value, text_refused
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.errors import quote
 from oncallsim.model.plan import MAX_RUN_MINUTES
@@ -58,17 +58,15 @@ class _ActionIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     minute: int = Field(ge=0)
     control: str
-    # a choice's value is its name ("codel"), as the console and the API send it; every other control's is a
-    # number or a switch, never text (the same rule as web/api.ActionBody)
+    # a choice's value is its name, as the console and the API send it (``controls.text_refused``)
     value: bool | int | float | Annotated[str, Field(max_length=64)] | None = None
 
     @field_validator("value")
     @classmethod
     def _text_only_for_a_choice(cls, value: Any, info: ValidationInfo) -> Any:
-        control = info.data.get("control")
-        spec = CONTROL_SPECS.get(control) if isinstance(control, str) else None
-        if isinstance(value, str) and spec is not None and spec.kind != "choice":
-            raise ValueError(f"{control} takes {spec.describe_range()}, not text")
+        refused = text_refused(info.data.get("control"), value)
+        if refused:
+            raise ValueError(refused)
         return value
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "apply_to_vector",
     "check_engine",
     "coerce_control_value",
+    "text_refused",
 ]
 
 CONTROL_SPECS: dict[str, ControlSpec] = {
@@ -161,6 +162,16 @@ def check_engine(name: str, engine: str) -> None:
             f"belongs to the {' and '.join(spec.engines)} engine; this run uses the {engine} engine "
             f"(start it with --engine {spec.engines[0]})",
         )
+
+
+def text_refused(name: Any, value: Any) -> str | None:
+    """Why ``value`` is refused as text for control ``name`` (None when it is not): a choice's value is its
+    name ("codel"); every other control's is a number or a switch, never text. The API, the WebSocket, run files
+    and actions files judge a value's type by this one rule; a command line's text is parsed instead."""
+    spec = CONTROL_SPECS.get(name) if isinstance(name, str) else None
+    if isinstance(value, str) and spec is not None and spec.kind != "choice":
+        return f"{name} takes {spec.describe_range()}, not text"
+    return None
 
 
 def coerce_control_value(name: str, value: Any) -> Any:

@@ -217,3 +217,8 @@ EXTRA_SCHEMA: tuple[Field, ...] = (
     Field("wasted_work_s", "float", "s", "worker-seconds of that wasted work (wasted_work_share's numerator)", "extra"),
 )
 EXT: Any = _index("ExtraIndex", EXTRA_SCHEMA)  # positions in the extras vector
+
+
+def extras_by_name(ext: Any) -> dict[str, float]:
+    """An extras vector as the record's ``extras`` mapping holds it (``EXTRA_SCHEMA`` order)."""
+    return dict(zip((f.name for f in EXTRA_SCHEMA), ext.tolist(), strict=True))

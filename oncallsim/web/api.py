@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
+from oncallsim.model.controls import text_refused
 from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.scenarios import builtin_scenarios
@@ -97,9 +98,9 @@ class ActionBody(_Body):
 
     @model_validator(mode="after")
     def _text_only_for_a_choice(self) -> ActionBody:
-        spec = CONTROL_SPECS.get(self.control)
-        if isinstance(self.value, str) and spec is not None and spec.kind != "choice":
-            raise ValueError(f"{self.control} takes {spec.describe_range()}, not text")
+        refused = text_refused(self.control, self.value)
+        if refused:
+            raise ValueError(refused)
         return self
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from oncallsim.model import InvalidInput, MinuteRecord, Params
 from oncallsim.model.controls import SETTINGS, Controls
-from oncallsim.model.fields import EXTRA_SCHEMA, NUMERIC_FIELDS, REC, ST
+from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, extras_by_name
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import coerce_param
 from oncallsim.model.request.balancers import I_CLIENTS
@@ -128,7 +128,7 @@ def _describe(
     every: int,
 ) -> ZoomedMinute:
     timeout_ms = params.timeout_s * 1000.0
-    extras = dict(zip((f.name for f in EXTRA_SCHEMA), ext.tolist(), strict=True))
+    extras = extras_by_name(ext)
     hist = world.meter.latency_hist
     answered = hist[:-1]
     top_ms = min(timeout_ms, max(10.0, 1.25 * extras["p999_ms"]))

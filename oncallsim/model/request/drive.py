@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.errors import InvalidInput
-from oncallsim.model.fields import EXT, EXTRA_SCHEMA, NUMERIC_FIELDS, REC
+from oncallsim.model.fields import EXT, EXTRA_SCHEMA, NUMERIC_FIELDS, REC, extras_by_name
 from oncallsim.model.request.physics import request_minute
 from oncallsim.model.request.stream import MODE_PIPELINE, MODE_QUEUE_ONLY
 from oncallsim.model.request.world import World, with_room
@@ -43,7 +43,7 @@ class Minute(NamedTuple):
         return float(self.extras[getattr(EXT, name)])
 
     def extras_by_name(self) -> dict[str, float]:
-        return dict(zip((f.name for f in EXTRA_SCHEMA), self.extras.tolist(), strict=True))
+        return extras_by_name(self.extras)
 
 
 def run_minute(

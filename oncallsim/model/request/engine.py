@@ -13,7 +13,7 @@ import numpy as np
 
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.events import Event, from_slots
-from oncallsim.model.fields import EXTRA_SCHEMA, REC, ST
+from oncallsim.model.fields import EXT, REC, ST, extras_by_name
 from oncallsim.model.kernel import P
 from oncallsim.model.params import Params
 from oncallsim.model.plan import RunPlan
@@ -38,7 +38,6 @@ from oncallsim.model.traffic import diurnal_rate, surge_factor
 
 __all__ = ["RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
 
-_EXTRA_NAMES = tuple(f.name for f in EXTRA_SCHEMA)
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
 
 
@@ -59,7 +58,7 @@ def extras_of(
 ) -> dict[str, Any]:
     """The extras vector, the fleet's settings and the per-instance lines as the record's ``extras`` mapping;
     also what a zoom needs to rebuild the minute: every setting the world held and the database's slowdown."""
-    out: dict[str, Any] = dict(zip(_EXTRA_NAMES, ext.tolist(), strict=True))
+    out: dict[str, Any] = extras_by_name(ext)
     out["settings"] = world_settings(world)
     out["db_slowdown"] = db_slowdown
     out["balancer"] = BALANCERS[int(world.views.ints[I_BALANCER])]
@@ -91,7 +90,7 @@ def overload_events(world: World, ext: np.ndarray[Any, Any], serving: int) -> li
     elif not limiting and world.limiter.ints[I_LIMITING]:
         events.append(Event("limiter_released"))
     world.limiter.ints[I_LIMITING] = 1 if limiting else 0
-    denied = float(ext[_EXTRA_NAMES.index("retries_denied_per_s")])
+    denied = float(ext[EXT.retries_denied_per_s])
     if denied > 0 and not world.calls.ints[I_BUDGET_OUT]:
         events.append(Event("retry_budget_exhausted", n=max(1, round(denied))))
     elif denied == 0 and world.calls.ints[I_BUDGET_OUT]:
