@@ -80,3 +80,46 @@ def test_compiled_code_is_cached_per_version_of_the_compiled_code() -> None:
         assert Path(locator).parent == cache_folder() and cache_folder().name == code_digest()
         assert dispatcher._cache._impl.locator.get_source_stamp() == code_digest()
     assert cache_folder().is_dir()
+
+
+def test_a_step_refuses_a_call_from_python_and_its_twin_answers() -> None:
+    """A step has no machine code of its own (jit.LINK_ONLY): Python gets a clear error, not a null pointer."""
+    from oncallsim.model.fleet import booting_count
+    from oncallsim.model.kernel import from_python
+
+    with pytest.raises(TypeError, match=r"booting_count is a step.*kernel\.from_python"):
+        booting_count([0, 0])
+    import numpy as np
+
+    assert from_python(booting_count)(np.array([2, 0, 1], dtype=np.int64)) == 3
+
+
+def test_positions_are_constants_that_mean_the_same_in_compiled_code() -> None:
+    import numba
+    import numpy as np
+
+    from oncallsim.model.fields import EXT, REC, ST
+    from oncallsim.model.kernel import P
+
+    @numba.njit
+    def read(rec: np.ndarray, st: np.ndarray, ext: np.ndarray, p: np.ndarray) -> tuple[float, float, float, float]:
+        return rec[REC.error_rate], st[ST.ttl_s], ext[EXT.wasted_work_s], p[P.timeout_s]
+
+    arrays = [np.arange(len(index), dtype=np.float64) * 10.0 for index in (REC, ST, EXT, P)]
+    assert read(*arrays) == (10.0 * REC.error_rate, 10.0 * ST.ttl_s, 10.0 * EXT.wasted_work_s, 10.0 * P.timeout_s)
+
+
+def test_every_piece_of_the_world_is_held_by_reference() -> None:
+    """Each piece (and the world) passes between compiled functions as one pointer (jit.by_reference): a piece
+    left out would still run, passed as all its arrays' scalars, and cost its share of the compile time again."""
+    from numba import typeof
+
+    from oncallsim.model.jit import PieceType
+    from oncallsim.model.params import Params
+    from oncallsim.model.request.world import new_world
+
+    world = new_world(Params(), 1)
+    assert isinstance(typeof(world), PieceType)
+    for name, piece in world._asdict().items():
+        if name != "gen":
+            assert isinstance(typeof(piece), PieceType), name

@@ -10,8 +10,9 @@ function of other fields, kept for readers), ``label`` (minute, clock, events: n
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any, Literal, NamedTuple
+
+from oncallsim.model.jit import positions
 
 __all__ = [
     "NUMERIC_FIELDS",
@@ -118,8 +119,8 @@ STATE_SCHEMA: tuple[Field, ...] = (
 
 
 def _index(name: str, fields: tuple[Field, ...]) -> Any:
-    """Field positions by name, as a named tuple of ints (compiled code reads it as a constant)."""
-    return namedtuple(name, [f.name for f in fields])(*range(len(fields)))
+    """Field positions by name, as a named tuple of ints (compiled code reads each as a constant)."""
+    return positions(name, [f.name for f in fields])
 
 
 REC: Any = _index("RecordIndex", NUMERIC_FIELDS)  # positions in the record vector

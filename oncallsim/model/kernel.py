@@ -13,13 +13,14 @@ Two special functions need care to stay bit-identical to CPython and SciPy:
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from oncallsim.model.jit import positions
 
 __all__ = [
     "JIT",
@@ -43,7 +44,10 @@ JIT = not getattr(_numba_config, "DISABLE_JIT", False)
 if JIT:
     import llvmlite.binding as _llvm
     from numba import njit, types
+    from numba.core.registry import CPUDispatcher
     from numba.extending import get_cython_function_address
+
+    from oncallsim.model.jit import LINK_ONLY
 
     _llvm.add_symbol("oncallsim_pdtr", get_cython_function_address("scipy.special.cython_special", "pdtr"))
     _pdtr = types.ExternalFunction("oncallsim_pdtr", types.float64(types.float64, types.float64, types.intc))
@@ -72,21 +76,40 @@ if JIT:
         dispatcher.get_call_template = get_call_template
         return dispatcher
 
-    _STEP = {"cache": True, "nogil": True, "_nrt": False, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+    _STEP = {
+        "cache": True,
+        "nogil": True,
+        "_nrt": False,
+        "no_cpython_wrapper": True,
+        "no_cfunc_wrapper": True,
+        "pipeline_class": LINK_ONLY,
+    }
+
+    def _compiled_callers_only(dispatcher: Any) -> Any:
+        """A step refuses a call from Python with a line that says what to use (it has no machine code of its own
+        to run: numba would call a null pointer)."""
+        dispatcher.__class__ = _Step
+        return dispatcher
+
+    class _Step(CPUDispatcher):  # type: ignore[misc]
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            raise TypeError(
+                f"{self.py_func.__module__}.{self.py_func.__qualname__} is a step, compiled for compiled callers "
+                "only: call kernel.from_python(step) from Python"
+            )
 
     def step(fn: T) -> T:
-        """``unmanaged``, and called from compiled code only: numba builds no CPython or C wrapper for it. A
-        wrapper unboxes each argument from a Python object, and for a function of the request engine's world
-        (a tuple of some eighty arrays) building one cost ~0.7 s of compiling, for every such function."""
-        return _as_values(njit(**_STEP)(fn))  # type: ignore[call-overload,no-any-return]
+        """``unmanaged``, and called from compiled code only: numba builds no CPython or C wrapper for it (a
+        wrapper unboxes each argument from a Python object), and it is compiled only as its callers' code, never
+        to machine code of its own (``jit.LINK_ONLY``)."""
+        return _compiled_callers_only(_as_values(njit(**_STEP)(fn)))  # type: ignore[call-overload,no-any-return]
 
     def inline_step(fn: T) -> T:
-        """``step``, inlined into its callers by LLVM (``forceinline``: LLVM's alwaysinline). A call passes the
-        request engine's world, a tuple of some eighty arrays, flattened into hundreds of arguments, so the steps
-        every request takes are inlined (a busy minute 59 → 21 ms). numba compiles such a step once; its own
-        inlining (``inline="always"``) typed and lowered a copy of the body at every call site, which was most
-        of the engine's compile time (70 → 34 s of CPU)."""
-        return _as_values(njit(**_STEP, forceinline=True)(fn))  # type: ignore[call-overload,no-any-return]
+        """``step``, inlined into its callers by LLVM (``forceinline``: LLVM's alwaysinline): the steps every
+        request takes (a busy minute 59 → 21 ms when the world was passed as all its arrays). numba compiles such
+        a step once; its own inlining (``inline="always"``) typed and lowered a copy of the body at every call
+        site, which was most of the engine's compile time (70 → 34 s of CPU)."""
+        return _compiled_callers_only(_as_values(njit(**_STEP, forceinline=True)(fn)))  # type: ignore[call-overload,no-any-return]
 
     @cache
     def _with_wrappers(py_func: Callable[..., Any]) -> Any:
@@ -130,7 +153,7 @@ def _param_names() -> tuple[str, ...]:
 
 # Positions of the parameters in the array compiled code reads: ``p[P.hot_objects]``. An array, not a named
 # tuple: numba checks an array argument in well under a microsecond, a named tuple of forty fields in ~14 µs.
-P: Any = namedtuple("ParamIndex", _param_names())(*range(len(_param_names())))
+P: Any = positions("ParamIndex", _param_names())
 
 
 @lru_cache(maxsize=64)

@@ -9,6 +9,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.jit import by_reference
+
 __all__ = ["I_WCURSOR", "I_WFREE", "MAX_OBJECTS", "WARMUP_CONCURRENCY", "Backend", "new_backend"]
 
 MAX_OBJECTS = 5_000_000  # one expiry time per hot object: 40 MB at most
@@ -17,6 +19,7 @@ WARMUP_CONCURRENCY = 1024  # the warm-up job's queries in flight; beyond it the 
 I_WFREE, I_WCURSOR = range(2)
 
 
+@by_reference
 class Backend(NamedTuple):
     """The cache's expiry times, the partitions' next free times, the warm-up job's readers."""
 

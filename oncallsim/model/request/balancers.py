@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.throttle import I_THROTTLE, mark
@@ -55,6 +56,7 @@ I_BALANCER, I_CLIENTS = range(2)
 R_NEXT_VIEW = 0  # reals[...]: the next time a balancer's view of the registry changes (instances.py)
 
 
+@by_reference
 class Views(NamedTuple):
     """What each client's balancer knows of each instance, and which instances are in its rotation."""
 

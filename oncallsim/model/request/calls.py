@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.heap import pop_on, push_on
@@ -80,6 +81,7 @@ I_CFREE, I_DHEAD, I_DLEN, I_RHEAP, I_RETRIES, I_BACKOFF, I_BUDGET_OUT = range(7)
 R_RETRY_BASE, R_RETRY_CAP, R_BUDGET, R_BUDGET_BURST, R_RETRY_BAD = range(5)
 
 
+@by_reference
 class Calls(NamedTuple):
     """The clients' calls (one per admitted request while retries are on), their attempts' deadlines, the
     backoffs waiting, each client's retry budget, and the retry settings."""

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.events import Event
+from oncallsim.model.jit import by_reference
 from oncallsim.model.params import Params
 from oncallsim.model.request.balancers import I_CLIENTS
 from oncallsim.model.request.instances import HANG, UP
@@ -53,6 +54,7 @@ CONTROLS = (
 )
 
 
+@by_reference
 class Registry(NamedTuple):
     """The registry's listing of each instance slot, its renewals and evictions."""
 

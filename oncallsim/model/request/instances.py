@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import step
 from oncallsim.model.request.balancers import I_CLIENTS, MAX_CLIENTS, R_NEXT_VIEW
 from oncallsim.model.request.workers import I_ENABLED, free_add, free_remove
@@ -63,6 +64,7 @@ CONTROLS = (
 )
 
 
+@by_reference
 class Fleet(NamedTuple):
     """Each instance slot's health and speed, the operator's ejections and replacements, the zone outage."""
 

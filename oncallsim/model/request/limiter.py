@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import step
 from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.windows import ring_bucket
@@ -52,6 +53,7 @@ CONTROLS = (
 )
 
 
+@by_reference
 class Limiter(NamedTuple):
     """Each instance's CPU estimate and its window of completions, and whether the limiter is on."""
 

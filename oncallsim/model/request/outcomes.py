@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step, step, unmanaged
 from oncallsim.model.request.instances import UP
 
@@ -87,6 +88,7 @@ O_OK, O_BAD, O_TIMEOUT, O_OVERLOAD, O_SHED, O_PENDING, O_DROPPED, O_REFUSED, O_L
 I_NSAMPLES, I_SEQ = range(2)
 
 
+@by_reference
 class Meter(NamedTuple):
     """What a minute measures: the counts, the latency histograms, the per-second and per-instance lines and
     the sampled requests' paths (the zoom), all reset when the minute opens."""

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step, step
 
 __all__ = ["dequeue", "dequeue_tail", "enqueue", "room"]
@@ -41,6 +42,7 @@ Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
 I_SFREE, I_QLEN, I_DISCIPLINE, I_QUEUE_LIMIT, I_DEADLINES = range(5)
 
 
+@by_reference
 class Queues(NamedTuple):
     """The waiting requests' slots, the queues linking them, each queue's discipline state and the server
     side's queue settings (disciplines.py)."""

@@ -8,6 +8,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.jit import by_reference
+
 __all__ = ["MODE_PIPELINE", "MODE_QUEUE_ONLY", "R_NEXT_STREAM", "Stream", "new_stream", "with_room"]
 
 MODE_PIPELINE = 0  # the whole service: shedding, cache, database, builds
@@ -15,6 +17,7 @@ MODE_QUEUE_ONLY = 1  # M/M/N: a Poisson stream, exponential service of the app t
 R_NEXT_STREAM = 0  # reals[...]: queue-only mode: the next arrival of the Poisson stream
 
 
+@by_reference
 class Stream(NamedTuple):
     reals: npt.NDArray[np.float64]
     arrivals: npt.NDArray[np.float64]  # the minute's arrival times (grown before a minute that needs more)

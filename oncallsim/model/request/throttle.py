@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import step
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.windows import ring_bucket
@@ -45,6 +46,7 @@ CONTROLS = (
 )
 
 
+@by_reference
 class Throttle(NamedTuple):
     """Each client's window of requests and accepts, and the throttling settings."""
 

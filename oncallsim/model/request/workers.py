@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step
 
 __all__ = ["free_add", "free_remove"]
@@ -18,6 +19,7 @@ MAX_WORKERS = 200_000
 I_FREE, I_HEAP, I_BUSY, I_ENABLED, I_NBAD = range(5)
 
 
+@by_reference
 class Workers(NamedTuple):
     """Every worker of every instance slot (max fleet × workers per instance), the free ones, and the heap of
     the busy workers' next phase ends (the warm-up job's reads in flight share it, after the workers' ids)."""

@@ -4,7 +4,8 @@ Queues, in-flight work, the cache and the database's partitions carry across min
 run of the request engine holds them here, beside the minute model's ``State``. Each mechanism's module owns
 its piece — a small named tuple of arrays with its settings in its own ``ints``/``reals`` slots, named by that
 module's constants (``queues.Queues``, ``limiter.Limiter``, …) — and the world is their assembly plus the
-generator. Compiled code reads and writes the arrays in place; a step takes the pieces it touches.
+generator. Compiled code reads and writes the arrays in place; a step takes the pieces it touches. Each piece class
+is registered ``@by_reference`` (``jit.py``): compiled code holds it as one pointer, never as all its arrays.
 
 Sizes are fixed when the run starts: workers = max fleet × workers per instance, the warm-up job's queries in
 flight ``WARMUP_CONCURRENCY``. The arrival buffer, the waiting requests' slots and the calls grow before a
@@ -20,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.errors import InvalidInput
+from oncallsim.model.jit import by_reference
 from oncallsim.model.params import Params
 from oncallsim.model.request import calls as _calls
 from oncallsim.model.request import queues as _queues
@@ -40,6 +42,7 @@ from oncallsim.model.request.workers import MAX_WORKERS, Workers, new_workers
 __all__ = ["World", "check_params", "copy_world", "new_world", "partitions_of", "with_room"]
 
 
+@by_reference
 class World(NamedTuple):
     """One run's requests, workers, cache and database (see the module's docstring)."""
 
