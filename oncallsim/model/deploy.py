@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import P, compiled
+from oncallsim.model.kernel import P, compiled, step
 
 __all__ = ["advance", "start_deploy"]
 
 
-@compiled
+@step
 def start_deploy(bad_build_share: float, p: Any) -> float:
     """The deploy starts: its first minute already puts one step of traffic on the bad build."""
     return min(1.0, bad_build_share + p[P.rollout_step])

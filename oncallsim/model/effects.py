@@ -14,7 +14,7 @@ import numpy as np
 
 from oncallsim.model.fields import ST
 from oncallsim.model.fleet import fleet_size, match_floor, start
-from oncallsim.model.kernel import P, compiled
+from oncallsim.model.kernel import P, compiled, step
 
 __all__ = ["EFFECT_EVENTS", "PRESS_ROLLBACK", "PRESS_WARMUP", "SET", "SET_FLOOR", "apply_effect", "apply_runs"]
 
@@ -40,7 +40,7 @@ _SETTING, _WARMUP_STARTED, _WARMUP_RUNNING, _ROLLBACK_STARTED, _ROLLBACK_RESTART
 _FLOOR_RAISED, _TO_FLOOR_STARTED, _TO_FLOOR_REMOVED = 6, 7, 8
 
 
-@compiled
+@step
 def keep_fleet_at_floor(vec: Any, boot: Any, p: Any) -> tuple[int, int]:
     """With the autoscaler off the fleet is exactly the floor: extras go at once, missing ones boot."""
     if vec[ST.autoscaler] != 0.0:

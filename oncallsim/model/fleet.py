@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from oncallsim.model.kernel import P, compiled
+from oncallsim.model.kernel import P, compiled, step
 
 __all__ = ["Fleet", "autoscale", "desired_fleet", "fleet_size", "match_floor", "start", "tick"]
 
@@ -30,7 +30,7 @@ class Fleet(NamedTuple):
         return self.serving + len(self.booting)
 
 
-@compiled
+@step
 def booting_count(boot: Any) -> int:
     total = 0
     for k in range(len(boot)):
@@ -38,7 +38,7 @@ def booting_count(boot: Any) -> int:
     return total
 
 
-@compiled
+@step
 def fleet_size(serving: int, boot: Any) -> int:
     return serving + booting_count(boot)
 
@@ -54,7 +54,7 @@ def start(serving: int, boot: Any, count: int, boot_delay: int) -> int:
     return serving
 
 
-@compiled
+@step
 def shrink_to(serving: int, boot: Any, size: int) -> int:
     """Remove instances down to ``size``, the latest-started booting ones first, then serving ones."""
     excess = fleet_size(serving, boot) - size
@@ -67,7 +67,7 @@ def shrink_to(serving: int, boot: Any, size: int) -> int:
     return serving - max(excess, 0)
 
 
-@compiled
+@step
 def match_floor(serving: int, boot: Any, floor: int, boot_delay: int) -> int:
     """Autoscaler off: exactly the floor; extras go at once, missing ones start booting."""
     size = fleet_size(serving, boot)
@@ -95,7 +95,7 @@ def desired_fleet(serving: int, utilization: float, target: float, floor: int, p
     return min(int(p[P.max_fleet]), max(floor, want))
 
 
-@compiled
+@step
 def autoscale(serving: int, boot: Any, quiet: int, desired: int, p: Any) -> tuple[int, int, int]:
     """One autoscaler decision; returns (serving, quiet minutes, change: + started, − removed).
 

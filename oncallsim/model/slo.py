@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncallsim.model.kernel import P, compiled
+from oncallsim.model.kernel import P, compiled, step
 
 __all__ = ["burn", "page_state", "push_window", "split_errors"]
 
@@ -27,7 +27,7 @@ def split_errors(overload: float, timeout: float, bad_build_share: float, p: Any
     return overload, timeout_part, served * p[P.bad_build_error_rate] * bad_build_share
 
 
-@compiled
+@step
 def push_window(window: Any, error_rate: float, opening: bool) -> None:
     """The last minutes' error rates, oldest first; the opening minute fills it, so both windows are full."""
     n = len(window)

@@ -22,7 +22,7 @@ from oncallsim.model.database import db_demand, db_headroom_factor, queries_per_
 from oncallsim.model.deploy import advance, start_deploy
 from oncallsim.model.fields import REC, ST
 from oncallsim.model.fleet import autoscale, booting_count, desired_fleet, tick
-from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.kernel import P, step, unmanaged
 from oncallsim.model.queueing import queue_k
 from oncallsim.model.rng import normal_pair_k
 from oncallsim.model.slo import burn, page_state, push_window, split_errors
@@ -103,7 +103,7 @@ def open_minute(
     rec[REC.servers] = st[ST.serving] * p[P.workers_per_instance]
 
 
-@unmanaged
+@step
 def formula_physics(p: Any, st: Any, rec: Any, ln_factorial: Any) -> None:
     """The minute model's physics (MODEL.md §3.3–3.7): cache → database → service → queueing → errors, from
     the formulas; then the cache's warmth for the next minute. The request engine replaces this stage."""

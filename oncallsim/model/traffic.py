@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from oncallsim.model.kernel import P, compiled
+from oncallsim.model.kernel import P, compiled, step
 
 __all__ = ["Surge", "diurnal_rate", "noisy_rate", "surge_factor"]
 
@@ -44,7 +44,7 @@ def diurnal_rate(t_min: float, clock_min: float, p: Any) -> float:
     return p[P.base_requests_per_s] * (1.0 + p[P.diurnal_amplitude] * math.sin(_TWO_PI * phase_min / 1440.0))
 
 
-@compiled
+@step
 def noisy_rate(expected: float, z_count: float, z_scale: float, p: Any) -> float:
     """Observed rate = count/60 with count ≈ N(60λ, √(60λ))·(1 + N(0, cv)); never below 0.
 

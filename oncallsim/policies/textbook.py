@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from oncallsim.model import CONTROL_SPECS, MinuteRecord, Params
 from oncallsim.model.fields import REC, ST
-from oncallsim.model.kernel import P, compiled, kernel_params
+from oncallsim.model.kernel import P, compiled, kernel_params, step
 from oncallsim.model.traffic import diurnal_rate
 from oncallsim.policies.base import register
 from oncallsim.policies.fleet import FleetPlaybook
@@ -67,7 +67,7 @@ _FLOOR, _AUTOSCALER, _TARGET, _TTL, _SHED, _REC, _WARMUP, _ROLLBACK = (
 _CACHE_RECOVERY, _WARMUP_STARTED, _SURGE = 0, 1, 2
 
 
-@compiled
+@step
 def _push(codes: Any, values: Any, k: int, code: int, value: float) -> int:
     codes[k] = code
     values[k] = value
@@ -94,7 +94,7 @@ def decide_k(
     return _capacity_k(last, ctl, opening, memory, recent, usual, p, codes, values, k)
 
 
-@compiled
+@step
 def _cache_k(last: Any, ctl: Any, opening: Any, memory: Any, p: Any, codes: Any, values: Any, k: int) -> int:
     if memory[_CACHE_RECOVERY] == 0:
         if last[REC.cache_warm] < FLUSH_WARMTH and (
@@ -130,7 +130,7 @@ def _cache_k(last: Any, ctl: Any, opening: Any, memory: Any, p: Any, codes: Any,
     return k
 
 
-@compiled
+@step
 def _capacity_k(
     last: Any, ctl: Any, opening: Any, memory: Any, recent: Any, usual: float, p: Any, codes: Any, values: Any, k: int
 ) -> int:
@@ -175,7 +175,7 @@ def _capacity_k(
     return k
 
 
-@compiled
+@step
 def instances_for(rate: float, service_ms: float, target: float, workers_per_instance: int) -> int:
     """Instances that carry ``rate`` req/s at ``target`` utilization (Little's law: busy workers = λ·S)."""
     return math.ceil(rate * service_ms / 1000.0 / (workers_per_instance * target))
