@@ -7,6 +7,7 @@ The runs are created paused and stepped through the API, so every minute shown i
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -380,8 +381,9 @@ def test_forty_instances_fit_without_overflow(server: str, page: Any, width: int
         assert page.evaluate("document.activeElement.dataset.act") == "replace"
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.closest('li').dataset.instance") == "1"
-        if width == 1366:
+        if width == 1366 and os.environ.get("ONCALLSIM_UPDATE_SCREENSHOTS") == "1":
             page.screenshot(path=str(SCREENSHOT))
+        if width == 1366:
             # Escape folds the sheet back into its bar, the focus on the bar; the charts never changed size
             page.keyboard.press("Escape")
             assert page.locator("#fleet-details").get_attribute("open") is None
