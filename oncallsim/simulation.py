@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from oncallsim.model import (
     MODEL_VERSION,
+    MODEL_VERSIONS,
     SETTINGS,
     Controls,
     InvalidInput,
@@ -166,9 +167,16 @@ class Simulation:
         minutes: int | None = None,
         clock: str | None = None,
         engine: str | None = None,
+        model_version: str = MODEL_VERSION,
     ) -> None:
         if engine is not None:
             get_engine(engine)  # a bad name is refused before anything else
+        if model_version not in MODEL_VERSIONS:
+            raise InvalidInput(
+                "model_version",
+                f"must be one of {', '.join(MODEL_VERSIONS)} (the versions this code computes), "
+                f"got {quote(model_version)}",
+            )
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {quote(seed)}")
         if minutes is not None and (
@@ -193,7 +201,10 @@ class Simulation:
                 check_engine(name, self.engine.name)
         opening = Controls.from_mapping(opening_values)
         self.rng = Mulberry32(seed)
-        self.plan: RunPlan = self.scenario.build_plan(self.rng, clock=clock, minutes=minutes)
+        self.model_version = model_version  # an older one: that version's rules, for its run files' replays
+        self.plan: RunPlan = replace(
+            self.scenario.build_plan(self.rng, clock=clock, minutes=minutes), revision=int(model_version)
+        )
         self.state: State = self.engine.initial(self.plan, opening, self.params, seed)
         self.timeline: list[MinuteRecord] = []
         self.actions: list[Action] = []
@@ -378,6 +389,7 @@ class Simulation:
             minutes=self.minutes_override,
             clock=self.clock_override,
             engine=self.engine.name,
+            model_version=self.model_version,
         )
         other.run(until=minutes, policy=policy)
         return other
@@ -389,7 +401,7 @@ class Simulation:
         return RunFile(
             scenario=self.scenario.id,
             scenario_spec=None if builtin else self.scenario.model_dump(mode="json"),
-            model_version=MODEL_VERSION,
+            model_version=self.model_version,
             seed=self.seed,
             overrides=self.overrides,
             noise=self.noise,
@@ -414,6 +426,9 @@ class Simulation:
             minutes=run.minutes,
             clock=run.clock,
             engine=run.engine,
+            # a stored run of a version this code no longer computes comes back under the current rules (its
+            # caller flags it: web/live.py); a file of one is refused when parsed
+            model_version=run.model_version if run.model_version in MODEL_VERSIONS else MODEL_VERSION,
         )
 
     @classmethod
@@ -510,10 +525,10 @@ class RunFile(BaseModel):
             raise InvalidInput(source, f"not a valid run file: {str(exc).splitlines()[0][:200]}") from None
         if run.format != RUN_FILE_FORMAT:
             raise InvalidInput(f"{source}: format", f"must be {RUN_FILE_FORMAT!r}, got {run.format!r}")
-        if run.model_version != MODEL_VERSION:
+        if run.model_version not in MODEL_VERSIONS:
             raise InvalidInput(
                 f"{source}: model_version",
-                f"the run was made with model version {run.model_version}; this is version {MODEL_VERSION}, "
-                "so a replay would not reproduce it",
+                f"the run was made with model version {run.model_version}; this code computes versions "
+                f"{', '.join(MODEL_VERSIONS)}, so a replay would not reproduce it",
             )
         return run

@@ -75,7 +75,7 @@ def extras_of(
     lines["in_flight"] = world.workers.inst_busy[:serving].tolist()
     lines["queue"] = world.queues.qs[Q_LEN, :serving].tolist()
     lines["p99_ms"] = [_p99_ms(world.meter.inst_hist[i]) for i in range(serving)]
-    lines["cpu_permille"] = world.limiter.cpu[:serving].round(1).tolist()  # the limiter's CPU EMA
+    lines["cpu_permille"] = world.cpu.ema[:serving].round(1).tolist()  # the limiter's CPU EMA
     out["instances"] = lines
     return out
 
@@ -116,7 +116,7 @@ class RequestEngine:
 
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
         state = initial_state(plan, controls, params)
-        world = new_world(params, seed)
+        world = new_world(params, seed, revision=plan.revision)
         configure_world(world, controls, params)
         register_initial(world, controls.floor, params)
         vec = state.vec

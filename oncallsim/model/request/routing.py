@@ -169,7 +169,7 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
         inst_hist_add(w.meter, i, REFUSED_S)
         return -1, client, O_REFUSED, REFUSED_S
     if w.limiter.ints[I_LIMITER] != 0 and limited(
-        w.limiter, w.workers, w.queues, i, x
+        w.limiter, w.cpu, w.workers, w.queues, i, x
     ):  # the instance's limiter: 429 at once
         answered(w.views, w.throttle, client, i, x, 0.0, False, 0.0)
         w.meter.instances[N_ERRORS, i] += 1.0

@@ -145,7 +145,7 @@ def start(
         w.meter.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
         w.meter.samples[tag, X_QUERIES] = queries
     cpu = exponential(g, cpu_mean)
-    w.limiter.cpu_acc[instance] += cpu  # the instance's CPU time, as its limiter samples it
+    w.cpu.acc[instance] += cpu  # the instance's CPU time, as its sampler reads it
     return x + cpu
 
 

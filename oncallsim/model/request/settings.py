@@ -24,7 +24,16 @@ from oncallsim.model.request.calls import R_BUDGET_BURST, R_RETRY_BAD
 from oncallsim.model.request.throttle import R_THROTTLE_K
 from oncallsim.model.request.world import World
 
-__all__ = ["check", "configure_world", "in_force", "read", "set_parameters", "set_world", "world_settings", "write"]
+__all__ = [
+    "check",
+    "configure_world",
+    "in_force",
+    "read",
+    "set_parameters",
+    "set_world",
+    "world_settings",
+    "write",
+]
 
 SPECS: tuple[ControlSpec, ...] = tuple(CONTROL_SPECS[name] for name in WORLD_SETTINGS)
 
