@@ -7,12 +7,20 @@ minute model's M/M/N). The others choose an instance per request, which queues i
 - ``random``: uniformly among the serving instances;
 - ``least-outstanding``: the instance this client has the fewest requests outstanding on (ties at random);
 - ``p2c``: power of two choices with EWMA, as Bilibili's warden balancer (kratos v1.0.1 ``p2c.go``): two
-  distinct random instances; the one with the larger success/load wins, load = server CPU ‰ ×
-  (√(latency EWMA in ns) + 1) × (outstanding + 1); the loser is picked instead when it has not been picked
-  for 3 s; an instance is valid while its success EWMA > 500 ‰ and its CPU < 900 ‰ (a pair is redrawn up
-  to 3 times until one is valid). On each response the client updates the instance's latency and success
-  EWMAs with the weight e^(−Δt/600 ms), Δt the time since the instance's previous response, and takes the
-  CPU the server reports.
+  distinct random instances; B wins over A when load(A)·success(B)·W(B) > load(B)·success(A)·W(A), load =
+  server CPU ‰ × (√(latency EWMA in ns) + 1) × (outstanding + 1), W the registry's weight of the instance
+  (default 10); the loser is picked instead when it has not been picked for 3 s; an instance is valid while
+  its success EWMA > 500 ‰ and its CPU < 900 ‰ (a pair is redrawn up to 3 times until one is valid). When the
+  client hears of an attempt (``answered``: its answer, or its own deadline passing) it updates the instance's
+  latency and success EWMAs with the weight e^(−Δt/600 ms), Δt the time since the instance's previous one, and
+  takes the CPU the server reports (its sampler's last 500 ms reading, ``cpu.py``). As in warden, only what
+  gRPC itself reports lowers the success: the client's deadline passing and a refused connection; a server's
+  own answers — the bad build's 500, a limiter's 429, a queue's 503 — travel as application errors and count
+  as successes.
+
+Under revision 1 (run files of model version 1) p2c read the instance's busy workers at the response instead of
+the sampled CPU, ignored the weights, counted every failure against the success EWMA, and a client heard of a
+timed-out attempt only when its late answer came (``calls.reply``).
 
 Every balancer but ``pooled`` runs in ``clients`` independent copies (client-side balancing): a request comes
 from one client, chosen uniformly, and only that client's view and state are used and updated. Each client
@@ -51,8 +59,11 @@ __all__ = [
 MAX_CLIENTS = 64
 # bal[...]: each client's view of each instance
 B_OUT, B_LAG, B_SUCCESS, B_CPU, B_STAMP, B_PICK = range(6)
-# ints[...]: the balancer (``BALANCERS``); how many clients balance on their own
-I_BALANCER, I_CLIENTS = range(2)
+# ints[...]: the balancer (``BALANCERS``); how many clients balance on their own; the model revision's rules
+I_BALANCER, I_CLIENTS, I_REVISION = range(3)
+# What a client hears of an attempt (``answered``): an answer (the server's own error included: its kind says
+# which), or gRPC's own failures — its deadline passed, the connection was refused
+A_OK, A_ERROR, A_LIMITED, A_DROPPED, A_TIMEOUT, A_REFUSED = range(6)
 R_NEXT_VIEW = 0  # reals[...]: the next time a balancer's view of the registry changes (instances.py)
 
 
@@ -71,7 +82,7 @@ class Views(NamedTuple):
 
 def new_views(instances: int) -> Views:
     """One client; every view as it starts: nothing outstanding, no latency sample, full success, half CPU."""
-    ints = np.zeros(2, dtype=np.int64)
+    ints = np.zeros(3, dtype=np.int64)
     ints[I_CLIENTS] = 1
     bal = np.zeros((6, MAX_CLIENTS, instances))
     bal[B_SUCCESS] = SUCCESS_START
@@ -129,7 +140,7 @@ def _p2c_valid(views: Any, c: int, i: int) -> bool:
 
 
 @inline_step
-def _p2c(views: Any, gen: Any, c: int, n: int, x: float) -> int:
+def _p2c(views: Any, registry: Any, gen: Any, c: int, n: int, x: float) -> int:
     rot = views.rot[c]
     if n == 1:
         return rot[0]
@@ -146,8 +157,15 @@ def _p2c(views: Any, gen: Any, c: int, n: int, x: float) -> int:
         if _p2c_valid(views, c, a) or _p2c_valid(views, c, z):
             break
     b = views.bal
-    # the winner has the larger success/load: compare cross-multiplied, as the original does
-    if _p2c_load(views, c, a) * b[B_SUCCESS, c, z] > _p2c_load(views, c, z) * b[B_SUCCESS, c, a]:
+    # the winner has the larger success × weight / load: compared cross-multiplied, as the original does
+    if views.ints[I_REVISION] >= 2:
+        z_wins = (
+            _p2c_load(views, c, a) * b[B_SUCCESS, c, z] * registry.weight[z]
+            > _p2c_load(views, c, z) * b[B_SUCCESS, c, a] * registry.weight[a]
+        )
+    else:
+        z_wins = _p2c_load(views, c, a) * b[B_SUCCESS, c, z] > _p2c_load(views, c, z) * b[B_SUCCESS, c, a]
+    if z_wins:
         win, lose = z, a
     else:
         win, lose = a, z
@@ -177,10 +195,10 @@ def _least(views: Any, gen: Any, c: int, n: int) -> int:
 
 
 @inline_step
-def choose(views: Any, gen: Any, x: float) -> tuple[int, int]:
+def choose(views: Any, registry: Any, gen: Any, x: float) -> tuple[int, int]:
     """(client, instance) for a request arriving at ``x`` (not ``pooled``): a client at random, and its choice."""
     c = client_of(views, gen)
-    return c, instance_for(views, gen, c, x)
+    return c, instance_for(views, registry, gen, c, x)
 
 
 @inline_step
@@ -191,7 +209,7 @@ def client_of(views: Any, gen: Any) -> int:
 
 
 @inline_step
-def instance_for(views: Any, gen: Any, c: int, x: float) -> int:
+def instance_for(views: Any, registry: Any, gen: Any, c: int, x: float) -> int:
     """The instance client ``c`` sends a request to at ``x`` (not ``pooled``), among the instances in its
     rotation (``views.rot``; instances.py); −1 when its rotation is empty."""
     kind = views.ints[I_BALANCER]
@@ -207,7 +225,7 @@ def instance_for(views: Any, gen: Any, c: int, x: float) -> int:
     elif kind == LEAST_OUTSTANDING:
         i = _least(views, gen, c, n)
     else:
-        i = _p2c(views, gen, c, n, x)
+        i = _p2c(views, registry, gen, c, n, x)
     return i
 
 
@@ -218,17 +236,22 @@ def picked(views: Any, c: int, i: int) -> None:
 
 
 @inline_step
-def answered(views: Any, throttle: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
-    """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
+def answered(views: Any, throttle: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
+    """Client ``c`` heard of its attempt on instance ``i`` at ``x`` (``how``: A_…; ``rtt`` since it sent it; the
+    CPU the server reported, 0 none): one fewer outstanding; its breaker's window and p2c's EWMAs updated."""
     b = views.bal
     b[B_OUT, c, i] -= 1.0
     if throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
-        mark(throttle, c, x, ok)
+        mark(throttle, c, x, how == A_OK)
     if views.ints[I_BALANCER] != P2C:
         return
     gap = x - b[B_STAMP, c, i]
     b[B_STAMP, c, i] = x
     keep = math.exp(-gap / TAU_S) if b[B_LAG, c, i] > 0.0 else 0.0
+    if views.ints[I_REVISION] >= 2:  # gRPC's own failures only (warden: codes other than OK and Unknown)
+        ok = how != A_TIMEOUT and how != A_REFUSED
+    else:
+        ok = how == A_OK
     b[B_LAG, c, i] = b[B_LAG, c, i] * keep + rtt * 1e9 * (1.0 - keep)
     b[B_SUCCESS, c, i] = b[B_SUCCESS, c, i] * keep + (1000.0 if ok else 0.0) * (1.0 - keep)
     if cpu_permille > 0.0:

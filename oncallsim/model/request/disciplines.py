@@ -24,8 +24,8 @@ from typing import Any
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.kernel import step
-from oncallsim.model.request.balancers import answered
-from oncallsim.model.request.calls import failed
+from oncallsim.model.request.balancers import A_DROPPED
+from oncallsim.model.request.calls import I_REVISION, failed, reply
 from oncallsim.model.request.outcomes import O_DROPPED, second_of
 from oncallsim.model.request.queues import (
     CQ_COUNT,
@@ -142,8 +142,8 @@ def drop(
 ) -> None:
     """A request (an attempt of ``call`` sent at ``sent_at``; −1 none) answered at once with an error by a
     queue discipline or limit."""
-    if client >= 0:
-        answered(views, throttle, client, qid, now, 0.0, False, 0.0)
+    waited = now - sent_at if calls.ints[I_REVISION] >= 2 else 0.0  # revision 1 heard a drop as instant
+    reply(views, throttle, calls, client, call, sent_at, qid, now, waited, A_DROPPED, 0.0)
     failed(calls, meter, fleet, gen, call, sent_at, O_DROPPED, 0.0, True, second_of(t0, now), tag, now, t0)
 
 

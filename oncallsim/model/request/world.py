@@ -24,6 +24,7 @@ from oncallsim.model.errors import InvalidInput
 from oncallsim.model.jit import by_reference
 from oncallsim.model.params import Params
 from oncallsim.model.plan import REVISION
+from oncallsim.model.request import balancers as _balancers
 from oncallsim.model.request import calls as _calls
 from oncallsim.model.request import cpu as _cpu
 from oncallsim.model.request import limiter as _limiter
@@ -126,6 +127,8 @@ def set_revision(world: World, revision: int) -> None:
     version: a run file replays with its own version's rules, bit for bit."""
     world.cpu.ints[_cpu.I_REVISION] = revision
     world.limiter.ints[_limiter.I_REVISION] = revision
+    world.views.ints[_balancers.I_REVISION] = revision
+    world.calls.ints[_calls.I_REVISION] = revision
 
 
 def revision_of(world: World) -> int:
@@ -144,8 +147,9 @@ def copy_world(world: World) -> World:
 def with_room(world: World, arrivals: int) -> World:
     """The world with room for a minute of ``arrivals``: its arrival buffer, its queues should they all wait,
     and its calls (compiled code does not allocate)."""
+    every_request = world.views.ints[_balancers.I_BALANCER] != _balancers.POOLED and revision_of(world) >= 2
     return world._replace(
         stream=_stream.with_room(world.stream, arrivals),
         queues=_queues.with_room(world.queues, arrivals),
-        calls=_calls.with_room(world.calls, arrivals),
+        calls=_calls.with_room(world.calls, arrivals, every_request),
     )
