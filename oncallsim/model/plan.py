@@ -51,9 +51,12 @@ class RunPlan:
     budget_start: float = 1.0
     faults: tuple[InstanceFault, ...] = ()  # the request engine's instance events, in minute order
     brownouts: tuple[tuple[int, int, float], ...] = ()  # (start minute, minutes, slowdown ×): the database slowed
-    revision: int = (
-        REVISION  # the model version whose rules the run follows (model.MODEL_VERSIONS; 1: a version-1 run file)
-    )
+    # the model version whose rules the run follows (1: replaying a version-1 run file)
+    revision: int = REVISION
+    # the request engine's fleet, by instance slot (a list repeats over the slots; empty: all alike): each slot's
+    # speed (its machine: 2 = twice the CPU of the model's instance) and the weight it registers with (default 10)
+    speeds: tuple[float, ...] = ()
+    weights: tuple[float, ...] = ()
 
     def first_event(self, minutes: int) -> int | None:
         """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""

@@ -41,6 +41,7 @@ from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.throttle import I_THROTTLE, mark
+from oncallsim.model.request.wrr import CPU_DEFAULT, WINDOW_BUCKETS, dynamic_answer, smooth_pick
 
 __all__ = [
     "BALANCERS",
@@ -78,10 +79,22 @@ class Views(NamedTuple):
     view_lag: npt.NDArray[np.float64]  # per client: how long after a change its long-poll learns of it (s)
     rot: npt.NDArray[np.int64]  # rot[client, j]: the instances in that client's rotation
     nrot: npt.NDArray[np.int64]  # how many; the last row (MAX_CLIENTS) is the pooled balancer's
+    weight: npt.NDArray[np.float64]  # per instance: the weight it registered with, as the clients' resolvers say
+    # the smooth weighted round robins (wrr.py), per client and instance: current weight, effective weight
+    # (dynamic-wrr's), score, the CPU the instance last reported; per client: when its weights were last redone;
+    # dynamic-wrr's window w_win[W_…, client, instance, bucket] and each bucket's number (time / 100 ms)
+    w_cw: npt.NDArray[np.float64]
+    w_ewt: npt.NDArray[np.float64]
+    w_score: npt.NDArray[np.float64]
+    w_cpu: npt.NDArray[np.float64]
+    w_update: npt.NDArray[np.float64]
+    w_win: npt.NDArray[np.float64]
+    w_stamp: npt.NDArray[np.int64]
 
 
-def new_views(instances: int) -> Views:
-    """One client; every view as it starts: nothing outstanding, no latency sample, full success, half CPU."""
+def new_views(instances: int, clients: int = 1) -> Views:
+    """One client; every view as it starts: nothing outstanding, no latency sample, full success, half CPU, every
+    weight 10. dynamic-wrr's windows for ``clients`` (the run's; a window is a second of answers per instance)."""
     ints = np.zeros(3, dtype=np.int64)
     ints[I_CLIENTS] = 1
     bal = np.zeros((6, MAX_CLIENTS, instances))
@@ -96,11 +109,20 @@ def new_views(instances: int) -> Views:
         view_lag=np.zeros(MAX_CLIENTS),
         rot=np.zeros((MAX_CLIENTS + 1, instances), dtype=np.int64),
         nrot=np.zeros(MAX_CLIENTS + 1, dtype=np.int64),
+        weight=np.full(instances, DEFAULT_WEIGHT),
+        w_cw=np.zeros((MAX_CLIENTS, instances)),
+        w_ewt=np.full((MAX_CLIENTS, instances), DEFAULT_WEIGHT),
+        w_score=np.full((MAX_CLIENTS, instances), -1.0),
+        w_cpu=np.full((MAX_CLIENTS, instances), CPU_DEFAULT),
+        w_update=np.zeros(clients),
+        w_win=np.zeros((3, clients, instances, WINDOW_BUCKETS)),
+        w_stamp=np.full((clients, instances, WINDOW_BUCKETS), -1, dtype=np.int64),
     )
 
 
-BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c")
-POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C = range(len(BALANCERS))
+BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c", "weighted-round-robin", "dynamic-wrr")
+POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C, WEIGHTED_RR, DYNAMIC_WRR = range(len(BALANCERS))
+DEFAULT_WEIGHT = 10.0  # warden's weight of an instance that registers none
 
 CONTROLS = (
     ControlSpec(
@@ -108,7 +130,9 @@ CONTROLS = (
         "choice",
         "Balancer",
         "How each request's instance is chosen: pooled (one queue, any free worker), round-robin, random, "
-        "least-outstanding, or p2c (two random instances, the less loaded by latency × in-flight × CPU wins).",
+        "least-outstanding, p2c (two random instances, the less loaded by latency × in-flight × CPU wins), "
+        "weighted-round-robin (by the weights instances registered) or dynamic-wrr (weights from each "
+        "instance's reported CPU, latency and errors, redone every second).",
         "pooled",
         choices=BALANCERS,
         engines=REQUEST_ONLY,
@@ -140,7 +164,7 @@ def _p2c_valid(views: Any, c: int, i: int) -> bool:
 
 
 @inline_step
-def _p2c(views: Any, registry: Any, gen: Any, c: int, n: int, x: float) -> int:
+def _p2c(views: Any, gen: Any, c: int, n: int, x: float) -> int:
     rot = views.rot[c]
     if n == 1:
         return rot[0]
@@ -160,8 +184,8 @@ def _p2c(views: Any, registry: Any, gen: Any, c: int, n: int, x: float) -> int:
     # the winner has the larger success × weight / load: compared cross-multiplied, as the original does
     if views.ints[I_REVISION] >= 2:
         z_wins = (
-            _p2c_load(views, c, a) * b[B_SUCCESS, c, z] * registry.weight[z]
-            > _p2c_load(views, c, z) * b[B_SUCCESS, c, a] * registry.weight[a]
+            _p2c_load(views, c, a) * b[B_SUCCESS, c, z] * views.weight[z]
+            > _p2c_load(views, c, z) * b[B_SUCCESS, c, a] * views.weight[a]
         )
     else:
         z_wins = _p2c_load(views, c, a) * b[B_SUCCESS, c, z] > _p2c_load(views, c, z) * b[B_SUCCESS, c, a]
@@ -195,10 +219,10 @@ def _least(views: Any, gen: Any, c: int, n: int) -> int:
 
 
 @inline_step
-def choose(views: Any, registry: Any, gen: Any, x: float) -> tuple[int, int]:
+def choose(views: Any, gen: Any, x: float) -> tuple[int, int]:
     """(client, instance) for a request arriving at ``x`` (not ``pooled``): a client at random, and its choice."""
     c = client_of(views, gen)
-    return c, instance_for(views, registry, gen, c, x)
+    return c, instance_for(views, gen, c, x)
 
 
 @inline_step
@@ -209,7 +233,7 @@ def client_of(views: Any, gen: Any) -> int:
 
 
 @inline_step
-def instance_for(views: Any, registry: Any, gen: Any, c: int, x: float) -> int:
+def instance_for(views: Any, gen: Any, c: int, x: float) -> int:
     """The instance client ``c`` sends a request to at ``x`` (not ``pooled``), among the instances in its
     rotation (``views.rot``; instances.py); −1 when its rotation is empty."""
     kind = views.ints[I_BALANCER]
@@ -224,8 +248,10 @@ def instance_for(views: Any, registry: Any, gen: Any, c: int, x: float) -> int:
         i = views.rot[c, uniform_int(gen, n)]
     elif kind == LEAST_OUTSTANDING:
         i = _least(views, gen, c, n)
-    else:
-        i = _p2c(views, registry, gen, c, n, x)
+    elif kind == P2C:
+        i = _p2c(views, gen, c, n, x)
+    else:  # weighted-round-robin, dynamic-wrr
+        i = smooth_pick(views, c, n, kind == DYNAMIC_WRR, views.weight)
     return i
 
 
@@ -243,7 +269,10 @@ def answered(views: Any, throttle: Any, c: int, i: int, x: float, rtt: float, ho
     b[B_OUT, c, i] -= 1.0
     if throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
         mark(throttle, c, x, how == A_OK)
-    if views.ints[I_BALANCER] != P2C:
+    kind = views.ints[I_BALANCER]
+    if kind == DYNAMIC_WRR:
+        dynamic_answer(views, views.weight, c, i, x, rtt, how == A_TIMEOUT or how == A_REFUSED, cpu_permille)
+    if kind != P2C:
         return
     gap = x - b[B_STAMP, c, i]
     b[B_STAMP, c, i] = x

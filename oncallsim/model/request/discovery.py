@@ -65,7 +65,6 @@ class Registry(NamedTuple):
     evict_at: npt.NDArray[np.float64]  # a coming eviction within the minute (s), ∞ none
     renew_stop: npt.NDArray[np.float64]  # since when the instance no longer renews (s), ∞ while it does
     reg_since: npt.NDArray[np.float64]  # when its listing began: it renews every interval from then (s)
-    weight: npt.NDArray[np.float64]  # per instance: the weight it registers with (warden's metadata; default 10)
 
 
 def new_registry(instances: int) -> Registry:
@@ -80,11 +79,9 @@ def new_registry(instances: int) -> Registry:
         evict_at=np.full(instances, np.inf),
         renew_stop=np.full(instances, np.inf),
         reg_since=np.zeros(instances),
-        weight=np.full(instances, DEFAULT_WEIGHT),
     )
 
 
-DEFAULT_WEIGHT = 10.0  # warden's weight of an instance that registers none
 _GOLDEN = 0.6180339887498949
 
 

@@ -165,10 +165,10 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
     (a free worker there, −1 none; the client; the outcome the request fails with, −1 none; its response
     time): the request waits in that instance's queue when no worker is free."""
     if call < 0:
-        client, i = choose(w.views, w.registry, w.gen, x)
+        client, i = choose(w.views, w.gen, x)
     else:
         client = w.calls.c_client[call]
-        i = instance_for(w.views, w.registry, w.gen, client, x)
+        i = instance_for(w.views, w.gen, client, x)
     if i < 0:  # nothing in this client's rotation
         return -1, client, O_OVERLOAD, 0.0
     if w.throttle.ints[I_THROTTLE] != 0 and throttled(w.throttle, w.gen, client, x):  # the client rejects it itself
