@@ -26,7 +26,14 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
-from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, check_engine, coerce_control_value, text_refused
+from oncallsim.model.controls import (
+    CONTROL_SPECS,
+    WORLD_SETTINGS,
+    check_engine,
+    coerce_control_value,
+    current_name,
+    text_refused,
+)
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.errors import quote
 from oncallsim.model.plan import MAX_RUN_MINUTES
@@ -78,10 +85,11 @@ def parse_action(item: Any, where: str = "action") -> Action:
     except ValidationError as exc:
         raise invalid_input(exc, where) from None
     try:
-        value = coerce_control_value(parsed.control, parsed.value)
+        control, value = current_name(parsed.control, parsed.value)
+        value = coerce_control_value(control, value)
     except InvalidInput as exc:
         raise InvalidInput(f"{where}: {exc.field}", exc.reason) from None
-    return Action(parsed.minute, parsed.control, value)
+    return Action(parsed.minute, control, value)
 
 
 def load_actions(source: str | Path | list[Any]) -> list[Action]:
@@ -109,7 +117,8 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
     params: dict[str, Any] = {}
     controls: dict[str, Any] = {}
     known_params = set(Params.__dataclass_fields__)
-    for name, value in (overrides or {}).items():
+    for given, raw in (overrides or {}).items():
+        name, value = current_name(given, raw)
         if name in known_params:
             params[name] = value
         elif name in SETTINGS or name in WORLD_SETTINGS:
@@ -248,6 +257,7 @@ class Simulation:
         against is then the state it applies to)."""
         if not isinstance(control, str):
             raise InvalidInput("control", f"must be a control name, got {control!r}"[:200])
+        control, value = current_name(control, value)
         checked = coerce_control_value(control, value)
         check_engine(control, self.engine.name)
         self.engine.check_action(self.state, control, checked)
@@ -289,15 +299,16 @@ class Simulation:
     def _stamp_unchecked(self, action: Action | tuple[str, Any] | Mapping[str, Any]) -> Action:
         minute = self.state.minute
         if type(action) is tuple:  # the common form first: a Mapping check is an ABC's, ~0.4 µs an action
-            control, value = action
+            control, value = current_name(*action)
             return Action(minute, control, coerce_control_value(control, value))
         if isinstance(action, Action):
             if action.minute != minute:
                 raise InvalidInput("minute", f"action stamped {action.minute} given at minute {minute}")
-            return Action(minute, action.control, coerce_control_value(action.control, action.value))
+            control, value = current_name(action.control, action.value)
+            return Action(minute, control, coerce_control_value(control, value))
         if isinstance(action, Mapping):
             return parse_action({"minute": minute, **action})
-        control, value = action
+        control, value = current_name(*action)
         return Action(minute, control, coerce_control_value(control, value))
 
     def inject(self, event: Mapping[str, Any]) -> Any:

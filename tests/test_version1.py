@@ -14,16 +14,37 @@ from typing import Any
 import pytest
 
 from oncallsim import Simulation
+from oncallsim.model.controls import RENAMED
 
 DATA = Path(__file__).resolve().parent / "data" / "version1"
 RUNS = sorted(p.name.removesuffix(".json") for p in DATA.glob("*.json") if not p.name.endswith(".records.json"))
 
 
 def _as_old(new: Any, old: Any) -> Any:
-    """``new`` restricted to the keys ``old`` has, at every level (what the old record could say)."""
+    """``new`` restricted to the keys ``old`` has, at every level (what the old record could say); a setting renamed
+    since (``controls.RENAMED``) is read back under its old name."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return {k: _as_old(new[k], v) for k, v in old.items() if k in new}
+        new = dict(new)
+        for name, (now, values) in RENAMED.items():
+            if name in old and name not in new and now in new:
+                new[name] = next(flag for flag, value in values.items() if value == new[now])
+        return {k: _as_old(new[k], v) if k in new else _MISSING for k, v in old.items()}
+    if isinstance(new, list) and all(isinstance(e, str) for e in new):  # the minute's events, as texts
+        return [_old_event(e) for e in new]
     return new
+
+
+def _old_event(text: str) -> str:
+    """An event about a renamed control, as the old control's (``set breaker = sre`` was ``set client_throttle =
+    on``)."""
+    for name, (now, values) in RENAMED.items():
+        for flag, value in values.items():
+            if text == f"set {now} = {value}":
+                return f"set {name} = {'on' if flag else 'off'}"
+    return text
+
+
+_MISSING = object()  # a key the old record had and the new one lacks: never equal to anything
 
 
 @pytest.mark.parametrize("name", RUNS)

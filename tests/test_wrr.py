@@ -72,5 +72,5 @@ def test_a_scenario_declares_mixed_machines_and_their_weights() -> None:
     with pytest.raises(InvalidInput, match="fleet"):
         scenario_from_dict({**spec, "engine": None}, "test")
     plain = {k: v for k, v in spec.items() if k != "controls"}
-    with pytest.raises(InvalidInput, match="^fleet: instances' speeds and weights belong to the request engine"):
+    with pytest.raises(InvalidInput, match=r"^fleet: instances' speeds and weights belong to the request engine"):
         Simulation(scenario_from_dict(plain, "test"), engine="minute")

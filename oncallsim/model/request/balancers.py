@@ -39,8 +39,8 @@ import numpy.typing as npt
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step
+from oncallsim.model.request.breaker import I_BREAKER, heard
 from oncallsim.model.request.generator import uniform, uniform_int
-from oncallsim.model.request.throttle import I_THROTTLE, mark
 from oncallsim.model.request.wrr import CPU_DEFAULT, WINDOW_BUCKETS, dynamic_answer, smooth_pick
 
 __all__ = [
@@ -262,13 +262,13 @@ def picked(views: Any, c: int, i: int) -> None:
 
 
 @inline_step
-def answered(views: Any, throttle: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
+def answered(views: Any, breaker: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
     """Client ``c`` heard of its attempt on instance ``i`` at ``x`` (``how``: A_…; ``rtt`` since it sent it; the
     CPU the server reported, 0 none): one fewer outstanding; its breaker's window and p2c's EWMAs updated."""
     b = views.bal
     b[B_OUT, c, i] -= 1.0
-    if throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
-        mark(throttle, c, x, how == A_OK)
+    if breaker.ints[I_BREAKER] != 0:  # the client's breaker counts what it heard
+        heard(breaker, c, x, rtt, how)
     kind = views.ints[I_BALANCER]
     if kind == DYNAMIC_WRR:
         dynamic_answer(views, views.weight, c, i, x, rtt, how == A_TIMEOUT or how == A_REFUSED, cpu_permille)

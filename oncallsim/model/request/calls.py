@@ -324,7 +324,7 @@ def current(calls: Any, call: int, sent_at: float) -> bool:
 
 @inline_step
 def reply(
-    views: Any, throttle: Any, calls: Any, client: int, call: int, sent_at: float, i: int, x: float, rtt: float,
+    views: Any, breaker: Any, calls: Any, client: int, call: int, sent_at: float, i: int, x: float, rtt: float,
     how: int, cpu_permille: float,
 ) -> None:  # fmt: skip
     """Client ``client``'s balancer hears of its attempt (of ``call`` sent at ``sent_at``; −1 none) on instance
@@ -334,7 +334,7 @@ def reply(
         return
     if call >= 0 and calls.ints[I_REVISION] >= 2 and not current(calls, call, sent_at):
         return
-    answered(views, throttle, client, i, x, rtt, how, cpu_permille)
+    answered(views, breaker, client, i, x, rtt, how, cpu_permille)
 
 
 @inline_step
@@ -465,7 +465,7 @@ def deadline_due(calls: Any) -> float:
 
 @inline_step
 def take_deadline(
-    p: Any, calls: Any, views: Any, throttle: Any, meter: Any, fleet: Any, gen: Any, x: float, t0: float
+    p: Any, calls: Any, views: Any, breaker: Any, meter: Any, fleet: Any, gen: Any, x: float, t0: float
 ) -> None:
     """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it (and,
     since revision 2, its balancer hears so now: a failure after the whole timeout)."""
@@ -478,7 +478,7 @@ def take_deadline(
     if calls.c_state[call] == C_WAITING and calls.c_sent[call] + timeout == due:
         picked = calls.c_picked[call]
         if calls.ints[I_REVISION] >= 2 and picked >= 0:
-            answered(views, throttle, calls.c_client[call], picked, x, timeout, A_TIMEOUT, 0.0)
+            answered(views, breaker, calls.c_client[call], picked, x, timeout, A_TIMEOUT, 0.0)
         call_failed(calls, meter, fleet, gen, call, O_TIMEOUT, x, t0)
 
 

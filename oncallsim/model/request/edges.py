@@ -82,7 +82,7 @@ def strand(p: Any, w: Any, t0: float, serving: int) -> None:
             client = w.queues.s_client[slot]
             sent_at = w.queues.s_arrival[slot]  # its connection reset: the client hears at once
             waited = t0 - sent_at if w.calls.ints[I_REVISION] >= 2 else 0.0  # revision 1 heard it as instant
-            reply(w.views, w.throttle, w.calls, client, w.queues.s_call[slot], sent_at, i, t0, waited, A_REFUSED, 0.0)
+            reply(w.views, w.breaker, w.calls, client, w.queues.s_call[slot], sent_at, i, t0, waited, A_REFUSED, 0.0)
             outcome = O_OVERLOAD if i >= serving else O_REFUSED
             failed(
                 w.calls,

@@ -167,7 +167,7 @@ def request_minute(
             warm_query(p, w.backend, w.workers, w.gen, w.meter, x, part_s, workers_total)
             next_warm = x + exponential(w.gen, 1.0 / warm_rate)
         elif x == td:
-            take_deadline(p, w.calls, w.views, w.throttle, w.meter, w.fleet, w.gen, x, t0)
+            take_deadline(p, w.calls, w.views, w.breaker, w.meter, w.fleet, w.gen, x, t0)
         else:
             call = retry(p, w, x)
             obj = w.calls.c_object[call]

@@ -181,7 +181,7 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
     client = w.workers.w_client[k]
     call = w.workers.w_call[k]
     if w.workers.w_held[k] == 1:
-        reply(w.views, w.throttle, w.calls, client, call, arrival, instance, x, REFUSED_S, A_REFUSED, 0.0)
+        reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, REFUSED_S, A_REFUSED, 0.0)
         failed(
             w.calls, w.meter, w.fleet, w.gen, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0
         )
@@ -197,7 +197,7 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
                 )
             w.meter.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w.meter, instance, timeout)
-        reply(w.views, w.throttle, w.calls, client, call, arrival, instance, x, timeout, A_TIMEOUT, 0.0)
+        reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, timeout, A_TIMEOUT, 0.0)
     w.workers.w_held[k] = 0
     return RELEASE
 
@@ -271,7 +271,7 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     ):
         w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
         return dequeue(w.queues, qid)
-    return take(w.queues, w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, qid, x, t0)
+    return take(w.queues, w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, qid, x, t0)
 
 
 @step
@@ -292,7 +292,7 @@ def _abandoned(
     w.meter.measures[M_ABANDONED] += 1.0
     if arrival + timeout > t0 and call < 0:
         timed_out(w.meter, where, timeout, True, second_of(t0, arrival + timeout), tag)
-    reply(w.views, w.throttle, w.calls, client, call, arrival, instance, x, timeout, A_TIMEOUT, 0.0)
+    reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, timeout, A_TIMEOUT, 0.0)
 
 
 @inline_step
@@ -337,7 +337,7 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
         else:
             cpu = 1000.0 * w.workers.inst_busy[instance] / p[P.workers_per_instance]
         rtt = response if response < timeout else timeout
-        reply(w.views, w.throttle, w.calls, client, call, arrival, instance, x, rtt, how, cpu)
+        reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, rtt, how, cpu)
     if how == A_TIMEOUT:
         m[M_WASTED] += service
         if arrival + timeout > t0 or call >= 0:  # else counted by an earlier minute's end

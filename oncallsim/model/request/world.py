@@ -25,6 +25,7 @@ from oncallsim.model.jit import by_reference
 from oncallsim.model.params import Params
 from oncallsim.model.plan import REVISION
 from oncallsim.model.request import balancers as _balancers
+from oncallsim.model.request import breaker as _breaker
 from oncallsim.model.request import calls as _calls
 from oncallsim.model.request import cpu as _cpu
 from oncallsim.model.request import limiter as _limiter
@@ -32,6 +33,7 @@ from oncallsim.model.request import queues as _queues
 from oncallsim.model.request import stream as _stream
 from oncallsim.model.request.backend import MAX_OBJECTS, WARMUP_CONCURRENCY, Backend, new_backend
 from oncallsim.model.request.balancers import MAX_CLIENTS, Views, new_views
+from oncallsim.model.request.breaker import Breaker, new_breaker
 from oncallsim.model.request.calls import Calls, new_calls
 from oncallsim.model.request.cpu import Cpu, new_cpu
 from oncallsim.model.request.discovery import Registry, new_registry
@@ -41,7 +43,6 @@ from oncallsim.model.request.limiter import Limiter, new_limiter
 from oncallsim.model.request.outcomes import Meter, new_meter
 from oncallsim.model.request.queues import QUEUE_START, Queues, new_queues
 from oncallsim.model.request.stream import Stream, new_stream
-from oncallsim.model.request.throttle import Throttle, new_throttle
 from oncallsim.model.request.workers import MAX_WORKERS, Workers, new_workers
 
 __all__ = [
@@ -70,7 +71,7 @@ class World(NamedTuple):
     fleet: Fleet
     cpu: Cpu
     limiter: Limiter
-    throttle: Throttle
+    breaker: Breaker
     backend: Backend
     meter: Meter
 
@@ -114,7 +115,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START, revi
         fleet=new_fleet(slots),
         cpu=new_cpu(slots),
         limiter=new_limiter(slots),
-        throttle=new_throttle(MAX_CLIENTS),
+        breaker=new_breaker(MAX_CLIENTS),
         backend=new_backend(int(params.hot_objects), partitions),
         meter=new_meter(slots, params.timeout_s),
     )
@@ -129,6 +130,7 @@ def set_revision(world: World, revision: int) -> None:
     world.limiter.ints[_limiter.I_REVISION] = revision
     world.views.ints[_balancers.I_REVISION] = revision
     world.calls.ints[_calls.I_REVISION] = revision
+    world.breaker.ints[_breaker.I_REVISION] = revision
 
 
 def revision_of(world: World) -> int:
