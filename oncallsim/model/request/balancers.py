@@ -264,16 +264,22 @@ def picked(views: Any, c: int, i: int) -> None:
 @inline_step
 def answered(views: Any, breaker: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
     """Client ``c`` heard of its attempt on instance ``i`` at ``x`` (``how``: A_…; ``rtt`` since it sent it; the
-    CPU the server reported, 0 none): one fewer outstanding; its breaker's window and p2c's EWMAs updated."""
-    b = views.bal
-    b[B_OUT, c, i] -= 1.0
+    CPU the server reported, 0 none): one fewer outstanding; its breaker's window and its balancer's knowledge
+    updated (inlined where a request is answered: what is not the common case is a call)."""
+    views.bal[B_OUT, c, i] -= 1.0
     if breaker.ints[I_BREAKER] != 0:  # the client's breaker counts what it heard
         heard(breaker, c, x, rtt, how)
     kind = views.ints[I_BALANCER]
-    if kind == DYNAMIC_WRR:
+    if kind == P2C:
+        _p2c_heard(views, c, i, x, rtt, how, cpu_permille)
+    elif kind == DYNAMIC_WRR:
         dynamic_answer(views, views.weight, c, i, x, rtt, how == A_TIMEOUT or how == A_REFUSED, cpu_permille)
-    if kind != P2C:
-        return
+
+
+@inline_step
+def _p2c_heard(views: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
+    """p2c's EWMAs of instance ``i`` at client ``c``: latency and success weighted e^(−Δt/600 ms), the CPU taken."""
+    b = views.bal
     gap = x - b[B_STAMP, c, i]
     b[B_STAMP, c, i] = x
     keep = math.exp(-gap / TAU_S) if b[B_LAG, c, i] > 0.0 else 0.0
