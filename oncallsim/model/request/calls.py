@@ -233,6 +233,7 @@ CONTROLS = (
         slot=R_RETRY_BASE,
         real=True,
         divisor=1000.0,
+        only_with="retries",
     ),
     ControlSpec(
         "retry_cap_ms",
@@ -250,6 +251,7 @@ CONTROLS = (
         slot=R_RETRY_CAP,
         real=True,
         divisor=1000.0,
+        only_with="retries",
     ),
     ControlSpec(
         "retry_budget",
