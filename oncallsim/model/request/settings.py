@@ -119,10 +119,13 @@ def set_parameters(world: World, params: Params) -> None:
 def in_force(settings: Mapping[str, Any]) -> list[str]:
     """The settings in force as phrases (the zoom page's), from each spec's ``in_force``: "the p2c balancer",
     "CoDel queues", "up to 3 retries per request"; a setting whose phrase is empty, or whose ``only_with`` is
-    off, says nothing."""
+    off (at its default: no retries, no breaker), says nothing."""
     phrases = []
     for spec in SPECS:
-        if spec.name not in settings or (spec.only_with and not settings.get(spec.only_with)):
+        parent = spec.only_with
+        if spec.name not in settings or (
+            parent and settings.get(parent, CONTROL_SPECS[parent].default) == CONTROL_SPECS[parent].default
+        ):
             continue
         phrase = spec.sentence(spec.in_force, settings[spec.name])
         if phrase:
