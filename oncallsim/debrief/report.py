@@ -119,12 +119,14 @@ MECHANISM_PHRASES = {
     "limiter": "the concurrency limiter",
     "codel": "CoDel queues",
     "deadlines": "deadline propagation",
+    "sre": "adaptive throttling at the clients",
 }
 COUNTERFACTUAL_LABELS = {
     "retry_budget": "with a 10 % retry budget",
     "limiter": "with the limiter",
     "codel": "with CoDel",
     "deadlines": "with deadlines",
+    "sre": "with adaptive throttling",
 }
 
 # Rows only a request-engine run has (None elsewhere): its retries' amplification and its wasted work.

@@ -44,8 +44,13 @@ class Mechanism:
         return all(c in CONTROL_SPECS and "request" in CONTROL_SPECS[c].engines for c in self.settings)
 
     def already_on(self, controls: Any) -> bool:
-        """The run opened with it: each of its controls away from its registry default, i.e. on."""
-        return all(getattr(controls, c, None) != CONTROL_SPECS[c].default for c in self.settings)
+        """The run opened with it: each of its controls at its value (a token bucket is not BBR, a classic breaker
+        not adaptive throttling; a retry budget of any size is one)."""
+        return all(
+            getattr(controls, c, None) == v
+            or (isinstance(v, float) and getattr(controls, c, CONTROL_SPECS[c].default) != CONTROL_SPECS[c].default)
+            for c, v in self.settings.items()
+        )
 
 
 # The candidates, each switched on from the start with the player's other decisions. A retry budget only
@@ -55,12 +60,13 @@ MECHANISMS = (
     Mechanism("limiter", {"limiter": "bbr"}),
     Mechanism("codel", {"queue_discipline": "codel"}),
     Mechanism("deadlines", {"deadline_propagation": True}),
+    Mechanism("sre", {"breaker": "sre"}),
 )
 MAX_MECHANISMS_KEPT = 1
 # The order they are replayed in: those that usually end an overload fastest first. Their replays are cheap (a
 # recovered fleet serves fewer requests) and what they spent bounds the rest, whose replays stop once they have
 # spent more (``_replay``). Ties are still broken in ``MECHANISMS``' order.
-TRY_FIRST = ("deadlines", "codel", "retry_budget", "limiter")
+TRY_FIRST = ("deadlines", "codel", "retry_budget", "limiter", "sre")
 
 
 Progress = Callable[[int, int], None]  # (replays done, replays in all): a surface shows how far a debrief is
@@ -78,8 +84,9 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
     policies = [name for name in COUNTERFACTUAL_POLICIES if not (name == "hands-off" and not sim.actions)]
     request = sim.engine.name == "request" and bool(sim.timeline)
     with_p2c = request and (sim.timeline[0].extras or {}).get("balancer") != "p2c"
-    candidates = _candidates(sim) if request else []
-    total = len(policies) + (1 if with_p2c else 0) + len(candidates)
+    lesson = lesson_after(sim) if request else None
+    candidates = [m for m in _candidates(sim) if m != lesson] if request else []
+    total = len(policies) + (1 if with_p2c else 0) + (1 if lesson else 0) + len(candidates)
     done = [0]
     lock = threading.Lock()
 
@@ -100,9 +107,15 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
         replayed()
         return other
 
+    def the_after(mechanism: Mechanism) -> Simulation:
+        other = with_settings(sim, mechanism.settings)
+        replayed()
+        return other
+
     with ThreadPoolExecutor(max_workers=REPLAY_THREADS, thread_name_prefix="replay") as pool:
         replays = {name: pool.submit(replay, name) for name in policies}
         p2c = pool.submit(balanced) if with_p2c else None
+        after = pool.submit(the_after, lesson) if lesson else None
         mechanisms = _mechanism_replays(sim, candidates, MAX_MECHANISMS_KEPT, replayed, pool) if request else {}
         out: dict[str, Simulation] = {}
         for name in COUNTERFACTUAL_POLICIES:
@@ -111,7 +124,21 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
         if p2c is not None:
             out["p2c"] = p2c.result()
         out.update(mechanisms)
+        if after is not None and lesson is not None:
+            out[lesson.name] = after.result()
     return out
+
+
+def lesson_after(sim: Simulation) -> Mechanism | None:
+    """The mechanism a lesson's scenario names as its "after" (``Scenario.after``), when the run did not open
+    with it: replayed from the start whatever it would have saved (p2c has its own replay)."""
+    after = dict(sim.scenario.after)
+    if not after or after == {"balancer": "p2c"}:
+        return None
+    mechanism = next((m for m in MECHANISMS if dict(m.settings) == after), None)
+    if mechanism is None or mechanism.already_on(sim.counterfactual(None, minutes=0).state.controls):
+        return None
+    return mechanism
 
 
 # Replays at once: the machine's cores (two here), at most four (each holds a run's world).

@@ -20,6 +20,11 @@
   all: backoff only defers the work of an open system, the limiter's least latency is the storm's, and the
   admitted load × 4 stays above capacity.)
 
+- The article's "befores" (issue 23), each replaced by its "after" once its failure shows: a weighted balancer
+  (static weights, or weights from the CPU each instance reports) whose p99 has doubled since the run began →
+  p2c; classic circuit breakers while more than 2 % of requests fail → adaptive throttling (sre); a token bucket
+  that rejects more than 1 % of the requests → the BBR limiter, which measures what each instance can take.
+
 Only what the console shows is read: the per-instance lines of the last record and its events.
 """
 
@@ -45,6 +50,9 @@ CODEL_HOLD_MIN = 5  # … and not sooner than this after switching
 FLEET_FAILING = 0.2  # when the median instance fails this share, it is the fleet, not an instance
 AMPLIFIED = 1.5  # attempts per admitted request at which the clients' retries amplify the load
 RETRY_BUDGET = 0.1  # the SRE book's per-client retry budget: retries under 10 % of requests
+HERD_P99 = 2.0  # a weighted balancer whose p99 is this many times the run's first minute's: herding
+BREAKER_ERRORS = 0.02  # classic breakers with this share of requests failing: flapping
+BUCKET_LIMITED = 0.01  # a token bucket rejecting this share of the requests: its fixed rate is wrong
 
 
 class FleetPlaybook:
@@ -70,7 +78,9 @@ class FleetPlaybook:
             if e.code == "instance_replaced":
                 self.replacing.discard(int(e.args["instance"]))
         self.ejected = {i for i in self.ejected if i < serving and lines["ejected"][i]}
-        actions: list[tuple[str, Any]] = self._overload(observation) + self._retries(observation)
+        actions: list[tuple[str, Any]] = (
+            self._overload(observation) + self._retries(observation) + self._afters(observation)
+        )
         if "zone_back" in codes and self.ejected:
             actions.extend(("readmit", i) for i in sorted(self.ejected))
             self.ejected.clear()
@@ -125,6 +135,22 @@ class FleetPlaybook:
         return actions
 
     @staticmethod
+    def _afters(observation: Observation) -> list[tuple[str, Any]]:
+        last = observation.last
+        assert last is not None
+        controls = observation.controls
+        actions: list[tuple[str, Any]] = []
+        first = observation.timeline[0].p99_ms
+        if controls.balancer in ("weighted-round-robin", "dynamic-wrr") and last.p99_ms > HERD_P99 * first:
+            actions.append(("balancer", "p2c"))
+        if controls.breaker == "classic" and last.error_rate > BREAKER_ERRORS:
+            actions.append(("breaker", "sre"))
+        limited = last.extra("limited_per_s") or 0.0
+        if controls.limiter == "token-bucket" and limited > BUCKET_LIMITED * last.requests_per_s:
+            actions.append(("limiter", "bbr"))
+        return actions
+
+    @staticmethod
     def _bad(lines: dict[str, list[Any]], rotation: list[int]) -> list[int]:
         """The instances in rotation that fail or lag, worst first."""
         p99s = [lines["p99_ms"][i] for i in rotation if lines["p99_ms"][i] is not None]
@@ -132,12 +158,15 @@ class FleetPlaybook:
         shares = [lines["errors"][i] / max(lines["served"][i], lines["errors"][i], 1) for i in rotation]
         if shares and statistics.median(shares) >= FLEET_FAILING:  # overload, a bad build: not one instance
             return []
-        scored: list[tuple[float, int]] = []
+        failing: list[tuple[float, int]] = []
+        slow: list[tuple[float, int]] = []
         for i in rotation:
             served, errors, p99 = lines["served"][i], lines["errors"][i], lines["p99_ms"][i]
             sent = max(served, errors)
             if errors >= MIN_FAILURES and errors >= FAILING_SHARE * sent:
-                scored.append((2.0 + errors / max(sent, 1), i))
+                failing.append((2.0 + errors / max(sent, 1), i))
             elif median is not None and p99 is not None and p99 > SLOW_FLOOR_MS and p99 > SLOW_RATIO * median:
-                scored.append((p99 / median, i))
-        return [i for _, i in sorted(scored, reverse=True)]
+                slow.append((p99 / median, i))
+        if len(slow) > REPLACE_AT_MOST:  # many lag at once: the fleet is loaded (new idle instances lower the
+            slow = []  # median), not its machines broken; ejecting them would take its capacity away
+        return [i for _, i in sorted(failing + slow, reverse=True)]

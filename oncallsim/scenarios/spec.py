@@ -340,6 +340,11 @@ class Scenario(_Strict):
     key_controls: list[str] = Field(
         default_factory=list, max_length=20, description="the controls the briefing points at, by name"
     )
+    after: dict[str, Any] = Field(
+        default_factory=dict,
+        description="a lesson's scenario: the settings that replaced the mechanism it opens with (the article's "
+        "'after'); the debrief always replays the run with them from the start and names them",
+    )
     i18n: dict[str, ScenarioTexts] = Field(
         default_factory=dict, description="the texts in other languages: [i18n.da] title, summary, briefing"
     )
@@ -395,7 +400,7 @@ class Scenario(_Strict):
         Params().with_overrides(v)  # raises InvalidInput (a ValueError) naming the parameter
         return v
 
-    @field_validator("controls")
+    @field_validator("controls", "after")
     @classmethod
     def _known_controls(cls, v: dict[str, Any]) -> dict[str, Any]:
         Controls.from_mapping(v)
