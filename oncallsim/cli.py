@@ -324,6 +324,10 @@ from oncallsim.cli_zoom import zoom  # noqa: E402
 app.command()(guarded(validate))
 app.command()(guarded(zoom))
 
+from oncallsim.cli_export import export  # noqa: E402
+
+app.command()(guarded(export))
+
 from oncallsim.cli_gameday import gameday  # noqa: E402
 
 app.add_typer(gameday, name="gameday")
