@@ -324,9 +324,11 @@ from oncallsim.cli_zoom import zoom  # noqa: E402
 app.command()(guarded(validate))
 app.command()(guarded(zoom))
 
+from oncallsim.cli_alerts import alerts  # noqa: E402
 from oncallsim.cli_export import export  # noqa: E402
 
 app.command()(guarded(export))
+app.command()(guarded(alerts))
 
 from oncallsim.cli_gameday import gameday  # noqa: E402
 
