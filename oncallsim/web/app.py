@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.store import RunStore, default_db_path
-from oncallsim.web import api, engines, gameday, pages, zoom
+from oncallsim.web import api, engines, gameday, metrics, pages, zoom
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
 
@@ -116,6 +116,7 @@ def create_app(
         return JSONResponse({"error": "internal error (a bug; it is logged)", "field": "server"}, status_code=500)
 
     app.include_router(api.router)
+    app.include_router(metrics.router)  # before the pages: /runs/{id}/metrics is not a page
     app.include_router(pages.router)
     app.include_router(zoom.router)
     app.include_router(engines.router)
