@@ -119,3 +119,16 @@ def test_a_real_prometheus_scrapes_a_game_day_room(tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+def test_real_time_is_a_speed_of_a_minute_a_minute(client: TestClient) -> None:
+    from oncallsim.web.pacing import REALTIME, minute_seconds
+
+    assert minute_seconds(REALTIME) == 60.0 and minute_seconds(4) == 0.25
+    run = client.post("/api/runs", json={"scenario": "free-play", "seed": 1, "speed": REALTIME, "paused": True})
+    assert run.status_code == 201, run.text
+    page = client.get(f"/runs/{run.json()['id']}")
+    assert f'<option value="{REALTIME}" data-minute-ms="60000" selected' in page.text
+    assert ">real time</option>" in page.text
+    refused = client.post(f"/api/runs/{run.json()['id']}/control", json={"type": "speed", "value": -1})
+    assert refused.status_code == 422 and "0: real time" in refused.json()["error"]

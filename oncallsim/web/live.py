@@ -32,11 +32,18 @@ from oncallsim.readiness import Readiness
 from oncallsim.simulation import Action, RunFile, Simulation
 from oncallsim.store import RunStore
 from oncallsim.web.clock import Clock, spawn
-from oncallsim.web.pacing import DEFAULT_DIFFICULTY, check_difficulty, check_speed_for, incident_kind, pause_reason
+from oncallsim.web.pacing import (
+    DEFAULT_DIFFICULTY,
+    REALTIME,
+    check_difficulty,
+    check_speed_for,
+    incident_kind,
+    pause_reason,
+)
 
 __all__ = ["EPOCH", "SPEEDS", "LiveRun", "RunManager"]
 
-SPEEDS = (1, 2, 4, 8, 16)  # simulated minutes per wall second
+SPEEDS = (REALTIME, 1, 2, 4, 8, 16)  # simulated minutes per wall second, or a minute a minute (REALTIME)
 # How often the position is written between pauses and actions. The action log is the truth (a replay goes at
 # least to the last action's minute); a restart may resume a few quiet minutes earlier, never with a lost input.
 PROGRESS_EVERY_MIN = 15
@@ -80,7 +87,11 @@ def debrief_with_figure(sim: Simulation, progress: Callable[[int, int], None] | 
 
 def check_speed(speed: Any) -> int:
     if isinstance(speed, bool) or speed not in SPEEDS:
-        raise InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))} (minutes per second), got {speed!r}")
+        raise InvalidInput(
+            "speed",
+            f"must be one of {', '.join(map(str, SPEEDS))} (minutes per second; {REALTIME}: real time, a minute a "
+            f"minute), got {speed!r}",
+        )
     return int(speed)
 
 
