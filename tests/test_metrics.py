@@ -3,6 +3,7 @@ a real Prometheus and answered through its API against the records themselves.""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import subprocess
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from oncallsim import Simulation
 from oncallsim.cli import app
 from oncallsim.metrics import Accumulator, current_text, openmetrics_export, parse_start
+from oncallsim.metrics.grafana import queries
 from oncallsim.metrics.names import METRICS, NOT_EXPORTED, markdown_table
 from oncallsim.model import InvalidInput
 from oncallsim.model.fields import EXTRA_SCHEMA, RECORD_SCHEMA
@@ -142,3 +144,46 @@ def test_export_backfills_into_a_real_prometheus(tmp_path: Path) -> None:
         assert math.isclose(float(burn["value"][1]), sim.timeline[30].burn_1h, rel_tol=1e-12)
         (page,) = query(base, "max_over_time(oncallsim_page_firing[1h])", end)
         assert float(page["value"][1]) == float(any(r.page_firing for r in sim.timeline))
+
+
+def test_the_dashboard_and_the_rules_name_only_metrics_that_exist() -> None:
+    import re
+
+    spec = importlib.util.spec_from_file_location("update_dashboard", ROOT / "scripts" / "update_dashboard.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "examples" / "grafana" / "oncallsim.json").read_text() == module.text(), (
+        "examples/grafana/oncallsim.json is out of date: python scripts/update_dashboard.py"
+    )
+    known = {m.sample_name for m in METRICS} | {
+        m.name + part for m in METRICS if m.kind == "histogram" for part in ("_bucket", "_sum", "_count")
+    }
+    for path in (ROOT / "examples" / "rules").glob("*.yml"):
+        for name in re.findall(r"\b(?:oncallsim|http_server)_[a-z0-9_]+", path.read_text()):
+            assert name in known, (path.name, name)
+
+
+def test_every_dashboard_query_answers_on_a_backfilled_request_engine_run(tmp_path: Path) -> None:
+    require_prometheus()
+    sim = Simulation("bad-deploy", seed=4, engine="request", minutes=20)
+    sim.run()
+    start = parse_start("2026-03-02T09:00:00Z")
+    exported = tmp_path / "run.om"
+    exported.write_text(openmetrics_export(sim.timeline, start, "checkout"))
+    storage = tmp_path / "tsdb"
+    done = subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(exported), str(storage)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    end = start.timestamp() + 20 * 60
+    with prometheus_server(storage) as base:
+        for expr in queries():
+            promql = expr.replace("$service", "checkout").replace("$__rate_interval", "5m")
+            assert query(base, promql, end), promql
+        # the histogram's count is the requests answered or timed out: the record's own histogram total
+        (count,) = query(base, "http_server_request_duration_seconds_count", end)
+        assert float(count["value"][1]) == sum(r.extras["latency_buckets"][-1] for r in sim.timeline if r.extras)
