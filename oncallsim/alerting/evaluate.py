@@ -45,6 +45,7 @@ __all__ = [
     "RunAlerts",
     "alert_rules",
     "evaluate",
+    "group_names",
     "input_series",
     "is_page",
     "rule_key",
@@ -134,10 +135,21 @@ class RunAlerts:
         return "—" if minute is None else self.sim.plan.clock(minute)
 
 
+def _rule_file(rules: Path) -> dict[str, Any]:
+    """The rule file as data (it already passed ``promtool check rules``)."""
+    data = yaml.safe_load(decode_text(read_bounded(rules, "rule file"), str(rules)))
+    return data if isinstance(data, dict) else {}
+
+
+def group_names(rules: Path) -> list[str]:
+    """The rule groups' names, in the file's order."""
+    return [str(g.get("name")) for g in _rule_file(rules).get("groups") or [] if isinstance(g, dict)]
+
+
 def alert_rules(rules: Path) -> dict[str, bool]:
     """The alerting rules (``rule_key``), in the file's order, each with whether its labels make it a page (the
     file already passed ``promtool check rules``)."""
-    data = yaml.safe_load(decode_text(read_bounded(rules, "rule file"), str(rules))) or {}
+    data = _rule_file(rules)
     found: dict[str, bool] = {}
     for group in data.get("groups") or []:
         for rule in group.get("rules") or []:
@@ -214,7 +226,14 @@ def _test_file(rules: Path, runs: Sequence[tuple[int, Simulation, str]], service
                 ],
             }
         )
-    return {"rule_files": [str(rules.resolve())], "evaluation_interval": "1m", "tests": tests}
+    return {
+        "rule_files": [str(rules.resolve())],
+        "evaluation_interval": "1m",
+        # every minute the groups in the file's order: promtool's own order is a map's, so an alert reading
+        # another group's recording rule would see it a minute late on some runs and not on others
+        "group_eval_order": group_names(rules),
+        "tests": tests,
+    }
 
 
 def _states(stderr: str, runs: int) -> list[dict[int, list[dict[str, str]]]]:
