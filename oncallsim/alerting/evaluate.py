@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from oncallsim.alerting.promtool import check_rules, test_rules
+from oncallsim.alerting.promtool import check_rules, unit_test_rules
 from oncallsim.metrics.exposition import Accumulator
 from oncallsim.metrics.names import METRICS
 from oncallsim.model import InvalidInput, MinuteRecord
@@ -308,7 +308,7 @@ def evaluate(
         if keep is not None:
             keep.write_text(json.dumps(_test_file(rules, indexed, service, history)), encoding="utf-8")
         with ThreadPoolExecutor(jobs) as pool:
-            outputs = list(pool.map(test_rules, paths))
+            outputs = list(pool.map(unit_test_rules, paths))
     stderr = "\n".join(output.stderr for output in outputs)
     for output in outputs:
         if output.returncode not in (0, 1):
