@@ -172,7 +172,9 @@ def print_summary(rows: list[AlertSummary], runs: list[RunAlerts], out: Any) -> 
         soft_wrap=True,
     )
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in ("alert", "page", "caught", "missed", "after the incident", "after the built-in page", "false/week"):
+    columns = ("alert", "page", "caught", "missed", "after the incident", "after the built-in page", "false/week",
+               "unpaged/week")  # fmt: skip
+    for col in columns:
         table.add_column(col, justify="left" if col == "alert" else "right")
     for row in rows:
         per_week = row.per_week
@@ -184,11 +186,12 @@ def print_summary(rows: list[AlertSummary], runs: list[RunAlerts], out: Any) -> 
             _median(row.after_start),
             "—" if row.alert == BUILTIN else _median(row.after_builtin),
             "—" if per_week is None else f"{per_week:.1f}",
+            "—" if row.unpaged_per_week is None else f"{row.unpaged_per_week:.1f}",
         )
     print_trimmed(out, table)
     err.print(
-        "times are medians over the incidents caught; false/week: firings on the runs where nothing went wrong "
-        "per 7 simulated days",
+        "times are medians over the incidents caught; false/week: firings on the runs where nothing went wrong, "
+        "per 7 simulated days; unpaged/week: firings on the runs the built-in page never fired on",
         soft_wrap=True,
     )
 
@@ -234,6 +237,9 @@ def as_json(runs: list[RunAlerts], rows: list[AlertSummary]) -> dict[str, Any]:
                 "quiet_minutes": row.quiet_minutes,
                 "quiet_firings": row.quiet_firings,
                 "per_week": row.per_week,
+                "unpaged_minutes": row.unpaged_minutes,
+                "unpaged_firings": row.unpaged_firings,
+                "unpaged_per_week": row.unpaged_per_week,
             }
             for row in rows
         ],

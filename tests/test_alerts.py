@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oncallsim import Simulation
-from oncallsim.alerting.evaluate import BUILTIN, evaluate, input_series, summarize
+from oncallsim.alerting.evaluate import BUILTIN, Episode, RunAlerts, evaluate, input_series, summarize
 from oncallsim.cli import app
 from oncallsim.metrics.names import METRICS
 from oncallsim.model import MinuteRecord
@@ -123,6 +123,27 @@ def test_false_pages_per_week_on_quiet_days(tmp_path: Path) -> None:
     (builtin, busy) = summarize(runs, {"Busy (page)": True})
     assert builtin.alert == BUILTIN and builtin.per_week == 0.0
     assert busy.per_week == pytest.approx(firings * 10_080 / 1200)
+    assert busy.unpaged_per_week == busy.per_week  # quiet runs: the built-in page never fired either
+
+
+def test_firings_where_the_builtin_page_stayed_silent_count_apart_from_quiet_days() -> None:
+    """A run with a scripted incident that never threatened the SLO (no built-in page) is not a quiet day, but a
+    rule's firings there are counted per week of such runs (``unpaged/week``); a run the built-in page fired on
+    counts in neither."""
+    sim = Simulation("free-play", seed=1, minutes=60)
+    sim.run()
+    page = {"severity": "page"}
+    naive = [Episode("Naive", page, pending=10, firing=15, resolved=20), Episode("Naive", page, 30, 35, 36)]
+    builtin = [Episode(BUILTIN, {}, pending=12, firing=12)]
+    quiet = RunAlerts("quiet", sim, None, [Episode("Naive", page, 40, None, 41)], [])
+    coped = RunAlerts("a surge the fleet coped with", sim, 5, naive, [])
+    paged = RunAlerts("a surge that paged", sim, 5, naive, builtin)
+    (built, row) = summarize([quiet, coped, paged], {"Naive (page)": True})
+    assert (row.incidents, row.caught, row.after_start, row.after_builtin) == (2, 2, [10, 10], [3])
+    assert (row.quiet_minutes, row.quiet_firings, row.per_week) == (60, 0, 0.0)
+    assert (row.unpaged_minutes, row.unpaged_firings) == (120, 2)
+    assert row.unpaged_per_week == pytest.approx(2 * 10_080 / 120)
+    assert (built.incidents, built.caught, built.unpaged_firings, built.unpaged_per_week) == (2, 1, 0, 0.0)
 
 
 def test_input_series_repeat_the_opening_minute_back_through_the_history() -> None:

@@ -353,6 +353,8 @@ class AlertSummary:
     after_builtin: list[int] = field(default_factory=list)  # first firing − the built-in page's, where both fired
     quiet_minutes: int = 0
     quiet_firings: int = 0
+    unpaged_minutes: int = 0  # runs where the built-in page never fired, scripted incident or not
+    unpaged_firings: int = 0
 
     @property
     def missed(self) -> int:
@@ -362,6 +364,12 @@ class AlertSummary:
     def per_week(self) -> float | None:
         """Firings per simulated week on the runs where nothing went wrong (None: no such run)."""
         return None if self.quiet_minutes == 0 else self.quiet_firings * 10_080 / self.quiet_minutes
+
+    @property
+    def unpaged_per_week(self) -> float | None:
+        """Firings per simulated week on the runs the built-in page never fired on: pages for trouble that did not
+        threaten the SLO (a small scripted incident counts here; None: no such run)."""
+        return None if self.unpaged_minutes == 0 else self.unpaged_firings * 10_080 / self.unpaged_minutes
 
 
 def summarize(runs: Sequence[RunAlerts], rules: dict[str, bool]) -> list[AlertSummary]:
@@ -387,6 +395,9 @@ def summarize(runs: Sequence[RunAlerts], rules: dict[str, bool]) -> list[AlertSu
             elif run.quiet:
                 row.quiet_minutes += run.minutes
                 row.quiet_firings += sum(1 for e in mine if e.firing is not None)
+            if not run.builtin:
+                row.unpaged_minutes += run.minutes
+                row.unpaged_firings += sum(1 for e in mine if e.firing is not None)
     return list(rows.values())
 
 
