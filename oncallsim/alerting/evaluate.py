@@ -105,7 +105,8 @@ class Episode:
 
     @property
     def page(self) -> bool:
-        return is_page(self.labels)
+        """It pages someone: the built-in page, or an alert labelled as a page (``is_page``)."""
+        return self.alert == BUILTIN or is_page(self.labels)
 
     @property
     def rule(self) -> str:
