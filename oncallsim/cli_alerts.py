@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from oncallsim.alerting.evaluate import (
     evaluate,
     summarize,
 )
+from oncallsim.alerting.pagerduty import Pager, PagerConfig, rule_page_events
 from oncallsim.alerting.promtool import check_rules
 from oncallsim.cli_common import (
     check_choices,
@@ -75,6 +77,11 @@ def alerts(
     keep_test: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Also write the promtool unit-test file made for the runs.")
     ] = None,
+    pagerduty_url: Annotated[
+        str | None,
+        typer.Option(help="Also send your rules' pages here as PagerDuty Events v2 (only when given on the line)."),
+    ] = None,
+    pagerduty_routing_key: Annotated[str | None, typer.Option(help="The PagerDuty integration's key.")] = None,
 ) -> None:
     """Evaluate a Prometheus rule file over simulated runs with the real promtool: when each alert went pending
     and firing against the incident and the built-in page, missed incidents, false pages per simulated week."""
@@ -90,6 +97,7 @@ def alerts(
     if not 0 <= history <= MAX_HISTORY_MIN:
         raise InvalidInput("--history", f"must be from 0 to {MAX_HISTORY_MIN} minutes, got {history}")
     check_choices(None, engine)
+    pagerduty = PagerConfig.checked(pagerduty_url, pagerduty_routing_key)
     check_rules(rules)  # a bad rule file: promtool's message, one line, before any run is played
     sims: list[Simulation] = []
     labels: list[str] = []
@@ -119,6 +127,24 @@ def alerts(
     print_summary(summary, runs, out)
     if json_out is not None:
         write_whole(json_out, json.dumps(as_json(runs, summary), indent=1) + "\n")
+    if pagerduty is not None:
+        send_pages(pagerduty, runs)
+
+
+def send_pages(config: PagerConfig, runs: list[RunAlerts]) -> None:
+    """Your rules' pages, run after run, each run's in simulated order, so your PagerDuty service (its routing,
+    escalation, schedules) is rehearsed on the incident too; the built-in page is not sent (``serve`` sends it)."""
+    now = datetime.now(UTC)
+    events = [event for n, run in enumerate(runs) for _, event in rule_page_events(config.routing_key, n, run, now)]
+    pager = Pager(config)
+    try:
+        futures = pager.post(events)
+    finally:
+        pager.close()  # every queued event posted (or tried three times)
+    failed = sum(not f.result() for f in futures)
+    err.print(f"sent {len(futures) - failed} of {len(futures)} PagerDuty event(s) to {config.url}", soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 def _signed(minutes: int | None) -> str:

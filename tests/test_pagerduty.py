@@ -1,5 +1,6 @@
 """Pages as PagerDuty Events v2, posted to a local receiver: a trigger when the built-in page fires, a resolve
-with the same dedup_key when it clears; nothing without a configured URL; the setting checked."""
+with the same dedup_key when it clears; a team's own rules' pages from ``oncallsim alerts``; nothing without a
+configured URL; the setting checked."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from oncallsim.cli import app as cli
 from oncallsim.model import InvalidInput
 from oncallsim.simulation import RunFile, Simulation
 from oncallsim.web.app import create_app
-from tests.prometheus import wait_for
+from tests.prometheus import require_prometheus, wait_for
 
 BASE = "http://testserver"
 KEY = "R0123456789abcdefR0123456789abcd"
@@ -121,3 +122,36 @@ def test_a_rooms_run_pages_through_the_same_pager(tmp_path: Path, receiver: tupl
     with TestClient(app, base_url=BASE, headers={"Origin": BASE}) as client:
         room = client.post("/api/gameday/rooms", json={"scenario": "bad-deploy", "seed": 4, "minutes": 30}).json()
         assert app.state.rooms.rooms[room["id"]].live.pager is app.state.pager is not None
+
+
+def test_oncallsim_alerts_sends_your_rules_pages_in_simulated_order(
+    tmp_path: Path, receiver: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """A surge that pages and recovers: each paging rule's trigger at its firing minute and its resolve at its
+    resolved minute (those promtool gave, written by --json), in simulated order; the ticket pages no one."""
+    require_prometheus()
+    url, got = receiver
+    rules = Path(__file__).resolve().parent.parent / "examples" / "rules" / "slo-99.9.yml"
+    out = tmp_path / "alerts.json"
+    args = ["alerts", str(rules), "--scenario", "surge", "--first-seed", "2", "--json", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--pagerduty-url", url, "--pagerduty-routing-key", KEY])
+    wrong = CliRunner().invoke(cli, [*args, "--pagerduty-url", "ftp://x", "--pagerduty-routing-key", KEY])
+    assert wrong.exit_code == 2 and "pagerduty-url: must be an http:// or https:// URL" in wrong.output
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(out.read_text())["runs"]
+    expected = []
+    for e in run["alerts"]:
+        if e["page"] and e["firing"] is not None:
+            dedup = f"oncallsim-alerts-0-{e['rule'].replace(' (', '-').rstrip(')')}-{e['firing']}"
+            expected.append((e["firing"], "trigger", dedup))
+            if e["resolved"] is not None:
+                expected.append((e["resolved"], "resolve", dedup))
+    paged = {e["rule"] for e in run["alerts"] if e["page"] and e["firing"] is not None}
+    assert paged == {"HighErrorRate (page)", "OncallsimAvailabilitySLO (page)"}  # the ticket pages no one
+    assert [action for _, action, _ in expected].count("resolve") == 2  # the surge passes: both pages resolve
+    expected.sort(key=lambda x: x[0])
+    assert [(e["event_action"], e["dedup_key"]) for e in got] == [(a, d) for _, a, d in expected]
+    triggers = [e for e in got if e["event_action"] == "trigger"]
+    assert all(e["routing_key"] == KEY and e["payload"]["severity"] == "critical" for e in triggers)
+    assert triggers[0]["payload"]["custom_details"]["simulated_minute"] == expected[0][0]
+    assert f"sent {len(expected)} of {len(expected)} PagerDuty event(s)" in result.output

@@ -2,7 +2,9 @@
 clears, one ``dedup_key`` for the two), posted to a URL the server was started with.
 
 Nothing leaves the machine unless ``oncallsim serve --pagerduty-url URL --pagerduty-routing-key KEY`` (or their
-environment variables) says where: the URL comes from whoever starts the server, never from a web request. The
+environment variables) says where: the URL comes from whoever starts the server, never from a web request.
+``oncallsim alerts … --pagerduty-url URL --pagerduty-routing-key KEY`` (the command line only) sends the pages a
+team's own rules sent on the runs it evaluated. The
 events of a run are posted in order, one at a time, on a thread of their own: the simulated clock never waits
 for PagerDuty, and a failed post is logged (and tried twice more), not raised.
 """
@@ -22,10 +24,19 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from oncallsim.alerting.evaluate import RunAlerts
 from oncallsim.model import InvalidInput, MinuteRecord
 from oncallsim.model.errors import quote
 
-__all__ = ["PAGERDUTY_EVENTS_URL", "Pager", "PagerConfig", "check_routing_key", "check_url", "page_events"]
+__all__ = [
+    "PAGERDUTY_EVENTS_URL",
+    "Pager",
+    "PagerConfig",
+    "check_routing_key",
+    "check_url",
+    "page_events",
+    "rule_page_events",
+]
 
 PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"  # PagerDuty's own, named in the docs only
 _KEY = re.compile(r"[A-Za-z0-9]{1,64}")
@@ -127,6 +138,42 @@ def page_events(
     ]
 
 
+def rule_page_events(routing_key: str, number: int, run: RunAlerts, now: datetime) -> list[tuple[int, dict[str, Any]]]:
+    """The pages the team's own rules sent on an evaluated run (``oncallsim alerts``), each with the minute it
+    belongs to: a trigger when a page began firing, a resolve when it resolved. ``number`` tells the runs of one
+    command apart in the ``dedup_key``; tickets and other alerts that page no one are not sent."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for e in run.episodes:
+        if not e.page or e.firing is None:
+            continue
+        rule = re.sub(r"[^A-Za-z0-9]+", "-", e.rule).strip("-")[:80]
+        dedup = f"oncallsim-alerts-{number}-{rule}-{e.firing}"
+        trigger = {
+            "routing_key": routing_key,
+            "event_action": "trigger",
+            "dedup_key": dedup,
+            "client": "oncallsim",
+            "payload": {
+                "summary": f"{e.rule} firing on {run.label[:200]} (simulated {run.clock(e.firing)})",
+                "source": f"oncallsim alerts: {run.label[:200]}",
+                "severity": "critical",
+                "timestamp": now.astimezone(UTC).isoformat(),
+                "component": "oncallsim",
+                "class": e.alert[:200],
+                "custom_details": {
+                    "labels": e.labels,
+                    "simulated_minute": e.firing,
+                    "simulated_clock": run.clock(e.firing),
+                    "incident_start": run.clock(run.incident_start),
+                },
+            },
+        }
+        out.append((e.firing, trigger))
+        if e.resolved is not None:
+            out.append((e.resolved, {"routing_key": routing_key, "event_action": "resolve", "dedup_key": dedup}))
+    return sorted(out, key=lambda pair: pair[0])  # stable: a trigger stays before its own resolve
+
+
 class Pager:
     """Posts a server's runs' page events to the configured URL, in order, on one thread."""
 
@@ -136,7 +183,10 @@ class Pager:
 
     def minute(self, run_id: str, title: str, timeline: Sequence[MinuteRecord], clock: Any) -> list[Future[bool]]:
         """After a run's minute: its trigger or resolve, if any, queued to be posted."""
-        events = page_events(self.config.routing_key, run_id, title, timeline, clock, datetime.now(UTC))
+        return self.post(page_events(self.config.routing_key, run_id, title, timeline, clock, datetime.now(UTC)))
+
+    def post(self, events: Sequence[dict[str, Any]]) -> list[Future[bool]]:
+        """Events queued to be posted in their order (each future: posted, or not after three tries)."""
         return [self._pool.submit(self._post, event) for event in events]
 
     def _post(self, event: dict[str, Any]) -> bool:
