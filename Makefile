@@ -9,7 +9,7 @@ PORT ?= 8000
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean browser
+.PHONY: run test lint bench clean browser prometheus
 
 $(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +48,16 @@ browser:
 		else echo "no font for Armenian or Arabic: run 'apt-get install fonts-dejavu-core' as root"; fi; \
 	fi
 
+# The alert tests run Debian's Prometheus: promtool (rule checks, rule unit tests, backfills) and the server.
+# Installed here when missing and root, as the browser is.
+prometheus:
+	@if command -v promtool >/dev/null && command -v prometheus >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	else echo "prometheus missing: run 'apt-get install prometheus' as root for the alert tests"; fi
+
 # pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
-test: lint browser
+test: lint browser prometheus
 	$(BIN)/pytest; code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$code
 

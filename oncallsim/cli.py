@@ -269,12 +269,23 @@ def serve(
             help="Access token asked of every request (generated when binding beyond loopback without one).",
         ),
     ] = None,
+    pagerduty_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ONCALLSIM_PAGERDUTY_URL",
+            help="Send the runs' and rooms' pages here as PagerDuty Events v2 (nothing is sent without it).",
+        ),
+    ] = None,
+    pagerduty_routing_key: Annotated[
+        str | None, typer.Option(envvar="ONCALLSIM_PAGERDUTY_ROUTING_KEY", help="The PagerDuty integration's key.")
+    ] = None,
 ) -> None:
     """Start the web console: play scenarios live in the browser, debrief, replay, share."""
     import secrets
 
     import uvicorn
 
+    from oncallsim.alerting.pagerduty import PagerConfig
     from oncallsim.store import default_db_path
     from oncallsim.web.app import create_app
     from oncallsim.web.ports import check_port_free
@@ -282,6 +293,7 @@ def serve(
 
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
+    pagerduty = PagerConfig.checked(pagerduty_url, pagerduty_routing_key)
     check_port_free(host, port)  # a busy port: one line naming --port, before any line that says it serves
     if token is not None and len(token) < 16:
         raise InvalidInput("--token", "must be at least 16 characters")
@@ -302,8 +314,10 @@ def serve(
             )
         err.print(f"Open http://{shown}:{port}/?token={token}  (API: Authorization: Bearer {token})", soft_wrap=True)
     err.print(f"oncallsim console on http://{shown}:{port}/  (runs stored in {path})", soft_wrap=True)
+    if pagerduty is not None:
+        err.print(f"pages (PagerDuty Events v2) go to {pagerduty.url}", soft_wrap=True)
     uvicorn.run(
-        create_app(path, host=host, allow_hosts=allow_host or [], token=token),
+        create_app(path, host=host, allow_hosts=allow_host or [], token=token, pagerduty=pagerduty),
         host=host,
         port=port,
         log_level="warning",
@@ -323,6 +337,12 @@ from oncallsim.cli_zoom import zoom  # noqa: E402
 
 app.command()(guarded(validate))
 app.command()(guarded(zoom))
+
+from oncallsim.cli_alerts import alerts  # noqa: E402
+from oncallsim.cli_export import export  # noqa: E402
+
+app.command()(guarded(export))
+app.command()(guarded(alerts))
 
 from oncallsim.cli_gameday import gameday  # noqa: E402
 

@@ -129,7 +129,7 @@ def test_invalid_actions_get_an_error_and_change_nothing(client: TestClient, db:
             ({"type": "action", "control": "floor", "value": 41}, "floor: 41 is out of range"),
             ({"type": "action", "control": "ttl_s", "value": "long"}, "message"),
             ({"type": "action", "control": "warp"}, "unknown control"),
-            ({"type": "speed", "value": 3}, "speed: must be one of 1, 2, 4, 8, 16"),
+            ({"type": "speed", "value": 3}, "speed: must be one of 0, 1, 2, 4, 8, 16"),
             ({"type": "dance"}, "message"),
         ]:
             ws.send_json(message)

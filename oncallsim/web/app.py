@@ -19,8 +19,9 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from oncallsim.alerting.pagerduty import Pager, PagerConfig
 from oncallsim.store import RunStore, default_db_path
-from oncallsim.web import api, engines, gameday, pages, zoom
+from oncallsim.web import api, engines, gameday, metrics, pages, zoom
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
 
@@ -50,12 +51,14 @@ def create_app(
     host: str = "127.0.0.1",
     allow_hosts: Iterable[str] = (),
     token: str | None = None,
+    pagerduty: PagerConfig | None = None,
 ) -> FastAPI:
     """The app. ``host`` and ``allow_hosts`` make the Host allow-list; ``token`` (required by the CLI when
-    binding beyond loopback) is asked of every request."""
+    binding beyond loopback) is asked of every request; ``pagerduty``: where the runs' and rooms' pages go."""
     store = RunStore(db_path or default_db_path())
     warmer = engines.EngineWarmer()
-    manager = RunManager(store, engine_state=warmer.readiness)
+    pager = Pager(pagerduty) if pagerduty is not None else None
+    manager = RunManager(store, engine_state=warmer.readiness, pager=pager)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,6 +66,8 @@ def create_app(
         yield
         app.state.engines.stop()
         await manager.shutdown()
+        if pager is not None:
+            pager.close()  # the events already queued are posted
         store.close()
 
     # the API's schema stays at /api/openapi.json; no docs UI (Swagger UI and ReDoc would load from a CDN)
@@ -71,6 +76,7 @@ def create_app(
     app.state.manager = manager
     app.state.boot_token = secrets.token_hex(4)
     app.state.engines = warmer
+    app.state.pager = pager
     app.add_middleware(Guard, config=SecurityConfig.for_bind(host, allow_hosts, token))  # type: ignore[arg-type]
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
@@ -116,6 +122,7 @@ def create_app(
         return JSONResponse({"error": "internal error (a bug; it is logged)", "field": "server"}, status_code=500)
 
     app.include_router(api.router)
+    app.include_router(metrics.router)  # before the pages: /runs/{id}/metrics is not a page
     app.include_router(pages.router)
     app.include_router(zoom.router)
     app.include_router(engines.router)

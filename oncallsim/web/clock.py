@@ -12,6 +12,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from oncallsim.store import RunStore
+from oncallsim.web.pacing import minute_seconds
 
 if TYPE_CHECKING:
     from oncallsim.web.live import LiveRun
@@ -70,7 +71,7 @@ class Clock:
 
     async def _tick(self, speed: int) -> None:
         loop = asyncio.get_running_loop()
-        interval = 1.0 / speed
+        interval = minute_seconds(speed)
         due = loop.time() + interval
         try:
             while self.groups.get(speed):

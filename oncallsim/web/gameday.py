@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from oncallsim.alerting.pagerduty import Pager
 from oncallsim.gameday import Room, RoomManager, Seat
 from oncallsim.gameday.protocol import MAX_TEXT, Act, Inject, Join, Pace, Reveal, Say, Speed, parse_frame
 from oncallsim.gameday.roles import PLAYER_ROLES, ROLE_LABELS
@@ -63,17 +64,19 @@ class RoomRuns:
     """The rooms' live runs: one clock for all of them (on the rooms' store), the console's wire form; a run
     waits while its engine is being prepared (``engine_state``: the server's, web/engines.py)."""
 
-    def __init__(self, engine_state: Callable[[str], Readiness] | None = None) -> None:
+    def __init__(self, engine_state: Callable[[str], Readiness] | None = None, pager: Pager | None = None) -> None:
         self.clock: Clock | None = None
         self.engine_state = engine_state
+        self.pager = pager
 
     def new(self, room_id: str, sim: Simulation, store: RoomStore, speed: int, paused: bool) -> RoomRun:
         check_speed(speed)
         if self.clock is None:
             self.clock = Clock(store)
         return RoomRun(
-            room_id, sim, store, speed, paused, clock=self.clock, difficulty=DIFFICULTY, engine_state=self.engine_state
-        )
+            room_id, sim, store, speed, paused, clock=self.clock, difficulty=DIFFICULTY,
+            engine_state=self.engine_state, pager=self.pager,
+        )  # fmt: skip
 
     def wire(self, record: MinuteRecord, sim: Simulation) -> dict[str, Any]:
         return wire_record(record, sim.plan)
@@ -89,7 +92,8 @@ def rooms_of(request: Request | WebSocket) -> RoomManager:
     manager = getattr(state, "rooms", None)
     if manager is None:
         warmer = getattr(state, "engines", None)
-        manager = state.rooms = RoomManager(state.store, RoomRuns(warmer.readiness if warmer is not None else None))
+        runs = RoomRuns(warmer.readiness if warmer is not None else None, getattr(state, "pager", None))
+        manager = state.rooms = RoomManager(state.store, runs)
     return manager  # type: ignore[no-any-return]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from oncallsim.alerting.pagerduty import Pager
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
 from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MODEL_VERSIONS, SETTINGS, InvalidInput, MinuteRecord, RunPlan
@@ -31,11 +32,18 @@ from oncallsim.readiness import Readiness
 from oncallsim.simulation import Action, RunFile, Simulation
 from oncallsim.store import RunStore
 from oncallsim.web.clock import Clock, spawn
-from oncallsim.web.pacing import DEFAULT_DIFFICULTY, check_difficulty, check_speed_for, incident_kind, pause_reason
+from oncallsim.web.pacing import (
+    DEFAULT_DIFFICULTY,
+    REALTIME,
+    check_difficulty,
+    check_speed_for,
+    incident_kind,
+    pause_reason,
+)
 
 __all__ = ["EPOCH", "SPEEDS", "LiveRun", "RunManager"]
 
-SPEEDS = (1, 2, 4, 8, 16)  # simulated minutes per wall second
+SPEEDS = (REALTIME, 1, 2, 4, 8, 16)  # simulated minutes per wall second, or a minute a minute (REALTIME)
 # How often the position is written between pauses and actions. The action log is the truth (a replay goes at
 # least to the last action's minute); a restart may resume a few quiet minutes earlier, never with a lost input.
 PROGRESS_EVERY_MIN = 15
@@ -79,7 +87,11 @@ def debrief_with_figure(sim: Simulation, progress: Callable[[int, int], None] | 
 
 def check_speed(speed: Any) -> int:
     if isinstance(speed, bool) or speed not in SPEEDS:
-        raise InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))} (minutes per second), got {speed!r}")
+        raise InvalidInput(
+            "speed",
+            f"must be one of {', '.join(map(str, SPEEDS))} (minutes per second; {REALTIME}: real time, a minute a "
+            f"minute), got {speed!r}",
+        )
     return int(speed)
 
 
@@ -95,8 +107,10 @@ class LiveRun:
         clock: Clock | None = None,
         difficulty: str = DEFAULT_DIFFICULTY,
         engine_state: Callable[[str], Readiness] | None = None,
+        pager: Pager | None = None,
     ) -> None:
         self.id = run_id
+        self.pager = pager  # the server's PagerDuty, if it was given one: the built-in page's trigger and resolve
         # whether the run's engine is loaded in this process (None: always); until it is, the clock waits and
         # the state says how far its preparation is (web/engines.py)
         self.engine_state = engine_state
@@ -363,6 +377,8 @@ class LiveRun:
             return
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
+        if self.pager is not None:
+            self.pager.minute(self.id, self.sim.scenario.title, self.sim.timeline, self.sim.plan.clock)
         self._pace(record)
         if self.sim.minute % PROGRESS_EVERY_MIN == 0:
             if progress is not None:
@@ -463,11 +479,14 @@ class LiveRun:
 class RunManager:
     """The live runs in memory, backed by the store; rebuilds any run from its log on demand."""
 
-    def __init__(self, store: RunStore, engine_state: Callable[[str], Readiness] | None = None) -> None:
+    def __init__(
+        self, store: RunStore, engine_state: Callable[[str], Readiness] | None = None, pager: Pager | None = None
+    ) -> None:
         self.store = store
         self.runs: dict[str, LiveRun] = {}
         self.clock = Clock(store)
         self.engine_state = engine_state  # which engines are loaded here (web/engines.py); None: all
+        self.pager = pager  # where the runs' pages go (PagerDuty), if anywhere
 
     async def create(
         self,
@@ -485,7 +504,7 @@ class RunManager:
             await self.store.write(self.store.set_held, run_id, True, 0)
         live = LiveRun(
             run_id, sim, self.store, speed, paused, clock=self.clock, difficulty=difficulty,
-            engine_state=self.engine_state,
+            engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
         self.runs[run_id] = live
         live.start()
@@ -525,7 +544,7 @@ class RunManager:
         # a run the operator paused stays paused; any other waits for someone to watch
         live = LiveRun(
             run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty,
-            engine_state=self.engine_state,
+            engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
         live.model_version = row.model_version
         live.pending = pending  # logged, not yet applied

@@ -17,9 +17,11 @@ __all__ = [
     "DEFAULT_DIFFICULTY",
     "DIFFICULTIES",
     "MAX_SPEED",
+    "REALTIME",
     "check_difficulty",
     "check_speed_for",
     "incident_kind",
+    "minute_seconds",
     "pause_reason",
 ]
 
@@ -27,6 +29,14 @@ Difficulty = Literal["guided", "normal", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("guided", "normal", "hard")
 DEFAULT_DIFFICULTY: Difficulty = "normal"
 MAX_SPEED = {"guided": 2, "normal": 16, "hard": 16}
+# The real-time speed: one simulated minute a wall-clock minute, so a team's own Prometheus rules and dashboards
+# scraping /runs/{id}/metrics behave as in production (docs/metrics.md). Every other speed is minutes a second.
+REALTIME = 0
+
+
+def minute_seconds(speed: int) -> float:
+    """Wall-clock seconds one simulated minute takes at ``speed``."""
+    return 60.0 if speed == REALTIME else 1.0 / speed
 
 
 def check_difficulty(value: Any) -> Difficulty:

@@ -55,7 +55,14 @@ from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
 from oncallsim.web.labels import control_label, resilience_controls
 from oncallsim.web.live import SPEEDS, LiveRun
-from oncallsim.web.pacing import DEFAULT_DIFFICULTY, DIFFICULTIES, MAX_SPEED, check_difficulty
+from oncallsim.web.pacing import (
+    DEFAULT_DIFFICULTY,
+    DIFFICULTIES,
+    MAX_SPEED,
+    REALTIME,
+    check_difficulty,
+    minute_seconds,
+)
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
 
 __all__ = ["REFUSALS", "router"]
@@ -91,6 +98,8 @@ def environment(language: str) -> Environment:
         difficulties=DIFFICULTIES, max_speed=MAX_SPEED, engines=list(ENGINES), default_engine=DEFAULT_ENGINE
     )
     env.globals["translate"] = translations(language).gettext  # for Python code called from a template
+    env.globals["realtime"] = REALTIME  # the speed named "real time" (a minute a minute)
+    env.globals["minute_ms"] = lambda speed: round(minute_seconds(speed) * 1000)
     env.globals["sc_text"] = lambda scenario, field: scenario_text(scenario, field, language)
     env.globals["link"] = lambda url: with_lang(url, language)
     env.globals["localize_args"] = lambda args: localize_args(args, language)

@@ -23,6 +23,7 @@ from oncallsim.model.request.calls import I_BUDGET_OUT
 from oncallsim.model.request.discovery import I_PROTECTING, I_SELF_PROTECTION, register_initial, registry_minute
 from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action, lay_out_fleet
+from oncallsim.model.request.histogram import latency_buckets
 from oncallsim.model.request.instances import HEALTH
 from oncallsim.model.request.limiter import I_LIMITING
 from oncallsim.model.request.outcomes import INSTANCE_HIST_BIN_S, INSTANCE_LINES, N_LIMITED
@@ -66,6 +67,7 @@ def extras_of(
     out["self_protection"] = bool(world.registry.ints[I_SELF_PROTECTION])
     out["self_protection_engaged"] = bool(world.registry.ints[I_PROTECTING])
     out["workers_per_instance"] = wpi
+    out["latency_buckets"], out["latency_sum_s"] = latency_buckets(world.meter.latency_hist)
     lines = {line: world.meter.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)}
     lines["speed"] = world.fleet.speed[:serving].tolist()
     if (world.fleet.base_speed[:serving] != 1.0).any():  # machines of their own speeds (a scenario's fleet)

@@ -550,7 +550,7 @@
     drawCharts();
     root.dataset.replaying = "true";
     $("replay").textContent = t("replay.stop");
-    const perMinute = 1000 / Number($("speed").value);
+    const perMinute = Number($("speed").selectedOptions[0].dataset.minuteMs);  // the server's: a speed's minute
     const timer = setInterval(() => {
       if (records.length >= all.length) { stopReplay(all); return; }
       const r = all[records.length];

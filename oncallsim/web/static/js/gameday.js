@@ -8,6 +8,7 @@
   const { tEvent } = window.i18n;
   const $ = (id) => document.getElementById(id);
   const roomId = document.querySelector("main.gd").dataset.room;
+  const realtime = Number(document.querySelector("main.gd").dataset.realtime);  // the server's real-time speed
   const key = new URLSearchParams(window.location.hash.slice(1)).get("key");
   const storeKey = "gameday:" + roomId;
 
@@ -378,8 +379,10 @@
         return fill(S.joined, who);
       case "close":
         return fill(S.closed_by, who);
-      case "control":
-        return fill(S.control_by, { who: e.name, what: fill(S["control." + e.data.what], e.data) });
+      case "control": {
+        const realTime = e.data.what === "speed" && e.data.value === realtime;
+        return fill(S.control_by, { who: e.name, what: fill(S["control." + e.data.what + (realTime ? ".realtime" : "")], e.data) });
+      }
       case "reveal":
         return null;
       case "inject": {
