@@ -205,7 +205,9 @@ def map_png(plan: MapPlan, results: Sequence[PointResult], path: Path, title: st
     for cls in CLASS_ORDER:
         mine = [r for r in results if r.chain.cls == cls]
         if mine:
-            filled = {"color": "white"} if cls == "metastable" else {"facecolors": "none", "edgecolors": "white"}
+            filled: dict[str, Any] = (
+                {"color": "white"} if cls == "metastable" else {"facecolors": "none", "edgecolors": "white"}
+            )
             ax.scatter(
                 [xs.index(r.values[x]) for r in mine],
                 [ys.index(r.values[y]) if y else 0 for r in mine],
