@@ -109,7 +109,8 @@ def cliff(
         console.print(
             f"Mapping {plan.scenario.id.removesuffix('-cliff')}: {len(plan.points)} points × {spec.seeds} seeds, "
             f"trigger {plan.trigger.text()} at minute {spec.warmup_min}, watched {spec.horizon_min} min after it, "
-            f"on {executor.description}"
+            f"on {executor.description}",
+            soft_wrap=True,
         )
         columns = (
             TextColumn("{task.description}"),
@@ -146,7 +147,8 @@ def cliff(
         same = sum(r.chain.cls == r.cls for r in agree)
         console.print(
             f"{runs} runs in {elapsed:.0f} s; the chain's class is the runs' at {same} of {len(agree)} points "
-            f"it models. Wrote {', '.join(str(p) for p in written)}"
+            f"it models. Wrote {', '.join(str(p) for p in written)}",
+            soft_wrap=True,
         )
     except KeyboardInterrupt:
         err.print("interrupted: nothing written (a map is written whole)", soft_wrap=True)

@@ -78,7 +78,9 @@ def parse_vary(items: Sequence[str]) -> dict[str, list[Any]]:
             raise InvalidInput("--vary", f"{name} is given twice")
         if name != LOAD:
             split_overrides({name: None})  # an unknown name is refused with the known ones listed
-        if text.count(":") == 2:
+        if ":" in text:
+            if text.count(":") != 2:
+                raise InvalidInput(f"--vary {name}", f"expects a:b:n (n values from a to b), got {text!r}")
             axes[name] = _range(name, text)
         else:
             parts = [p.strip() for p in text.split(",")]
@@ -115,7 +117,10 @@ def _round(x: float) -> float | int:
 
 def _value(name: str, value: Any) -> Any:
     if name == LOAD:
-        x = number_text(value) if isinstance(value, str) else value
+        try:
+            x = number_text(value) if isinstance(value, str) else value
+        except ValueError:
+            x = None
         if isinstance(x, bool) or not isinstance(x, (int, float)) or not (0.0 < x <= 100.0):
             raise InvalidInput(
                 "--vary load", f"must be above 0 and at most 100 (× the scenario's traffic), got {value!r}"
