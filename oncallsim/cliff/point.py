@@ -10,9 +10,11 @@ the database crawls; docs/cliff.md measures by how much), so the chain takes the
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from oncallsim.cliff.trigger import Trigger, with_trigger
@@ -29,6 +31,7 @@ __all__ = [
     "pilot_point",
     "point_settings",
     "record_point",
+    "trigger_ratio",
 ]
 
 # Settings that keep a retried attempt from waiting out a queue past its timeout, each in its own way: the chain
@@ -136,6 +139,22 @@ def point_settings(scenario: Scenario, overrides: Mapping[str, Any] | None) -> d
 
 
 RETRY_CONTROLS = ("retries", "retry_backoff", "retry_base_ms", "retry_cap_ms", "retry_budget")
+
+
+def trigger_ratio(scenario: Scenario, overrides: Mapping[str, Any] | None, trigger: Trigger) -> float:
+    """cμ under ``trigger`` over cμ before it, as a pilot run measures them (``pilot_point``, two minutes before
+    it): the live gauge's trigger. Kept per scenario, overrides and trigger (every run of a scenario shares it)."""
+    return _ratio(
+        json.dumps(scenario.model_dump(mode="json"), sort_keys=True),
+        json.dumps(dict(overrides or {}), sort_keys=True),
+        trigger,
+    )
+
+
+@lru_cache(maxsize=32)
+def _ratio(scenario: str, overrides: str, trigger: Trigger) -> float:
+    point = pilot_point(Scenario.model_validate(json.loads(scenario)), json.loads(overrides), trigger, 2)
+    return point.service_s / point.trigger_service_s
 
 
 def pilot_point(

@@ -19,11 +19,12 @@ n_L, is under T of work at the full pace (n_L < cμT), or if the zone is safe.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from oncallsim.cliff.point import OperatingPoint
+from oncallsim.cliff.point import OperatingPoint, record_point
+from oncallsim.model import MinuteRecord, Params
 
-__all__ = ["ZONES", "Position", "position", "trigger_survived"]
+__all__ = ["ZONES", "Position", "gauge", "position", "trigger_survived"]
 
 ZONES = ("safe", "vulnerable", "overloaded", "protected")
 
@@ -68,3 +69,22 @@ def trigger_survived(point: OperatingPoint, zone: str) -> bool:
         return True
     backlog = during * point.timeout_s + (lam * point.server().amplification - during) * (seconds - filled)
     return backlog < capacity * point.timeout_s
+
+
+def gauge(
+    record: MinuteRecord, params: Params, trigger_ratio: float | None, trigger_minutes: int
+) -> dict[str, Any] | None:
+    """The console's gauge for a request-engine minute: the zone, λ/cμ, λA/cμ, A, and whether a trigger like the
+    scenario's (``trigger_minutes`` at ``trigger_ratio`` of the capacity; None: not measured yet, or none) would
+    heal from here. None for a minute the gauge cannot read (the minute model's, none serving)."""
+    point = record_point(record, params, trigger_ratio or 1.0, trigger_minutes if trigger_ratio else 0)
+    if point is None:
+        return None
+    where = position(point)
+    return {
+        "zone": where.zone,
+        "load": round(where.load, 4),
+        "amplified": round(where.amplified, 4),
+        "attempts": where.amplification,
+        "survives": where.survives if trigger_ratio is not None and trigger_minutes > 0 else None,
+    }
