@@ -12,13 +12,14 @@ import pytest
 from oncallsim import Simulation
 from oncallsim.model import Params
 from oncallsim.model.kernel import from_python
-from oncallsim.model.request import limiter
-from oncallsim.model.request.limiter import BUCKET_S, R_NEXT_TICK
+from oncallsim.model.request import cpu, limiter
+from oncallsim.model.request.cpu import R_NEXT_TICK
+from oncallsim.model.request.limiter import BUCKET_S
 from oncallsim.model.request.world import new_world
 
 # steps of the engine, driven from Python here
-cap, completed, limited, tick = (
-    from_python(f) for f in (limiter.cap, limiter.completed, limiter.limited, limiter.tick)
+cap, completed, limited, sample = (
+    from_python(f) for f in (limiter.cap, limiter.completed, limiter.limited, cpu.sample)
 )
 
 
@@ -46,15 +47,15 @@ def test_it_sheds_only_while_the_cpu_is_hot_then_cools_down_for_a_second() -> No
         for _ in range(10):
             completed(w.limiter, 0, (b + 0.5) * BUCKET_S, 0.1)
     w.workers.inst_busy[0] = 16  # in flight: above the cap
-    assert not limited(w.limiter, w.workers, w.queues, 0, 2.05)  # CPU EMA 0: no drop
+    assert not limited(w.limiter, w.cpu, w.workers, w.queues, 0, 2.05)  # CPU EMA 0: no drop
     for _ in range(60):  # a busy CPU sample every 500 ms: the EMA climbs past 800 ‰ after 32
-        w.limiter.cpu_acc[0] = 1.0
-        tick(w.limiter, w.limiter.reals[R_NEXT_TICK], 1, 1)
-    assert w.limiter.cpu[0] >= 800.0
-    assert limited(w.limiter, w.workers, w.queues, 0, 2.05) and w.limiter.drop_at[0] == 2.05
-    w.limiter.cpu[0] = 100.0  # cooled: still limited for 1 s after the episode's first drop, then not
-    assert limited(w.limiter, w.workers, w.queues, 0, 2.9)
-    assert not limited(w.limiter, w.workers, w.queues, 0, 3.1) and w.limiter.drop_at[0] == -1.0
+        w.cpu.acc[0] = 1.0
+        sample(w.cpu, w.cpu.reals[R_NEXT_TICK], 1, 1)
+    assert w.cpu.ema[0] >= 800.0
+    assert limited(w.limiter, w.cpu, w.workers, w.queues, 0, 2.05) and w.limiter.drop_at[0] == 2.05
+    w.cpu.ema[0] = 100.0  # cooled: still limited for 1 s after the episode's first drop, then not
+    assert limited(w.limiter, w.cpu, w.workers, w.queues, 0, 2.9)
+    assert not limited(w.limiter, w.cpu, w.workers, w.queues, 0, 3.1) and w.limiter.drop_at[0] == -1.0
 
 
 def test_a_database_bound_instance_does_not_trip_it() -> None:

@@ -36,7 +36,11 @@ __all__ = [
 
 # Settings that keep a retried attempt from waiting out a queue past its timeout, each in its own way: the chain
 # models FIFO queues (and deadline propagation), not these.
-LOOP_BREAKERS = {"queue_discipline": ("codel", "adaptive-lifo"), "limiter": ("bbr",), "client_throttle": (True,)}
+LOOP_BREAKERS = {
+    "queue_discipline": ("codel", "adaptive-lifo"),
+    "limiter": ("bbr",),
+    "breaker": ("sre", "classic"),
+}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ trigger, from the retrying server's Markov chain at the point's operating point.
    and its standard deviation: stable when that mean is within the map's few minutes, metastable when it is past
    the runs' end (or never: the bad mode sustains itself), mixed between.
 
-A point with a mechanism the chain does not model (CoDel, adaptive LIFO, the limiter, client throttling) has no
+A point with a mechanism the chain does not model (CoDel, adaptive LIFO, the limiter, a client breaker) has no
 prediction. The chain's levels grow geometrically to keep it near ``MAX_STATES`` states: its mean drift is the
 model's everywhere, its spread wider than the engine's where the levels are coarse.
 """

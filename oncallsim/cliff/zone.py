@@ -8,8 +8,8 @@ retry budget b), all of them work for the server. The bad mode drains only while
 - **vulnerable**: λ < cμ ≤ λA — healthy now, but a trigger that fills the queue past the timeout does not heal
   by itself ("a brownout does not heal by itself");
 - **overloaded**: λ ≥ cμ — the first attempts alone exceed the capacity;
-- **protected**: deadline propagation, CoDel, adaptive LIFO, the limiter or client throttling is on: the retried
-  attempts no longer wait out a queue past their timeout, and the loop the chain describes is broken.
+- **protected**: deadline propagation, CoDel, adaptive LIFO, the limiter or a client breaker (sre, classic) is on:
+  the retried attempts no longer wait out a queue past their timeout, and the loop the chain describes is broken.
 
 Whether a trigger (capacity κcμ for L minutes) would be survived is the chain's fluid limit in closed form: the
 queue grows at λ − κcμ until it holds T of work at the trigger's pace (after t* = κcμT/(λ − κcμ) seconds), then

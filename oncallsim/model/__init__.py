@@ -6,15 +6,20 @@ One module per concept; ``step`` ties them together in the order of MODEL.md §3
 from oncallsim.model.controls import BUTTONS, CONTROL_SPECS, SETTINGS, Controls, ControlSpec
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.params import DEFAULT_PARAMS, Params, param_info
-from oncallsim.model.plan import RunPlan
+from oncallsim.model.plan import REVISION, RunPlan
 from oncallsim.model.record import CSV_FIELDS, RECORD_FIELDS, MinuteRecord
 from oncallsim.model.rng import Mulberry32
 from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import apply_actions, step
 from oncallsim.model.traffic import Surge
 
-# Bumped whenever a change alters any run's numbers; run files record it so a replay can say it differs.
-MODEL_VERSION = "1"
+# Bumped whenever a change alters any run's numbers; run files record it. A run file of a version this code still
+# computes (``MODEL_VERSIONS``) replays with that version's rules, bit for bit (``RunPlan.revision``); another is
+# refused, since its replay would not reproduce it. Version 2: the request engine as Kratos's code behaves (clients
+# learn of a timeout at their deadline, P2C reads the sampled CPU and the registry's weights, aegis's BBR edge
+# cases, bilibili/discovery's eviction and long polls, gRPC's connections); the minute engine is the same in both.
+MODEL_VERSION = str(REVISION)
+MODEL_VERSIONS = ("1", "2")
 
 __all__ = [
     "BUTTONS",
@@ -22,6 +27,7 @@ __all__ = [
     "CSV_FIELDS",
     "DEFAULT_PARAMS",
     "MODEL_VERSION",
+    "MODEL_VERSIONS",
     "RECORD_FIELDS",
     "SETTINGS",
     "ControlSpec",

@@ -1,9 +1,8 @@
 """The server side's adaptive concurrency limit: Kratos's BBR-like limiter, per instance (reference §3.1,
 aegis / Kratos v2 ``ratelimit/bbr``).
 
-- CPU: every 500 ms the instance's CPU use (its workers' CPU time, not their waits on the database: a
-  database-bound instance does not trip it) is sampled, in ‰, and folded into an EMA: cpu = 0.95·cpu + 0.05·sample
-  (zero samples ignored, as the cgroup sampler does).
+- CPU: the EMA of the instance's sampled CPU (``cpu.py``: its workers' CPU time, not their waits on the
+  database, so a database-bound instance does not trip it; cpu = 0.95·cpu + 0.05·reading every 500 ms).
 - Window: 100 buckets of 100 ms, the current one left out. maxPass = the most completions in a bucket (≥ 1);
   minRT = the least average response time of a bucket, ms rounded up (≥ 1); the in-flight cap is
   floor(maxPass × minRT × 10 / 1000): peak throughput × least latency, Little's law's bandwidth-delay product.
@@ -26,12 +25,12 @@ from oncallsim.model.kernel import step
 from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.windows import ring_bucket
 
-__all__ = ["BUCKET_S", "TICK_S", "cap", "completed", "limited", "tick"]
+__all__ = ["BUCKET_S", "cap", "completed", "limited"]
 
 LIMITER_BUCKETS = 100  # the window: 100 buckets of 100 ms
-# ints[...]: 1 when the limiter is on (``LIMITERS``' index); 1 while an instance limited in the last minute
-I_LIMITER, I_LIMITING = range(2)
-R_NEXT_TICK = 0  # reals[...]: the next CPU sample (every 500 ms)
+# ints[...]: the limiter (``LIMITERS``' index); 1 while an instance limited in the last minute; the model
+# revision's rules (settings.set_revision)
+I_LIMITER, I_LIMITING, I_REVISION = range(3)
 LIMITERS = ("off", "bbr")
 
 CONTROLS = (
@@ -55,12 +54,10 @@ CONTROLS = (
 
 @by_reference
 class Limiter(NamedTuple):
-    """Each instance's CPU estimate and its window of completions, and whether the limiter is on."""
+    """Each instance's window of completions and its drop episode, and which limiter is on."""
 
     ints: npt.NDArray[np.int64]
     reals: npt.NDArray[np.float64]
-    cpu: npt.NDArray[np.float64]  # per instance: the CPU EMA (‰), sampled every 500 ms
-    cpu_acc: npt.NDArray[np.float64]  # per instance: CPU seconds of its workers since the last sample
     drop_at: npt.NDArray[np.float64]  # per instance: the first drop of this episode (s), −1 none
     lim_pass: npt.NDArray[np.int64]  # lim_pass[instance, bucket]: completions in that 100 ms bucket
     lim_rt: npt.NDArray[np.float64]  # … their response times summed (ms, each rounded up)
@@ -68,12 +65,10 @@ class Limiter(NamedTuple):
 
 
 def new_limiter(instances: int) -> Limiter:
-    """Off, no CPU sampled, an empty window."""
+    """Off, an empty window."""
     return Limiter(
-        ints=np.zeros(2, dtype=np.int64),
+        ints=np.zeros(3, dtype=np.int64),
         reals=np.zeros(1),
-        cpu=np.zeros(instances),
-        cpu_acc=np.zeros(instances),
         drop_at=np.full(instances, -1.0),
         lim_pass=np.zeros((instances, LIMITER_BUCKETS), dtype=np.int64),
         lim_rt=np.zeros((instances, LIMITER_BUCKETS)),
@@ -82,24 +77,8 @@ def new_limiter(instances: int) -> Limiter:
 
 
 BUCKET_S = 0.1
-TICK_S = 0.5
-DECAY = 0.95
 THRESHOLD = 800.0  # ‰
 COOL_DOWN_S = 1.0
-
-
-@step
-def tick(limiter: Any, x: float, serving: int, wpi: int) -> None:
-    """The CPU samples due by ``x``: each instance's EMA updated from its workers' CPU time since the last."""
-    while limiter.reals[R_NEXT_TICK] <= x:
-        for i in range(serving):
-            sample = 1000.0 * limiter.cpu_acc[i] / (wpi * TICK_S)
-            if sample > 1000.0:
-                sample = 1000.0
-            if sample > 0.0:
-                limiter.cpu[i] = limiter.cpu[i] * DECAY + sample * (1.0 - DECAY)
-            limiter.cpu_acc[i] = 0.0
-        limiter.reals[R_NEXT_TICK] += TICK_S
 
 
 @step
@@ -141,10 +120,10 @@ def cap(limiter: Any, i: int, x: float) -> int:
 
 
 @step
-def limited(limiter: Any, workers: Any, queues: Any, i: int, x: float) -> bool:
+def limited(limiter: Any, cpu: Any, workers: Any, queues: Any, i: int, x: float) -> bool:
     """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop)."""
     in_flight = workers.inst_busy[i] + queues.qs[Q_LEN, i]
-    if limiter.cpu[i] < THRESHOLD:
+    if cpu.ema[i] < THRESHOLD:
         if limiter.drop_at[i] < 0.0:
             return False
         if x - limiter.drop_at[i] <= COOL_DOWN_S:
