@@ -400,8 +400,9 @@ def _cliff_section(res: Results) -> str:
         return ""
     d = DRAIN
     capacity = d.workers / d.service_s
-    close = [p for p in res.drains if p.undrained == 0 and p.amplified < 0.8]
-    near = [p for p in res.drains if p.undrained == 0 and p.amplified >= 0.8 and p.retries >= 3]
+    # the drained points the chain meets within the sampling error, and those it drains sooner than the engine
+    close = [p for p in res.drains if p.undrained == 0 and p.agrees]
+    near = [p for p in res.drains if p.undrained == 0 and not p.agrees]
     agree = sum(p.agrees for p in res.drains)
     twice = next(r for r in res.shapes if r.waits_for.startswith("≈ 2 "))
     lines = [
@@ -449,10 +450,14 @@ def _cliff_section(res: Results) -> str:
         ),
         "",
         "Where the chain is exact it agrees: without retries it is M/M/c (the abandoned requests are still "
-        "served), and with few retries far from the cliff (λ(N + 1)/cμ < 0.8: "
-        + ", ".join(f"{p.fixed_s:.1f} s against {p.engine_s.value:.1f} ± {p.engine_s.half:.1f} s" for p in close)
+        "served), and with few retries far from the cliff ("
+        + ", ".join(
+            f"N = {p.retries}, λ(N + 1)/cμ = {p.amplified:.2f}: {p.fixed_s:.1f} s against "
+            f"{p.engine_s.value:.1f} ± {p.engine_s.half:.1f} s"
+            for p in close
+        )
         + "). Past the cliff (λ(N + 1) > cμ) both never drain: every attempt times out, each call sends N + 1 "
-        "attempts and the queue grows. Near it with many retries the chain drains sooner than the engine ("
+        "attempts and the queue grows. Nearer it, with more retries, the chain drains sooner than the engine ("
         + ", ".join(
             f"N = {p.retries}, λ(N + 1)/cμ = {p.amplified:.2f}: {p.fixed_s:.0f} s against "
             f"{p.engine_s.value:.0f} ± {p.engine_s.half:.0f} s"
