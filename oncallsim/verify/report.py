@@ -487,9 +487,9 @@ def _cliff_section(res: Results) -> str:
         f"retries a little all the time) and spares many that waited well past T ({1 - twice.exponential:.0%} of "
         "those that waited 2T). In the bad mode it is the second that matters: fewer attempts time out, "
         "fewer are retried, the queue the retries sustain is smaller and drains sooner (the column of the "
-        "exponential timeout). Near the cliff the difference is large, and on the cliff map its cliff sits at a "
-        "higher load than the engine's "
-        "(docs/cliff.md measures where). The map's chain therefore decides each attempt's timeout as the engine "
+        "exponential timeout). Near the cliff the difference is large; a map's class it changes only near the "
+        "line λ(N + 1) = cμ (docs/cliff.md compares the two chains' classes on retry-storm's map). The map's "
+        "chain decides each attempt's timeout as the engine "
         "does, with the fixed T; what stays exponential is the wait in the orbit (T plus the backoff, a fixed "
         "delay made exponential of the same mean).",
     ]
