@@ -10,11 +10,12 @@ import pytest
 
 from oncallsim import Simulation
 from oncallsim.cliff.change import changes
-from oncallsim.cliff.point import OperatingPoint, backoff_mean_s, record_point
+from oncallsim.cliff.point import OperatingPoint, backoff_mean_s, point_settings, record_point
 from oncallsim.cliff.predict import predict
 from oncallsim.cliff.zone import gauge, position
 from oncallsim.debrief.cliff import CLIFF_TEXTS, at_risk_span
 from oncallsim.policies.counterfactual import full_report
+from oncallsim.scenarios import load_scenario
 
 
 def point(load: float, retries: int = 3, budget: float = 0.0, trigger: float = 0.18, **more: object) -> OperatingPoint:
@@ -53,6 +54,17 @@ def test_zones_by_hand() -> None:
     assert not position(point(0.56)).survives
     assert position(point(0.3, trigger=0.9)).survives  # 90 % of the capacity left: no queue builds
     assert position(point(0.3, trigger=0.25, trigger_minutes=1)).survives is False
+
+
+def test_the_loop_breakers_are_read_from_the_settings_by_their_current_names() -> None:
+    """A client breaker (either kind) breaks the loop; version 1's client_throttle is read as the sre breaker."""
+    storm = load_scenario("retry-storm")
+    assert point_settings(storm, None)["breakers"] == ()
+    assert point_settings(storm, {"breaker": "none"})["breakers"] == ()
+    for opening in ({"breaker": "sre"}, {"breaker": "classic"}, {"client_throttle": True}):
+        assert point_settings(storm, opening)["breakers"] == ("breaker",)
+    both = point_settings(storm, {"queue_discipline": "codel", "limiter": "bbr"})["breakers"]
+    assert both == ("queue_discipline", "limiter")
 
 
 @pytest.mark.parametrize(
