@@ -332,9 +332,11 @@ from oncallsim.cli_sweep import sweep  # noqa: E402  (registers on the same app)
 
 app.command()(guarded(sweep))
 
+from oncallsim.cli_cliff import cliff  # noqa: E402
 from oncallsim.cli_validate import validate  # noqa: E402
 from oncallsim.cli_zoom import zoom  # noqa: E402
 
+app.command()(guarded(cliff))
 app.command()(guarded(validate))
 app.command()(guarded(zoom))
 

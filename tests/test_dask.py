@@ -114,3 +114,24 @@ def test_a_dask_sweep_resumes_per_seed(cluster: str, tmp_path: Path) -> None:
     a = pq.read_table(out).to_pandas().sort_values(key).reset_index(drop=True)
     b = pq.read_table(local).to_pandas().sort_values(key).reset_index(drop=True)
     assert len(a) == 40 and a.equals(b)
+
+
+def test_a_cliff_map_on_dask_gives_the_local_runs(cluster: str, tmp_path: Path) -> None:
+    """The same coarse map of retry-storm on the cluster and on one local process: the same rows, the same classes."""
+    runner = CliRunner()
+    args = ["cliff", "retry-storm", "--vary", "load=0.4,1", "--vary", "retries=0,3", "--seeds", "2"]
+    args += ["--trigger", "brownout:minutes=3,slowdown=6.5", "--warmup", "2", "--horizon", "5"]
+    remote, local = tmp_path / "remote.parquet", tmp_path / "local.parquet"
+    done = runner.invoke(app, [*args, "--scheduler", cluster, "--out", str(remote)])
+    assert done.exit_code == 0, done.output
+    assert "Dask scheduler" in done.stdout and "2 workers" in done.stdout
+    done = runner.invoke(app, [*args, "--workers", "1", "--out", str(local)])
+    assert done.exit_code == 0, done.output
+    key = ["point", "seed"]
+    a = pq.read_table(remote).to_pandas().sort_values(key).reset_index(drop=True)
+    b = pq.read_table(local).to_pandas().sort_values(key).reset_index(drop=True)
+    assert len(a) == 8 and a.equals(b)
+    classes = [
+        pq.read_table(p.with_name(f"{p.stem}-points.parquet")).column("class").to_pylist() for p in (remote, local)
+    ]
+    assert classes[0] == classes[1] and "metastable" in classes[0] and "stable" in classes[0]

@@ -8,6 +8,7 @@ The runs are created paused and stepped through the API, so every minute shown i
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -238,3 +239,33 @@ def test_the_log_names_a_mechanism_engaging_with_its_minute(server: str, laptop:
     assert "cause" in (line.get_attribute("class") or "")
     assert line.locator("time").inner_text() == clock
     assert line.inner_text().startswith(clock + " ")
+
+
+def test_the_gauge_beside_the_burn_rate_says_where_the_run_stands(server: str, laptop: Any) -> None:
+    """retry-storm stands past the cliff from its first minute (4 × 1,200 attempts against ~2,200): the gauge shows
+    λA/cμ, its zone in words and on a meter, links to the model page's section, and says whether a brownout like
+    the scenario's would heal once the server's pilot run has measured it (off the loop, from the first minute)."""
+    run_id = _run(server, 1, scenario="retry-storm")
+    deadline = time.monotonic() + COMPILE_S
+    record = _get(server, f"/api/runs/{run_id}")["records"][-1]
+    while record["cliff"]["survives"] is None and time.monotonic() < deadline:
+        time.sleep(0.25)  # the pilot runs in the server's threads; each step shows whether it has finished
+        _step(server, run_id)
+        record = _get(server, f"/api/runs/{run_id}")["records"][-1]
+    gauge = record["cliff"]
+    assert gauge["survives"] is not None and gauge["attempts"] == 4.0
+    _open(laptop, server, run_id, record["minute"] + 1)
+    words = {"safe": "safe", "vulnerable": "vulnerable", "overloaded": "overloaded", "protected": "protected"}
+    assert laptop.locator("#s-cliff").inner_text().replace(" ", "") == f"{gauge['amplified']:.2f}×"
+    assert laptop.locator("#f-cliff").inner_text().lower() == words[gauge["zone"]]
+    assert float(laptop.locator("#m-cliff").get_attribute("value") or "nan") == pytest.approx(
+        min(2, gauge["amplified"])
+    )
+    sentence = "would heal by itself" if gauge["survives"] else "does not heal by itself"
+    assert sentence in laptop.locator("#cliff-trigger").inner_text()
+    assert laptop.locator("#cliff-help a").get_attribute("href").endswith("/model#cliff")
+    first = _get(server, f"/api/runs/{run_id}")["records"][0]["cliff"]
+    assert first["zone"] == "vulnerable" and first["amplified"] > 2.0  # before the brownout: past the cliff
+    minute_run = _run(server, 1, scenario="bad-deploy", engine="minute")
+    _open(laptop, server, minute_run, 1)
+    assert laptop.locator("#s-cliff").count() == 0 and laptop.locator("#cliff-help").count() == 0

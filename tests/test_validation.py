@@ -112,6 +112,10 @@ def test_quick_report_is_written_with_its_tables_and_plots(tmp_path: Path) -> No
     assert "| N | ρ | customers | P(wait) | Erlang C |" in text
     assert "| cache-flush | hands-off |" in text and "| surge | textbook |" in text
     assert "FIFO past saturation" in text and "M/G/N" in text
+    chain = text.split("## The cliff's chain against the engine", 1)[1].split("**Where an exponential", 1)[0]
+    rows = [line for line in chain.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == 3 and all("| yes |" in row for row in rows), rows  # no retries, N = 2, past the cliff
+    assert "| 0 of 10 |" in rows[0] and "| 10 of 10 | never (> 10⁹ s) |" in rows[2]
     for name in ("queue", "cache_db", "cache-flush", "surge"):
         png = tmp_path / "images" / "validation" / f"{name}.png"
         assert png.read_bytes()[:4] == b"\x89PNG"

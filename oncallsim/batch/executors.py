@@ -14,17 +14,20 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oncallsim.batch.sweep_plan import Columns, Task, run_task
+from oncallsim.batch.sweep_plan import Columns, run_task
 from oncallsim.model import InvalidInput
 
-__all__ = ["MAX_WORKERS", "DaskExecutor", "LocalExecutor", "stop_on_signals"]
+__all__ = ["MAX_WORKERS", "DaskExecutor", "LocalExecutor", "Work", "stop_on_signals"]
 
 MAX_WORKERS = 256
+# What a worker does with a task: a module-level function (it travels by name), the task's index and its columns
+# back. A sweep's chunk (``run_task``) unless told otherwise; the cliff map's runs are another.
+Work = Callable[[Any], tuple[int, Columns]]
 
 
 class LocalExecutor:
@@ -46,12 +49,12 @@ class LocalExecutor:
         self.workers = workers
         self.description = f"{self.workers} local worker process{'es' * (self.workers != 1)}"
 
-    def map_unordered(self, tasks: Iterable[Task]) -> Generator[tuple[int, Columns], None, None]:
+    def map_unordered(self, tasks: Iterable[Any], work: Work = run_task) -> Generator[tuple[int, Columns], None, None]:
         queue = iter(tasks)
         first = list(itertools.islice(queue, self.workers))
         if self.workers == 1 or len(first) <= 1:
             for task in itertools.chain(first, queue):
-                yield run_task(task)
+                yield work(task)
             return
         pool: list[_Worker] = []
         busy: dict[Any, _Worker] = {}
@@ -60,7 +63,7 @@ class LocalExecutor:
                 for _ in first:
                     pool.append(_Worker(self.start))
             for worker, task in zip(pool, first, strict=True):
-                worker.send(task)
+                worker.send((work, task))
                 busy[worker.rx] = worker
             from multiprocessing.connection import wait as ready
 
@@ -70,7 +73,7 @@ class LocalExecutor:
                     result = worker.receive()
                     following = next(queue, None)
                     if following is not None:  # the next chunk goes out before this one is written
-                        worker.send(following)
+                        worker.send((work, following))
                         busy[worker.rx] = worker
                     yield result
         finally:
@@ -88,9 +91,9 @@ class _Failure:
     invalid: tuple[str, str] | None = None
 
 
-def _run_safely(task: Task) -> tuple[int, Columns] | _Failure:
+def _run_safely(task: Any, work: Work = run_task) -> tuple[int, Columns] | _Failure:
     try:
-        return run_task(task)
+        return work(task)
     except Exception as exc:
         invalid = (exc.field, exc.reason) if isinstance(exc, InvalidInput) else None
         return _Failure(type(exc).__name__, str(exc), traceback.format_exc(), invalid)
@@ -204,9 +207,9 @@ class _Worker:
         self.tx = Connection(task_w, readable=False)
         self.rx = Connection(result_r, writable=False)
 
-    def send(self, task: Task) -> None:
+    def send(self, job: tuple[Work, Any]) -> None:
         try:
-            self.tx.send(task)
+            self.tx.send(job)
         except OSError:
             raise RuntimeError(f"a sweep worker stopped (exit code {self.wait()})") from None
 
@@ -289,11 +292,11 @@ def _serve(rx: Any, tx: Any) -> None:
     """Chunks in, results out, until the parent closes the pipe or goes away."""
     while True:
         try:
-            task = rx.recv()
+            work, task = rx.recv()
         except (EOFError, OSError):
             return
         try:
-            tx.send(_run_safely(task))
+            tx.send(_run_safely(task, work))
         except (BrokenPipeError, OSError):
             return
 
@@ -334,7 +337,7 @@ class DaskExecutor:
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         self.description = f"Dask scheduler {address} ({self.workers} workers)"
 
-    def map_unordered(self, tasks: Iterable[Task]) -> Generator[tuple[int, Columns], None, None]:
+    def map_unordered(self, tasks: Iterable[Any], work: Work = run_task) -> Generator[tuple[int, Columns], None, None]:
         from distributed import as_completed
 
         queue = iter(tasks)
@@ -342,14 +345,14 @@ class DaskExecutor:
         pending = set()
         try:
             for task in itertools.islice(queue, 2 * self.workers):  # a bounded number in flight
-                future = self.client.submit(_run_safely, task, pure=False)
+                future = self.client.submit(_run_safely, task, work, pure=False)
                 pending.add(future)
                 futures.add(future)
             for future in futures:
                 pending.discard(future)
                 following = next(queue, None)
                 if following is not None:
-                    nxt = self.client.submit(_run_safely, following, pure=False)
+                    nxt = self.client.submit(_run_safely, following, work, pure=False)
                     pending.add(nxt)
                     futures.add(nxt)
                 yield _unwrap(future.result())

@@ -6,7 +6,15 @@ from collections.abc import Callable, Mapping
 
 from pydantic import Field
 
-from oncallsim.debrief.postmortem import NARRATIVES, TIMELINE_TEXTS, TimelineEntry, incident_timeline, narrative_parts
+from oncallsim.debrief.cliff import CLIFF_TEXTS, CliffReport, cliff_parts, cliff_report
+from oncallsim.debrief.postmortem import (
+    NARRATIVES,
+    TIMELINE_TEXTS,
+    TimelineEntry,
+    incident_timeline,
+    move,
+    narrative_parts,
+)
 from oncallsim.debrief.score import ScorePart, run_score
 from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
@@ -51,6 +59,7 @@ class Report(Outcome):
     score: int = 0  # out of 100 (debrief/score.py); a summary stored before scores existed: 0
     score_parts: list[ScorePart] = Field(default_factory=list)
     incident_timeline: list[TimelineEntry] = Field(default_factory=list)  # debrief/postmortem.py
+    cliff: CliffReport | None = None  # request engine: the span past the cliff, the map's change (debrief/cliff.py)
 
 
 def opening_fleet_cost(sim: Simulation) -> float:
@@ -85,7 +94,10 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
     recovery = next(
         (i for i, (t, _a) in enumerate(parts) if t in (HEADLINES["recovered"], HEADLINES["not_recovered"])), len(parts)
     )
-    parts[recovery:recovery] = mechanism_parts(mine, others, sim.plan.clock)
+    cliff = _cliff(sim, counterfactuals or {})
+    parts[recovery:recovery] = mechanism_parts(mine, others, sim.plan.clock) + cliff_parts(
+        cliff, mine.budget_spent, sim.plan.clock, move
+    )
     parts += narrative_parts(
         mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
     )
@@ -109,7 +121,21 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
         score=mine_score.score,
         score_parts=mine_score.parts,
         incident_timeline=incident_timeline(sim.timeline, sim.plan, sim.actions, mine),
+        cliff=cliff,
     )
+
+
+def _cliff(sim: Simulation, counterfactuals: Mapping[str, Simulation]) -> CliffReport | None:
+    """The run against the cliff (request engine), with the map's change replayed when there is one."""
+    if sim.engine.name != "request":
+        return None
+    other = counterfactuals.get("cliff")
+    replay = None
+    if other is not None:
+        added = [a for a in other.actions if a not in sim.actions]
+        if added:
+            replay = (other.timeline, added[0], run_outcome(other).budget_spent)
+    return cliff_report(sim.timeline, sim.params, replay)
 
 
 # The request engine's overload mechanisms a run can be replayed with (policies/counterfactual.py's MECHANISMS):
@@ -122,6 +148,7 @@ MECHANISM_PHRASES = {
     "sre": "adaptive throttling at the clients",
 }
 COUNTERFACTUAL_LABELS = {
+    "cliff": "with the map's change",
     "retry_budget": "with a 10 % retry budget",
     "limiter": "with the limiter",
     "codel": "with CoDel",
@@ -155,6 +182,7 @@ HEADLINES = {
     # the postmortem's sentences and timeline rows: listed here so the catalogs extract them with the rest
     **{f"narrative_{k}": v for k, v in NARRATIVES.items()},
     **{f"timeline_{k}": v for k, v in TIMELINE_TEXTS.items()},
+    **{f"cliff_{k}": v for k, v in CLIFF_TEXTS.items()},
 }
 
 

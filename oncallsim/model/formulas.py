@@ -40,6 +40,10 @@ SOURCES: dict[int, str] = {
     5: 'J. Jung, A. W. Berger, H. Balakrishnan, "Modeling TTL-based Internet Caches", IEEE INFOCOM 2003.',
     6: "M. Harchol-Balter, Performance Modeling and Design of Computer Systems: Queueing Theory in Action, "
     "Cambridge University Press 2013.",
+    7: 'N. Bronson, A. Aghayev, A. Charapko, T. Zhu, "Metastable Failures in Distributed Systems", HotOS 2021; '
+    'L. Huang et al., "Metastable Failures in the Wild", OSDI 2022.',
+    8: 'P. Alvaro, R. Isaacs, R. Majumdar, K.-K. Muniswamy-Reddy, M. Salamati, S. Soudjani, "Formal Analysis of '
+    'Metastable Failures in Software Systems", arXiv:2510.03551, 2025 (the Metafor tool).',
 }
 
 FORMULAS: tuple[Formula, ...] = (
@@ -174,6 +178,16 @@ FORMULAS: tuple[Formula, ...] = (
         "Utilization saturates at 100 %, so a saturated fleet grows step by step; no scale-out while instances "
         "boot; scale-in by at most ⟪scale_in_max_share%⟫ after ⟪scale_in_quiet_minutes⟫ quiet minutes; within "
         "[floor, ⟪max_fleet⟫].",
+    ),
+    Formula(
+        "cliff",
+        "Distance to the cliff",
+        r"\frac{\lambda_a A}{N/S}, \quad A = 1 + \min(N_r, b)",
+        (7, 8),
+        "oncallsim.cliff.zone.position",
+        "Request engine: N_r retries, b the retry budget (none: A = N_r + 1). Every attempt times out in the bad "
+        "mode, so each request costs A attempts; past 1× that bad mode sustains itself. The map of it: "
+        "oncallsim cliff.",
     ),
     Formula(
         "cost",

@@ -11,7 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from oncallsim.cliff.change import changes
+from oncallsim.cliff.point import record_point
 from oncallsim.debrief import Report, make_report
+from oncallsim.debrief.cliff import at_risk_span, zones
 from oncallsim.debrief.report import run_outcome
 from oncallsim.model import CONTROL_SPECS, InvalidInput
 from oncallsim.policies.base import load_policy
@@ -21,6 +24,7 @@ __all__ = [
     "COUNTERFACTUAL_POLICIES",
     "MECHANISMS",
     "Mechanism",
+    "cliff_replay",
     "counterfactuals",
     "full_report",
     "mechanism_counterfactuals",
@@ -86,7 +90,14 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
     with_p2c = request and (sim.timeline[0].extras or {}).get("balancer") != "p2c"
     lesson = lesson_after(sim) if request else None
     candidates = [m for m in _candidates(sim) if m != lesson] if request else []
-    total = len(policies) + (1 if with_p2c else 0) + (1 if lesson else 0) + len(candidates)
+    cliff = _cliff_change(sim) if request else None
+    total = (
+        len(policies)
+        + (1 if with_p2c else 0)
+        + (1 if lesson else 0)
+        + len(candidates)
+        + (1 if cliff is not None else 0)
+    )
     done = [0]
     lock = threading.Lock()
 
@@ -112,10 +123,18 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
         replayed()
         return other
 
+    def changed() -> Simulation:
+        assert cliff is not None
+        other = _replay(sim, {cliff[1]: cliff[2]}, None, at=cliff[0])
+        assert other is not None  # no bound: it plays to the end
+        replayed()
+        return other
+
     with ThreadPoolExecutor(max_workers=REPLAY_THREADS, thread_name_prefix="replay") as pool:
         replays = {name: pool.submit(replay, name) for name in policies}
         p2c = pool.submit(balanced) if with_p2c else None
         after = pool.submit(the_after, lesson) if lesson else None
+        cliffed = pool.submit(changed) if cliff is not None else None
         mechanisms = _mechanism_replays(sim, candidates, MAX_MECHANISMS_KEPT, replayed, pool) if request else {}
         out: dict[str, Simulation] = {}
         for name in COUNTERFACTUAL_POLICIES:
@@ -126,7 +145,33 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
         out.update(mechanisms)
         if after is not None and lesson is not None:
             out[lesson.name] = after.result()
+        if cliffed is not None:
+            out[CLIFF] = cliffed.result()
     return out
+
+
+CLIFF = "cliff"  # the counterfactual of the map's single change (debrief/cliff.py says what it did)
+
+
+def _cliff_change(sim: Simulation) -> tuple[int, str, Any] | None:
+    """(minute, control, value): the map's change that takes the run back from the cliff soonest, at the first
+    minute it stood past it (``cliff.change``); None when it never did, or no single change would."""
+    found = at_risk_span(zones(sim.timeline, sim.params))
+    if found is None:
+        return None
+    record = sim.timeline[found[0]]
+    point = record_point(record, sim.params)
+    if point is None:
+        return None
+    options = changes(point, int(record.serving), sim.params.boot_delay_min, sim.params.max_fleet)
+    return (found[0], options[0].control, options[0].value) if options else None
+
+
+def cliff_replay(sim: Simulation) -> Simulation | None:
+    """The run replayed on the same draws with the map's change from the minute it first stood past the cliff
+    and the player's other decisions (None: no such change)."""
+    change = _cliff_change(sim)
+    return None if change is None else _replay(sim, {change[1]: change[2]}, None, at=change[0])
 
 
 def lesson_after(sim: Simulation) -> Mechanism | None:
@@ -219,19 +264,21 @@ def with_settings(sim: Simulation, settings: Mapping[str, Any]) -> Simulation:
 BOUND_MARGIN = 1e-9
 
 
-def _replay(sim: Simulation, settings: Mapping[str, Any], bound: Callable[[], float] | None) -> Simulation | None:
-    """``with_settings``' replay; None once it has spent more of the error budget than ``bound()`` (read each
-    minute: it may fall as other replays finish; what a minute spends is never negative, so it could only end
-    above it)."""
+def _replay(
+    sim: Simulation, settings: Mapping[str, Any], bound: Callable[[], float] | None, at: int = 0
+) -> Simulation | None:
+    """``with_settings``' replay, the settings applied at minute ``at`` (the player's own changes to them from
+    then on left out); None once it has spent more of the error budget than ``bound()`` (read each minute: it may
+    fall as other replays finish; what a minute spends is never negative, so it could only end above it)."""
     other = sim.counterfactual(None, minutes=0)
     scale = 1.0 / other.params.error_budget / other.params.budget_period_min
     spent = 0.0
     by_minute: dict[int, list[Action]] = {}
     for a in sim.actions:
-        if a.control not in settings:
+        if a.control not in settings or a.minute < at:
             by_minute.setdefault(a.minute, []).append(a)
     while other.minute < sim.minute:
-        todo = [Action(0, name, value) for name, value in settings.items()] if other.minute == 0 else []
+        todo = [Action(at, name, value) for name, value in settings.items()] if other.minute == at else []
         for a in by_minute.get(other.minute, ()):
             try:
                 other.engine.check_action(other.state, a.control, a.value)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -177,5 +177,30 @@ def summary(res: Results, cov: dict[str, tuple[int, int]]) -> str:
             "shape of the service time (M/G/N: lower p99 on the request engine), after a cache flush (a TTL "
             "cache refills in seconds, the minute model's warmth in tens of minutes) and past saturation (a "
             "FIFO queue turns overload into timeouts of nearly everything). Section 4 has the numbers.",
+            *_cliff_finding(res),
         ]
     )
+
+
+def _cliff_finding(res: Results) -> list[str]:
+    if not res.drains:
+        return []
+    agree = sum(p.agrees for p in res.drains)
+    worst = max((p for p in res.drains if 0 < p.fixed_s < math.inf and p.undrained == 0), key=_gap, default=None)
+    tail = (
+        f"; the largest gap is at λ(N + 1)/cμ = {worst.amplified:.2f} with N = {worst.retries}, "
+        f"{worst.fixed_s:.0f} s against {worst.engine_s.value:.0f} s, where a call's number of retries matters"
+        if worst is not None and not worst.agrees
+        else ""
+    )
+    return [
+        f"- **The retrying server's Markov chain** (the cliff map's model) against the engine's queue-only mode: "
+        f"the time to drain a full queue agrees within sampling error at {agree} of {len(res.drains)} points, "
+        f"exactly where the chain is exact (no retries) and far from the cliff{tail}; past the cliff "
+        "(λ(N + 1) > cμ) neither drains. A fixed timeout and an exponential one differ most in the bad mode: "
+        "the last section has both."
+    ]
+
+
+def _gap(p: Any) -> float:
+    return float(abs(p.fixed_s - p.engine_s.value) / p.engine_s.value)

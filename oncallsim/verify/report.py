@@ -5,6 +5,7 @@ Seeds are fixed and the plots carry no timestamp, so regenerating on the same ma
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from oncallsim.verify.cliff import DRAIN, DrainPoint, ShapeRow, drain_grid, shape_rows
 from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
 from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
 from oncallsim.verify.pipeline import CachePoint, DbPoint, cache_grid, db_grid
@@ -36,6 +38,8 @@ class Results(NamedTuple):
     amplification: tuple[Amplification, ...] = ()
     bistability: tuple[Bistability, ...] = ()
     resilience: tuple[ResilienceCheck, ...] = ()
+    drains: tuple[DrainPoint, ...] = ()
+    shapes: tuple[ShapeRow, ...] = ()
 
 
 def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -52,9 +56,11 @@ def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Re
     balancers, discovery = tuple(balancer_grid(quick)), tuple(discovery_checks())
     progress("retries, throttling, CoDel, the limiter, metastability")
     amplification, bistability, checks = resilience_checks(quick)
+    progress("the retrying server's Markov chain against the engine")
+    drains = tuple(drain_grid(quick))
     return Results(
         quick, queue, cache, db, rows, timelines, balancers, discovery, tuple(amplification), tuple(bistability),
-        tuple(checks),
+        tuple(checks), drains, tuple(shape_rows()),
     )  # fmt: skip
 
 
@@ -286,6 +292,8 @@ def render(res: Results, images_rel: Path = IMAGES) -> str:
         _fleet_section(res),
         "",
         _resilience_section(res),
+        "",
+        _cliff_section(res),
     ]
     return "\n".join(parts) + "\n"
 
@@ -379,6 +387,123 @@ def _resilience_section(res: Results) -> str:
                 [[c.what, c.measured, c.expected, "yes" if c.ok else "**no**"] for c in res.resilience],
             ),
         ]
+    )
+
+
+def _seconds(x: float) -> str:
+    return "never (> 10⁹ s)" if math.isinf(x) else f"{x:.4g}"
+
+
+def _cliff_section(res: Results) -> str:
+    """The retrying server's chain against the engine (verify/cliff.py), and the timeout's shape."""
+    if not res.drains:
+        return ""
+    d = DRAIN
+    capacity = d.workers / d.service_s
+    # the drained points the chain meets within the sampling error, and those it drains sooner than the engine
+    close = [p for p in res.drains if p.undrained == 0 and p.agrees]
+    near = [p for p in res.drains if p.undrained == 0 and not p.agrees]
+    agree = sum(p.agrees for p in res.drains)
+    twice = next(r for r in res.shapes if r.waits_for.startswith("≈ 2 "))
+    lines = [
+        "## The cliff's chain against the engine (docs/cliff.md)",
+        "",
+        f"One instance of {d.workers} workers, exponential service of mean {1000 * d.service_s:g} ms (cμ = "
+        f"{capacity:g}/s), one FIFO queue without a limit, a {d.timeout_s:g} s timeout, retries at once. The "
+        f"engine's queue is filled first (a minute at cμ + {res.drains[0].backlog:,}/60 per second, retries off: those "
+        f"requests are only work), then λ arrives with N retries. Drain time: the first second the engine counts "
+        "an empty queue; the chain's expected time to n ≤ c from the engine's starting state (n₀, 0), plus half a "
+        f"second for that count (`verify/cliff.py`). {res.drains[0].seeds} seeds a point; the engine's mean "
+        f"± 1.96 sd/√seeds over the seeds that drained within {d.window_min} minutes. The chain with a fixed "
+        f"timeout agrees within the sampling error at {agree} of {len(res.drains)} points.",
+        "",
+        _table(
+            [
+                "λ/s",
+                "N",
+                "λ(N + 1)/cμ",
+                "n₀",
+                "engine s",
+                "undrained",
+                "chain, fixed timeout s",
+                "in CI",
+                "chain, exponential timeout s",
+                "chain: empty → collapsed s",
+                "chain: 1/|λ₂| s",
+            ],
+            [
+                [
+                    f"{p.arrivals_per_s:g}",
+                    str(p.retries),
+                    f"{p.amplified:.2f}",
+                    f"{p.start:.0f}",
+                    _ci(*p.engine_s) if p.undrained < p.seeds else "—",
+                    f"{p.undrained} of {p.seeds}",
+                    _seconds(p.fixed_s),
+                    "yes" if p.agrees else "**no**",
+                    _seconds(p.exponential_s),
+                    _seconds(p.collapse_s),
+                    _seconds(p.relaxation_s),
+                ]
+                for p in res.drains
+            ],
+        ),
+        "",
+        "Where the chain is exact it agrees: without retries it is M/M/c (the abandoned requests are still "
+        "served), and with few retries far from the cliff ("
+        + ", ".join(
+            f"N = {p.retries}, λ(N + 1)/cμ = {p.amplified:.2f}: {p.fixed_s:.1f} s against "
+            f"{p.engine_s.value:.1f} ± {p.engine_s.half:.1f} s"
+            for p in close
+        )
+        + "). Past the cliff (λ(N + 1) > cμ) both never drain: every attempt times out, each call sends N + 1 "
+        "attempts and the queue grows. Nearer it, with more retries, the chain drains sooner than the engine ("
+        + ", ".join(
+            f"N = {p.retries}, λ(N + 1)/cμ = {p.amplified:.2f}: {p.fixed_s:.0f} s against "
+            f"{p.engine_s.value:.0f} ± {p.engine_s.half:.0f} s"
+            for p in near
+        )
+        + "). Its state does not say which attempt a call is at, so a retry sent from the orbit is retried again "
+        "with one probability, (N − 1)/N when every attempt fails: a call then makes a geometric number of "
+        "retries of mean N, where the engine's make exactly N. The mean is right, so is the bad mode's balance, "
+        "λ(N + 1) against cμ; but while the orbit fills after the queue was filled, the retries reach their "
+        "full rate later in the engine: the delay before a call's k-th retry adds up to λD·N(N + 1)/2 requests "
+        "of retries not yet sent with exactly N retries, λD·N² with a geometric number (D = T + backoff). The "
+        "difference, λD·N(N − 1)/2 requests, is drained at cμ − λ(N + 1) per second"
+        + "".join(f"{_gap(p, capacity)}" for p in near[-1:])
+        + ". The cliff itself, where λ(N + 1) = cμ, is where both put it.",
+        "",
+        "**Where an exponential timeout differs from a fixed one.** The textbook chain gives each attempt an "
+        "exponential timeout of mean T: the chance that an attempt times out depends smoothly on how long it "
+        "waits, where a fixed timeout is a step at T. For this server (p(n): the chance an attempt that finds n "
+        "requests at the server times out):",
+        "",
+        _table(
+            ["the attempt finds", "n", "fixed T", "exponential, mean T"],
+            [[r.waits_for, str(r.queue), f"{r.fixed:.3g}", f"{r.exponential:.3g}"] for r in res.shapes],
+        ),
+        "",
+        "An exponential timeout fails attempts that never waited (S/(S + T) of them: a healthy server then "
+        f"retries a little all the time) and spares many that waited well past T ({1 - twice.exponential:.0%} of "
+        "those that waited 2T). In the bad mode it is the second that matters: fewer attempts time out, "
+        "fewer are retried, the queue the retries sustain is smaller and drains sooner (the column of the "
+        "exponential timeout). Near the cliff the difference is large; a map's class it changes only near the "
+        "line λ(N + 1) = cμ (docs/cliff.md compares the two chains' classes on retry-storm's map). The map's "
+        "chain decides each attempt's timeout as the engine "
+        "does, with the fixed T; what stays exponential is the wait in the orbit (T plus the backoff, a fixed "
+        "delay made exponential of the same mean).",
+    ]
+    return "\n".join(lines)
+
+
+def _gap(p: DrainPoint, capacity: float) -> str:
+    """The orbit's lag, worked for one point: λD·N(N − 1)/2 requests at cμ − λ(N + 1) per second."""
+    lag = p.arrivals_per_s * DRAIN.timeout_s * p.retries * (p.retries - 1) / 2.0
+    rate = capacity - p.arrivals_per_s * (p.retries + 1)
+    return (
+        f": at N = {p.retries}, {p.arrivals_per_s:g} × {DRAIN.timeout_s:g} × {p.retries * (p.retries - 1) // 2} = "
+        f"{lag:.0f} requests at {rate:g}/s is {lag / rate:.0f} s, against {p.engine_s.value - p.fixed_s:.0f} s "
+        "measured"
     )
 
 

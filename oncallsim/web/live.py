@@ -22,6 +22,9 @@ from typing import Any
 import orjson
 
 from oncallsim.alerting.pagerduty import Pager
+from oncallsim.cliff.point import trigger_ratio
+from oncallsim.cliff.trigger import scenario_trigger
+from oncallsim.cliff.zone import gauge as cliff_gauge
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
 from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MODEL_VERSIONS, SETTINGS, InvalidInput, MinuteRecord, RunPlan
@@ -58,10 +61,15 @@ EPOCH = secrets.token_hex(6)
 log = logging.getLogger("oncallsim.web")
 
 
-def wire_record(record: MinuteRecord, plan: RunPlan) -> dict[str, Any]:
+def wire_record(
+    record: MinuteRecord, plan: RunPlan, gauge: Callable[[MinuteRecord], dict[str, Any] | None] | None = None
+) -> dict[str, Any]:
     """A record as the console receives it: the JSON form, its events structured (code, args, kind, text),
-    and its label on the time axes (``label``: the day shown on runs longer than one)."""
+    its label on the time axes (``label``: the day shown on runs longer than one) and, on the request engine,
+    the distance to the cliff (``cliff``: the gauge beside the burn rate)."""
     out = record.to_dict()
+    if gauge is not None:
+        out["cliff"] = gauge(record)
     out["label"] = plan.time_label(record.minute)
     out["events"] = [
         e.to_dict() if isinstance(e, Event) else {"code": "", "args": {}, "kind": "system", "text": e}
@@ -140,6 +148,33 @@ class LiveRun:
         self._finishing: asyncio.Task[None] | None = None
         self.clock = clock or Clock(store)
         self._on_finish = on_finish
+        # the distance to the cliff (request engine): a trigger like the scenario's own brownout, its capacity
+        # measured once by a pilot run off the event loop, when the engine is loaded (cliff/point.py)
+        request = sim.engine.name == "request"
+        self.cliff_trigger = scenario_trigger(sim.scenario) if request else None
+        self.cliff_ratio: float | None = None
+        self._measuring: asyncio.Task[None] | None = None
+        self.gauge = self._gauge if request else None
+
+    def _gauge(self, record: MinuteRecord) -> dict[str, Any] | None:
+        minutes = self.cliff_trigger.minutes if self.cliff_trigger is not None else 0
+        return cliff_gauge(record, self.sim.params, self.cliff_ratio, minutes)
+
+    def _measure_trigger(self) -> None:
+        """Start measuring the trigger's capacity (once; the engine is loaded: no compile waits on it)."""
+        if self.cliff_trigger is None or self._measuring is not None:
+            return
+        trigger = self.cliff_trigger
+
+        async def measure() -> None:
+            try:
+                self.cliff_ratio = await asyncio.to_thread(
+                    trigger_ratio, self.sim.scenario, self.sim.overrides, trigger
+                )
+            except Exception:  # the gauge then says nothing of the trigger; the run goes on
+                log.exception("run %s: the cliff gauge's trigger could not be measured", self.id)
+
+        self._measuring = spawn(measure(), name=f"cliff-{self.id}")
 
     # --- what the browser sees ---------------------------------------------------------------------------
 
@@ -203,7 +238,7 @@ class LiveRun:
                 "model_version": self.model_version,
                 "current_model": self.model_version in MODEL_VERSIONS,  # replayed by its own version's rules
             },
-            "records": [wire_record(r, self.sim.plan) for r in timeline],
+            "records": [wire_record(r, self.sim.plan, self.gauge) for r in timeline],
             "actions": [a.to_dict() for a in actions],
             "state": self.state() if state is None else state,
         }
@@ -375,6 +410,7 @@ class LiveRun:
         ``progress`` when the clock writes many runs' positions at once)."""
         if self.engine_state is not None and self._waits_for_engine():
             return
+        self._measure_trigger()
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
         if self.pager is not None:
@@ -385,7 +421,9 @@ class LiveRun:
                 progress.append((self.id, self.sim.minute))
             else:
                 self.background_write(self.store.set_progress, self.id, self.sim.minute)
-        self.broadcast({"type": "minute", "record": wire_record(record, self.sim.plan), "state": self.state()})
+        self.broadcast(
+            {"type": "minute", "record": wire_record(record, self.sim.plan, self.gauge), "state": self.state()}
+        )
         if self.done:
             self.clock.remove(self)
             self._over()

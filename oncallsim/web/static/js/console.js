@@ -232,6 +232,7 @@
       mark.className = "flag " + level;
       cell.closest("tr").className = level;
     }
+    showCliff(r);
     const alert = $("alert");
     const wasHidden = alert.hidden;
     if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
@@ -247,6 +248,15 @@
     // the banner coming or going moves the charts' cells, which plotly only follows on a window resize: without
     // one, a chart keeps its first height and its legend spills into the next row
     if (alert.hidden !== wasHidden) requestAnimationFrame(() => window.dispatchEvent(new Event("resize")));
+  }
+
+  // The distance to the cliff (request engine): the meter, and whether a trigger like the scenario's would heal.
+  function showCliff(r) {
+    const meter = $("m-cliff");
+    if (!meter) return;
+    meter.value = r.cliff ? Math.min(2, r.cliff.amplified) : 0;
+    const survives = r.cliff ? r.cliff.survives : null;
+    $("cliff-trigger").textContent = survives === null ? "" : t(survives ? "cliff.heals" : "cliff.does_not_heal");
   }
 
   // A mechanism engaging and letting go is a cause the log names with its minute ("10:42 limiter engaged").

@@ -19,6 +19,15 @@
     p99_ms: (r) => t("unit.ms", { n: number(Math.round(r.p99_ms)) }),
     error_rate: (r) => pct(r.error_rate, 2),
     budget_left: (r) => pct(r.budget_left, 1),
+    // the requests × the attempts each makes when every attempt fails, over the capacity (cliff/zone.py)
+    cliff: (r) => (r.cliff ? t("unit.times", { n: number(r.cliff.amplified, 2) }) : "—"),
+  };
+  // each zone of the gauge (cliff/zone.py): its flag's level and word
+  const ZONES = {
+    safe: ["", t("zone.safe")],
+    vulnerable: ["warn", t("zone.vulnerable")],
+    overloaded: ["bad", t("zone.overloaded")],
+    protected: ["info", t("zone.protected")],
   };
   // A word beside a value, so that colour is never the only carrier of meaning.
   function flag(key, r, page) {
@@ -33,6 +42,7 @@
     if (key === "booting" && r.booting > 0) return ["info", t("flag.booting")];
     if (key === "bad_build_share" && r.bad_build_share > 0) return ["warn", t("flag.live")];
     if (key === "budget_left" && r.budget_left <= 0) return ["bad", t("flag.exhausted")];
+    if (key === "cliff" && r.cliff) return ZONES[r.cliff.zone];
     return ["", ""];
   }
   window.fmt = { fmt, flag, pct };
