@@ -10,10 +10,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from oncallsim.frames import records_frame
 from oncallsim.model import (
     MODEL_VERSION,
     SETTINGS,
@@ -156,6 +157,10 @@ class Simulation:
     >>> sim.step([("rollback", None)]).events
     ('rollback started',)
     """
+
+    # A notebook's view of a run (``_repr_html_``): the debrief layer registers it (debrief/notebook.py), since
+    # the score is the debrief's; until then a notebook shows the plain repr.
+    html_view: ClassVar[Any] = None
 
     def __init__(
         self,
@@ -382,6 +387,23 @@ class Simulation:
         other.run(until=minutes, policy=policy)
         return other
 
+    # --- data frames and notebooks ------------------------------------------------------------------
+
+    def to_pandas(self) -> Any:
+        """The minutes computed so far as a ``pandas.DataFrame``, one row a minute (``oncallsim.frames``;
+        the ``notebook`` extra)."""
+        return records_frame(self.timeline, scenario=self.scenario.id, seed=self.seed, engine=self.engine.name)
+
+    def _repr_html_(self) -> str | None:
+        view = type(self).html_view
+        return None if view is None else str(view(self))
+
+    def __repr__(self) -> str:
+        return (
+            f"Simulation({self.scenario.id!r}, seed={self.seed}, engine={self.engine.name!r}: "
+            f"{self.minute} of {self.length} minutes)"
+        )
+
     # --- run files -----------------------------------------------------------------------------------
 
     def run_file(self) -> RunFile:
@@ -485,6 +507,10 @@ class RunFile(BaseModel):
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    def frame(self) -> Any:
+        """The run replayed (bit for bit) as a ``pandas.DataFrame``: ``Simulation.replay(run).to_pandas()``."""
+        return Simulation.replay(self).to_pandas()
 
     @classmethod
     def load(cls, path: str | Path) -> RunFile:

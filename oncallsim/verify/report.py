@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from oncallsim.extras import require
 from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
 from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
 from oncallsim.verify.pipeline import CachePoint, DbPoint, cache_grid, db_grid
@@ -125,7 +126,7 @@ def _savefig(fig: Any, path: Path) -> None:
 
 
 def _plots(res: Results, images: Path) -> list[str]:
-    import matplotlib
+    matplotlib = require("matplotlib", "reports")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
