@@ -237,7 +237,7 @@ def run_summary(sim: Simulation) -> str:
     """One line at the end of a run: what it cost and whether it met its objectives."""
     from oncallsim.debrief import make_report
 
-    report = make_report(sim)
+    report = make_report(sim, effects=False)
     page = "no page" if report.page_minute is None else f"paged at {sim.plan.clock(report.page_minute)}"
     met = sum(o.passed for o in report.objectives)
     objectives = f"objectives met {met}/{len(report.objectives)}" if report.objectives else "no objectives"

@@ -71,10 +71,13 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
         f"Cost: base fleet ${split.base_fleet:.2f}, extra instances ${split.extra_instances:.2f}, "
         f"rollback double billing ${split.rollback_double_billing:.2f}"
     )
-    for d in report.decisions:
+    for d in report.decisions:  # over the 10 minutes from it: with the decision, and without it on the same draws
+        without = (
+            f" (without it: {d.without['error_rate']:.2%}, {d.without['p99_ms']:.0f} ms)" if d.without else ""
+        )
         console.print(
-            f"  {d.clock}  {', '.join(d.actions)}: errors {d.before['error_rate']:.2%} → "
-            f"{d.after['error_rate']:.2%}, p99 {d.before['p99_ms']:.0f} → {d.after['p99_ms']:.0f} ms"
+            f"  {d.clock}  {', '.join(d.actions)}: errors {d.after['error_rate']:.2%}, p99 {d.after['p99_ms']:.0f} ms"
+            + without
         )
 
 
@@ -83,7 +86,7 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
     from rich.console import Console
     from rich.table import Table
 
-    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, localize_args
+    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, sentence
     from oncallsim.i18n import DEFAULT_LANGUAGE, translations
 
     if language == DEFAULT_LANGUAGE:
@@ -96,14 +99,14 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
     length = tr.ngettext("%(n)s minute", "%(n)s minutes", report.minutes) % {"n": report.minutes}
     console.print(f"\n[bold]{_('Debrief')} — {title}[/] ({_('seed')} {report.seed}, {length}): {verdict}")
     for template, args in report.headline_parts:
-        console.print("  " + (_(template) % localize_args(args, language) if args else _(template)), markup=False)
+        console.print("  " + sentence(template, args, language), markup=False)
     if report.objectives:
         card = Table(title=_("Score card"), title_justify="left")
         for column in (_("Objective"), _("Result")):
             card.add_column(column)
         card.add_column(_("Measured"), justify="right")
         for o in report.objectives:
-            name = (_(o.template) % o.args if o.args else _(o.template)) if o.template else o.name
+            name = sentence(o.template, o.args, language) if o.template else o.name
             passed = f"[green]{_('✔ passed')}[/]" if o.passed else f"[red]{_('✘ failed')}[/]"
             card.add_row(name, passed, fmt_objective(o, language))
         console.print(card)

@@ -6,6 +6,7 @@ then the traffic noise, two normals a minute. Nothing here knows a clock, a netw
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -369,6 +370,17 @@ class Simulation:
                 "actions", f"action at minute {quote(late)} is past the run's end ({self.plan.minutes} minutes)"
             )
         return self.timeline
+
+    def fork(self) -> Simulation:
+        """An independent copy of this run where it stands (its state and generator copied, its records shared: they
+        are immutable): stepped with other inputs, it is the same run from here with those decisions instead, on the
+        same draws. A copy costs a few milliseconds (the request engine's world is copied whole)."""
+        other = copy.copy(self)
+        other.state = copy.deepcopy(self.state)
+        other.rng = copy.deepcopy(self.rng)
+        other.timeline = list(self.timeline)
+        other.actions = list(self.actions)
+        return other
 
     def counterfactual(self, policy: Policy | None, minutes: int | None = None) -> Simulation:
         """The same scenario, seed, overrides and noise, played by ``policy`` (None = hands off).

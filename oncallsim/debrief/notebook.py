@@ -35,7 +35,7 @@ def run_html(sim: Simulation) -> str:
         return f"<div class='oncallsim-run'>{head}<br><em>not started: sim.run() or sim.step()</em></div>"
     outcome = run_outcome(sim)
     judged = score(sim.scenario, outcome)
-    points = run_score(outcome, opening_fleet_cost(sim))
+    points = run_score(outcome, opening_fleet_cost(sim), sim.scenario.score)
     lost = ", ".join(f"{p.name} −{p.lost:.1f}" for p in points.parts if p.lost >= 0.05) or "nothing"
     met = f"{sum(o.passed for o in judged)} of {len(judged)} objectives met" if judged else "no objectives"
     facts = (

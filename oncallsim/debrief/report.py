@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 
 from pydantic import Field
 
+from oncallsim.debrief.effects import decision_windows
 from oncallsim.debrief.postmortem import NARRATIVES, TIMELINE_TEXTS, TimelineEntry, incident_timeline, narrative_parts
 from oncallsim.debrief.score import ScorePart, run_score
 from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
@@ -65,8 +66,12 @@ def run_outcome(sim: Simulation) -> Outcome:
     )
 
 
-def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | None = None) -> Report:
-    """Everything the debrief says about ``sim``; ``counterfactuals`` are other runs of the same scenario and seed."""
+def make_report(
+    sim: Simulation, counterfactuals: Mapping[str, Simulation] | None = None, effects: bool = True
+) -> Report:
+    """Everything the debrief says about ``sim``; ``counterfactuals`` are other runs of the same scenario and seed.
+    ``effects``: measure each decision against the run without it (``debrief/effects.py``: a replay of the run and
+    ten minutes per decision); a one-line summary does without."""
     mine = run_outcome(sim)
     results = score(sim.scenario, mine)
     others: dict[str, Counterfactual] = {}
@@ -77,7 +82,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             **theirs.model_dump(),
             objectives_passed=sum(o.passed for o in their_scores),
             objectives_total=len(their_scores),
-            score=run_score(theirs, opening_fleet_cost(other)).score,
+            score=run_score(theirs, opening_fleet_cost(other), other.scenario.score).score,
         )
     playbook = (counterfactuals or {}).get("textbook")
     parts = headline_parts(mine, others)
@@ -89,7 +94,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
     parts += narrative_parts(
         mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
     )
-    mine_score = run_score(mine, opening_fleet_cost(sim))
+    mine_score = run_score(mine, opening_fleet_cost(sim), sim.scenario.score)
     return Report(
         **mine.model_dump(),
         scenario=sim.scenario.id,
@@ -102,7 +107,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
         objectives=results,
         budget_by_phase=phases(sim.timeline, sim.plan, sim.params, sim.actions),
         cost_split=cost_split(sim.timeline, sim.params),
-        decisions=decisions(sim.timeline, sim.actions),
+        decisions=decisions(sim.timeline, sim.actions, decision_windows(sim) if effects else None),
         counterfactuals=others,
         headline=[template % args if args else template for template, args in parts],
         headline_parts=parts,

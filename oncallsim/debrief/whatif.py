@@ -68,7 +68,7 @@ def what_if(sim: Simulation, kind: str, index: int = 0, minutes: int = 5) -> Wha
         minutes=minutes,
         budget_spent=outcome.budget_spent,
         cost=outcome.cost,
-        score=run_score(outcome, opening_fleet_cost(other)).score,
+        score=run_score(outcome, opening_fleet_cost(other), other.scenario.score).score,
         objectives_passed=sum(o.passed for o in judged),
         objectives_total=len(judged),
         time_to_recovery_min=outcome.time_to_recovery_min,

@@ -451,24 +451,49 @@
       } else act(name);
     });
   }
-  $("end-run").addEventListener("click", () => confirmThen(t("confirm.end"), t("confirm.end_yes"), () => send({ type: "end" })));
+  // "End and debrief": once the debrief is computed, the page goes to it
+  let endRequested = false;
+  $("end-run").addEventListener("click", () => confirmThen(t("confirm.end"), t("confirm.end_yes"), () => {
+    endRequested = true;
+    send({ type: "end" });
+  }));
   $("abandon-run").addEventListener("click", () =>
     confirmThen(t("confirm.abandon"), t("confirm.abandon_yes"), () => send({ type: "abandon" })));
   $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
   $("step").addEventListener("click", () => send({ type: "step" }));
   $("speed").addEventListener("change", (e) => send({ type: "speed", value: Number(e.target.value) }));
-  // Space pauses and S steps wherever the focus is, except while typing or choosing from a list. A key never
-  // re-triggers the focused control: Space after clicking "Roll back" pauses, it does not roll back again
-  // (buttons still answer Enter).
-  const TYPING = "input[type=number], input[type=text], input[type=time], select, textarea, dialog[open]";
+  // The run's keys — Space pauses, S steps, M goes to the scenario's main control — act only when no control has
+  // the focus: a focused control keeps its own keys (Space and Enter switch a checkbox, press a button, arrows move
+  // a slider). A button clicked with the mouse gives the focus back (below), so Space after clicking "Roll back"
+  // pauses rather than rolling back again.
+  const CONTROL = "input, select, textarea, button, a[href], summary, [contenteditable], [tabindex]:not([tabindex='-1']), dialog[open]";
+  const mainControl = root.dataset.mainControl ? $("c-" + root.dataset.mainControl) : null;
   document.addEventListener("keydown", (e) => {
-    if (e.target.closest(TYPING) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.target.closest(CONTROL) || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.code === "Space") { e.preventDefault(); if (!e.repeat) $("pause").click(); }
     else if (e.key === "s" || e.key === "S") { e.preventDefault(); $("step").click(); }
+    else if ((e.key === "m" || e.key === "M") && mainControl) {
+      e.preventDefault();
+      const group = mainControl.closest("details"); // a control inside the folded Resilience group: unfold it
+      if (group && !group.open) group.open = true;
+      mainControl.focus();
+      mainControl.scrollIntoView({ block: "center" });
+    }
   });
-  // a button activates on Space's keyup: that default is cancelled too
-  document.addEventListener("keyup", (e) => {
-    if (e.code === "Space" && !e.target.closest(TYPING)) e.preventDefault();
+  // Enter switches a focused switch too (a checkbox answers only Space by itself): the controls', Sound, Notify
+  for (const box of document.querySelectorAll("input[role=switch]")) {
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); box.click(); }
+    });
+  }
+  // a pointer's click leaves no focus behind on the run's buttons: the keys go back to the run
+  for (const button of document.querySelectorAll(".transport button, [data-button], .run-end button")) {
+    button.addEventListener("pointerup", (e) => { if (e.pointerType) requestAnimationFrame(() => button.blur()); });
+  }
+  // the skip link's target takes the focus; the next Tab then reaches the first control
+  document.querySelector(".skip-link")?.addEventListener("click", (e) => {
+    e.preventDefault();
+    $("controls-title").focus();
   });
   $("share").addEventListener("click", (e) => {
     if (navigator.clipboard && window.isSecureContext) {
@@ -500,6 +525,9 @@
     const opening = state && state.paused && state.minute === 0 && !state.done;
     $("briefing-go").textContent = opening ? t("briefing.start") : t("briefing.close");
     if (!briefing.open) briefing.showModal();
+    // a long briefing opens at its top (the focused button stays in view: the actions are sticky)
+    briefing.scrollTop = 0;
+    requestAnimationFrame(() => { briefing.scrollTop = 0; });
   }
   $("show-briefing").addEventListener("click", openBriefing);
   $("briefing-go").addEventListener("click", () => {
@@ -510,14 +538,22 @@
   });
 
   const NOTES = { page: t("note.page"), incident: t("note.incident") };
-  const HINTS = { deploy: t("hint.deploy"), flush: t("hint.flush"), surge: t("hint.surge") };
-  // guided difficulty: the server stopped the clock (the incident began, or the page fired); say why and hint
+  // the scenario's own hints (its file's incident_hint and page_hint, in the page's language)
+  const HINTS = { incident: note.dataset.incidentHint || "", page: note.dataset.pageHint || "" };
+  let incidentExplained = false;
+  // the server stopped the clock (guided: the incident began, or the page fired; normal: the page fired); say why,
+  // and on guided hint. A page in the incident's own minute (a flash crowd, a retry storm) is one stop that says both.
   function explainPause(s) {
     if (!s.paused || !s.pause_reason || s.done || noteShownFor >= s.seq) return;
     noteShownFor = s.seq;
     $("note-title").textContent = NOTES[s.pause_reason] || "";
-    const hint = HINTS[s.incident] || "";
-    $("note-text").textContent = (s.pause_reason === "page" ? t("hint.page", { x: number(pageBurn, 1) }) + " " : "") + hint;
+    const said = [];
+    const guided = s.difficulty === "guided"; // normal stops at the page too, without the scenario's hints
+    if (s.pause_reason === "page") said.push(t("hint.page", { x: number(pageBurn, 1) }));
+    if (guided && (s.pause_reason === "incident" || !incidentExplained)) said.push(HINTS.incident);
+    if (guided && s.pause_reason === "page") said.push(HINTS.page);
+    incidentExplained = true;
+    $("note-text").textContent = said.filter(Boolean).join(" ");
     if (!note.open && !briefing.open) note.showModal();
   }
   $("note-go").addEventListener("click", () => { note.close(); send({ type: "resume" }); });
@@ -669,6 +705,7 @@
         flash(message.state.ended === "abandoned" ? t("run.abandoned") : t("run.finished"), "info");
         root.dataset.debrief = message.debrief_url ? "ready" : "none";
         if (root.dataset.tutorial === "true" && message.state.ended !== "abandoned") window.tour.last();
+        else if (endRequested && message.debrief_url) location.assign($("debrief-link").href);
         break;
     }
     root.dataset.records = String(records.length);
