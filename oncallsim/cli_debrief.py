@@ -72,9 +72,7 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
         f"rollback double billing ${split.rollback_double_billing:.2f}"
     )
     for d in report.decisions:  # over the 10 minutes from it: with the decision, and without it on the same draws
-        without = (
-            f" (without it: {d.without['error_rate']:.2%}, {d.without['p99_ms']:.0f} ms)" if d.without else ""
-        )
+        without = f" (without it: {d.without['error_rate']:.2%}, {d.without['p99_ms']:.0f} ms)" if d.without else ""
         console.print(
             f"  {d.clock}  {', '.join(d.actions)}: errors {d.after['error_rate']:.2%}, p99 {d.after['p99_ms']:.0f} ms"
             + without

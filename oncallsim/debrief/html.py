@@ -197,6 +197,12 @@ def translate_text(text: str, language: str) -> str:
         return str(page_catalog(language).get("action.value", "{control}: {value}")).format(
             control=gettext(label), value=shown
         )
+    label, equals, value = text.partition(" = ")  # a setting as summary.describe says it: "Fleet floor = 12 instances"
+    if equals and gettext(label) != label:
+        return f"{gettext(label)} = {translate_value(value, language)}"
+    label, _space, instance = text.rpartition(" ")  # an instance's action: "Eject i-09"
+    if re.fullmatch(r"i-\d{2,}", instance) and gettext(label) != label:
+        return f"{gettext(label)} {instance}"
     return gettext(text)
 
 

@@ -153,6 +153,7 @@ HEADLINES = {
     "mine": "You spent %(mine)s of the error budget.",
     "cost_all": "The fleet cost %(mine)s (%(hands_off)s hands-off, %(textbook)s by the playbook).",
     "cost": "The fleet cost %(mine)s.",
+    "shed": "The playbook turned away %(textbook)s of the requests (shed) to spare the rest; you turned away %(mine)s.",
     "recovered": "Service recovered %(minutes)s min after the incident began.",
     "not_recovered": "Service had not recovered by the end of the run.",
     # the postmortem's sentences and timeline rows: listed here so the catalogs extract them with the rest
@@ -186,6 +187,9 @@ def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[s
                 },
             )
         )
+        if textbook.turned_away_share > 0 or mine.turned_away_share > 0:  # what the budgets above cost in users
+            shed = {"textbook": f"{textbook.turned_away_share:.1%}", "mine": f"{mine.turned_away_share:.1%}"}
+            parts.append((HEADLINES["shed"], shed))
     else:
         parts.append((HEADLINES["mine"], {"mine": f"{mine.budget_spent:.1%}"}))
         parts.append((HEADLINES["cost"], {"mine": f"${mine.cost:.2f}"}))

@@ -31,7 +31,7 @@ from oncallsim.debrief.html import (
 )
 from oncallsim.debrief.markdown import render_markdown
 from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS
-from oncallsim.debrief.whatif import what_if
+from oncallsim.debrief.whatif import rollback_matters, what_if
 from oncallsim.i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGE_NAMES,
@@ -91,6 +91,7 @@ def environment(language: str) -> Environment:
     env.globals.update(request_comparisons=REQUEST_COMPARISONS)
     env.globals.update(control_label=control_label, control_value_text=partial(value_text, language=language))
     env.globals.update(resilience_controls=resilience_controls, main_control=main_control)
+    env.globals["rollback_matters"] = rollback_matters
     env.globals.update(
         difficulties=DIFFICULTIES, max_speed=MAX_SPEED, engines=list(ENGINES), default_engine=DEFAULT_ENGINE
     )
