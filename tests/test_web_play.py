@@ -310,3 +310,24 @@ def test_what_ifs_are_one_click_from_the_debrief(client: TestClient) -> None:
     assert "You had rolled back the minute after the page fired" in answer.text
     assert client.get(f"/runs/{run_id}/whatif?kind=without&index=7").status_code == 422
     assert client.get(f"/runs/{run_id}/whatif?kind=nope").status_code == 422
+
+
+def test_sliders_move_in_round_steps_with_their_units(client: TestClient) -> None:
+    """The backoff's sliders start at the first multiple of their step (a minimum of 1 ms once offered 101 and
+    20,001), and the retry budget, a share, speaks in % in its help and on its slider."""
+    import re
+
+    response = client.post(
+        "/runs",
+        data={"scenario": "retry-storm", "seed": "2", "speed": "2", "engine": "request"},
+        follow_redirects=False,
+    )
+    page = client.get(response.headers["location"] + "?lang=en").text
+    for name, low, step in (("retry_base_ms", 10, 10), ("retry_cap_ms", 100, 100)):
+        tag = re.search(rf'<input id="c-{name}"[^>]*>', page)
+        assert tag is not None, name
+        assert f'min="{low}"' in tag.group() and f'step="{step}"' in tag.group() and 'data-unit="ms"' in tag.group()
+    budget = re.search(r'<input id="c-retry_budget"[^>]*>', page)
+    assert budget is not None and 'data-kind="fraction"' in budget.group() and 'max="100"' in budget.group()
+    help_text = re.search(r'<p class="help" id="h-retry_budget">([^<]*)', page)
+    assert help_text is not None and "10 %" in help_text.group(1) and "0.1" not in help_text.group(1)

@@ -45,7 +45,7 @@
     "chart-errors": {
       title: t("chart.errors"),
       traces: [["error_rate", t("series.error_rate"), "#b91c1c", "solid", 100]],
-      lines: [[100 * sloError, t("series.slo", { x: number(100 * sloError, 2) }), "#111827"]],
+      lines: [[100 * sloError, t("series.slo", { x: percent(sloError, 2) }), "#111827"]],
     },
     "chart-cache": {
       title: t("chart.cache"),
@@ -125,21 +125,24 @@
     for (const r of rows) {
       for (const e of r.events) {
         const color = e.kind === "operator" ? "#1d4ed8" : MARKED[e.code];
-        if (color) out.push({ x: r.label, color, text: tEvent(e), dash: e.kind === "operator" ? "dot" : "dash" });
+        if (color) out.push({ x: r.label, minute: r.minute, color, text: tEvent(e), dash: e.kind === "operator" ? "dot" : "dash" });
       }
     }
     return out;
   }
 
+  // A marker's label sits on the side of its line that has room: right of it in the chart's first half, left of it
+  // in the second (a label at the right edge was cut off: "pag", "alarm udlø"); placed again as the axis grows.
   function markerLayout(withLabels) {
     const shapes = markers.map((m) => ({
       type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1,
       line: { color: m.color, width: 1, dash: m.dash },
     }));
+    const half = Math.max(1, records.length) / 2;
     const annotations = withLabels
       ? markers.map((m, i) => ({
           x: m.x, xref: "x", yref: "paper", y: 1 - 0.12 * (i % 3), text: m.text, showarrow: false,
-          xanchor: "left", font: { size: 9, color: m.color }, bgcolor: "rgba(255,255,255,.8)",
+          xanchor: m.minute > half ? "right" : "left", font: { size: 9, color: m.color }, bgcolor: "rgba(255,255,255,.8)",
         }))
       : [];
     return { shapes, annotations };
@@ -172,7 +175,9 @@
   function drawCharts() {
     markers = markersOf(records);
     root.dataset.markers = String(markers.length);
-    const x = records.map((r) => r.label); // the server's axis label (with the day on long runs)
+    // the server's axis label (with the day on long runs); before the first minute, the run's start on a real axis
+    // (not plotly's −0.4…0.4 of an empty chart)
+    const x = records.length ? records.map((r) => r.label) : [root.dataset.startLabel];
     for (const [id, chart] of Object.entries(CHARTS)) {
       const narrow = document.getElementById(id).clientWidth < 300; // three charts abreast: a tighter legend
       // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
@@ -189,7 +194,8 @@
         title: { text: isolate(title.text), font: { size: title.size }, x: 0.01, xanchor: "left" },
         margin: { l: 42, r: 8, t: title.lines === 1 ? 24 : 34, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
-        xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
+        xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) },
+        yaxis: records.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
@@ -213,7 +219,8 @@
     markers.push(...fresh);
     for (const id of Object.keys(CHARTS)) {
       const update = { "xaxis.range": timeRange(records.length) };
-      Plotly.relayout(id, fresh.length ? { ...update, ...markerLayout(id === "chart-traffic") } : update);
+      // the labels are placed again as the axis grows (a label at the right edge moves to the left of its line)
+      Plotly.relayout(id, fresh.length || (id === "chart-traffic" && markers.length) ? { ...update, ...markerLayout(id === "chart-traffic") } : update);
     }
     root.dataset.markers = String(markers.length);
   }
@@ -237,7 +244,7 @@
     if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
     if (r.page_firing) {
       alert.hidden = false;
-      alert.textContent = t("alert.page", { burn: number(r.burn_1h, 1), clock: pageSince, budget: number(100 * r.budget_left, 1) });
+      alert.textContent = t("alert.page", { burn: number(r.burn_1h, 1), clock: pageSince, budget: percent(r.budget_left, 1) });
       document.body.classList.add("paging");
     } else {
       alert.hidden = true;
@@ -284,7 +291,9 @@
       const option = input && input.tagName === "SELECT" ? [...input.options].find((o) => o.value === value) : null;
       return option ? option.textContent : value;
     }
+    if (input.dataset.kind === "instance") return "i-" + String(value).padStart(2, "0"); // as the fleet view names it
     if (input.dataset.kind === "fraction") return percent(value);
+    if (input.dataset.unit === "ms") return t("unit.ms", { n: number(Math.round(value)) });
     if (input.dataset.unit === "instances") return window.i18n.tn("unit.instances", value);
     if (input.dataset.unit === "s") return t("unit.seconds", { n: number(Math.round(value)) });
     return number(value, Number.isInteger(value) ? 0 : 2);
@@ -377,6 +386,10 @@
     for (const el of document.querySelectorAll("#controls input, #controls button, #pause, .run-end button")) el.disabled = over;
     if (over && s.ended !== "abandoned") $("debrief-link").hidden = false;
     $("replay").hidden = !over || !records.length;
+    // a finished run has nothing to pause or step: its two buttons leave the header to Debrief and Watch again, so
+    // the header keeps one line (at 1440 px it wrapped in Danish once those two appeared)
+    $("pause").hidden = over;
+    $("step").hidden = over;
     showPreparing(s.done ? null : s.preparing);
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
@@ -397,7 +410,7 @@
     box.hidden = false;
     box.textContent = p.state === "failed"
       ? t("preparing.failed", { engine: p.name, message: p.message })
-      : t("preparing.engine", { engine: p.name, share: number(100 * p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
+      : t("preparing.engine", { engine: p.name, share: percent(p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
   }
 
   function act(control, value) {
@@ -444,7 +457,8 @@
     button.addEventListener("click", () => {
       const name = button.dataset.button;
       const last = records[records.length - 1];
-      if (name === "rollback" && last && last.rollback_active) {
+      const queued = state && state.pending.some((a) => a.control === "rollback");
+      if (name === "rollback" && ((last && last.rollback_active) || queued)) {
         confirmThen(t("confirm.rollback_running"), t("confirm.rollback_yes"), () => act(name));
       } else if (name === "rollback" && last && last.bad_build_share === 0) {
         confirmThen(t("confirm.rollback_no_bad_build"), t("confirm.rollback_yes"), () => act(name));
@@ -597,7 +611,7 @@
   function pageFired(r) {
     if (replaying !== null) return; // a replay shows the page, it does not ring it again
     root.dataset.alerted = String(Number(root.dataset.alerted || 0) + 1);
-    window.alerts.ring(t("alert.page", { burn: number(r.burn_1h, 1), clock: r.clock, budget: number(100 * r.budget_left, 1) }));
+    window.alerts.ring(t("alert.page", { burn: number(r.burn_1h, 1), clock: r.clock, budget: percent(r.budget_left, 1) }));
   }
 
   function showTitle(r) {

@@ -35,6 +35,7 @@
     label.id = "c-" + control;
     label.hidden = true;
     label.dataset.label = tr("control." + control);
+    label.dataset.kind = "instance"; // its value reads as the tile names the instance: "i-09"
     section.append(label);
   }
 
