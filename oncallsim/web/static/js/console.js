@@ -443,25 +443,32 @@
   // Rolling back when no bad build is live (or while a rollback already runs) still bills the fleet double:
   // the console asks first instead of accepting it silently.
   const confirmBox = $("confirm");
-  function confirmThen(message, yesLabel, yes) {
+  // Asked with the mouse (a click's detail counts its presses; a key's click has none), the dialog leaves no focus
+  // behind on the button it returns to, so Space afterwards pauses; asked from the keyboard, the focus goes back
+  // to the button as usual.
+  function confirmThen(message, yesLabel, yes, byPointer) {
     $("confirm-text").textContent = message;
     $("confirm-yes").textContent = yesLabel;
     confirmBox.returnValue = "";
-    confirmBox.onclose = () => { if (confirmBox.returnValue === "yes") yes(); };
+    confirmBox.onclose = () => {
+      if (byPointer) requestAnimationFrame(() => document.activeElement && document.activeElement.blur());
+      if (confirmBox.returnValue === "yes") yes();
+    };
     confirmBox.showModal();
   }
   $("confirm-yes").addEventListener("click", () => confirmBox.close("yes"));
   $("confirm-no").addEventListener("click", () => confirmBox.close("no"));
 
   for (const button of document.querySelectorAll("[data-button]")) {
-    button.addEventListener("click", () => {
+    button.addEventListener("click", (e) => {
       const name = button.dataset.button;
       const last = records[records.length - 1];
       const queued = state && state.pending.some((a) => a.control === "rollback");
+      const byPointer = e.detail > 0;
       if (name === "rollback" && ((last && last.rollback_active) || queued)) {
-        confirmThen(t("confirm.rollback_running"), t("confirm.rollback_yes"), () => act(name));
+        confirmThen(t("confirm.rollback_running"), t("confirm.rollback_yes"), () => act(name), byPointer);
       } else if (name === "rollback" && last && last.bad_build_share === 0) {
-        confirmThen(t("confirm.rollback_no_bad_build"), t("confirm.rollback_yes"), () => act(name));
+        confirmThen(t("confirm.rollback_no_bad_build"), t("confirm.rollback_yes"), () => act(name), byPointer);
       } else act(name);
     });
   }

@@ -277,6 +277,8 @@
       return;
     }
     section.dataset.result = "accepted";
+    // out of rotation is not out of the fleet: said when the player ejects one (the tile's key has no room for it)
+    if (control === "eject") flash(tr("eject_counts"), "info");
     if (tile) {
       tile.dataset.asked = control;
       tile.dataset.askedAt = String(lastRecord ? lastRecord.minute : -1);
