@@ -97,7 +97,7 @@ MECHANISMS = {
     "queue_limit": 200,
     "deadline_propagation": True,
     "limiter": "bbr",
-    "client_throttle": True,
+    "breaker": "sre",
     "retries": 2,
     "retry_backoff": "full-jitter",
     "retry_budget": 0.1,

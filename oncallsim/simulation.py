@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from oncallsim.frames import records_frame
 from oncallsim.model import (
     MODEL_VERSION,
+    MODEL_VERSIONS,
     SETTINGS,
     Controls,
     InvalidInput,
@@ -27,7 +28,14 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
-from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, check_engine, coerce_control_value, text_refused
+from oncallsim.model.controls import (
+    CONTROL_SPECS,
+    WORLD_SETTINGS,
+    check_engine,
+    coerce_control_value,
+    current_name,
+    text_refused,
+)
 from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.errors import quote
 from oncallsim.model.plan import MAX_RUN_MINUTES
@@ -79,10 +87,11 @@ def parse_action(item: Any, where: str = "action") -> Action:
     except ValidationError as exc:
         raise invalid_input(exc, where) from None
     try:
-        value = coerce_control_value(parsed.control, parsed.value)
+        control, value = current_name(parsed.control, parsed.value)
+        value = coerce_control_value(control, value)
     except InvalidInput as exc:
         raise InvalidInput(f"{where}: {exc.field}", exc.reason) from None
-    return Action(parsed.minute, parsed.control, value)
+    return Action(parsed.minute, control, value)
 
 
 def load_actions(source: str | Path | list[Any]) -> list[Action]:
@@ -110,7 +119,8 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
     params: dict[str, Any] = {}
     controls: dict[str, Any] = {}
     known_params = set(Params.__dataclass_fields__)
-    for name, value in (overrides or {}).items():
+    for given, raw in (overrides or {}).items():
+        name, value = current_name(given, raw)
         if name in known_params:
             params[name] = value
         elif name in SETTINGS or name in WORLD_SETTINGS:
@@ -172,9 +182,16 @@ class Simulation:
         minutes: int | None = None,
         clock: str | None = None,
         engine: str | None = None,
+        model_version: str = MODEL_VERSION,
     ) -> None:
         if engine is not None:
             get_engine(engine)  # a bad name is refused before anything else
+        if model_version not in MODEL_VERSIONS:
+            raise InvalidInput(
+                "model_version",
+                f"must be one of {', '.join(MODEL_VERSIONS)} (the versions this code computes), "
+                f"got {quote(model_version)}",
+            )
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise InvalidInput("seed", f"must be a whole number from 0 to {MAX_SEED}, got {quote(seed)}")
         if minutes is not None and (
@@ -199,7 +216,10 @@ class Simulation:
                 check_engine(name, self.engine.name)
         opening = Controls.from_mapping(opening_values)
         self.rng = Mulberry32(seed)
-        self.plan: RunPlan = self.scenario.build_plan(self.rng, clock=clock, minutes=minutes)
+        self.model_version = model_version  # an older one: that version's rules, for its run files' replays
+        self.plan: RunPlan = replace(
+            self.scenario.build_plan(self.rng, clock=clock, minutes=minutes), revision=int(model_version)
+        )
         self.state: State = self.engine.initial(self.plan, opening, self.params, seed)
         self.timeline: list[MinuteRecord] = []
         self.actions: list[Action] = []
@@ -243,6 +263,7 @@ class Simulation:
         against is then the state it applies to)."""
         if not isinstance(control, str):
             raise InvalidInput("control", f"must be a control name, got {control!r}"[:200])
+        control, value = current_name(control, value)
         checked = coerce_control_value(control, value)
         check_engine(control, self.engine.name)
         self.engine.check_action(self.state, control, checked)
@@ -284,15 +305,16 @@ class Simulation:
     def _stamp_unchecked(self, action: Action | tuple[str, Any] | Mapping[str, Any]) -> Action:
         minute = self.state.minute
         if type(action) is tuple:  # the common form first: a Mapping check is an ABC's, ~0.4 µs an action
-            control, value = action
+            control, value = current_name(*action)
             return Action(minute, control, coerce_control_value(control, value))
         if isinstance(action, Action):
             if action.minute != minute:
                 raise InvalidInput("minute", f"action stamped {action.minute} given at minute {minute}")
-            return Action(minute, action.control, coerce_control_value(action.control, action.value))
+            control, value = current_name(action.control, action.value)
+            return Action(minute, control, coerce_control_value(control, value))
         if isinstance(action, Mapping):
             return parse_action({"minute": minute, **action})
-        control, value = action
+        control, value = current_name(*action)
         return Action(minute, control, coerce_control_value(control, value))
 
     def inject(self, event: Mapping[str, Any]) -> Any:
@@ -395,6 +417,7 @@ class Simulation:
             minutes=self.minutes_override,
             clock=self.clock_override,
             engine=self.engine.name,
+            model_version=self.model_version,
         )
         other.run(until=minutes, policy=policy)
         return other
@@ -423,7 +446,7 @@ class Simulation:
         return RunFile(
             scenario=self.scenario.id,
             scenario_spec=None if builtin else self.scenario.model_dump(mode="json"),
-            model_version=MODEL_VERSION,
+            model_version=self.model_version,
             seed=self.seed,
             overrides=self.overrides,
             noise=self.noise,
@@ -448,6 +471,9 @@ class Simulation:
             minutes=run.minutes,
             clock=run.clock,
             engine=run.engine,
+            # a stored run of a version this code no longer computes comes back under the current rules (its
+            # caller flags it: web/live.py); a file of one is refused when parsed
+            model_version=run.model_version if run.model_version in MODEL_VERSIONS else MODEL_VERSION,
         )
 
     @classmethod
@@ -548,10 +574,10 @@ class RunFile(BaseModel):
             raise InvalidInput(source, f"not a valid run file: {str(exc).splitlines()[0][:200]}") from None
         if run.format != RUN_FILE_FORMAT:
             raise InvalidInput(f"{source}: format", f"must be {RUN_FILE_FORMAT!r}, got {run.format!r}")
-        if run.model_version != MODEL_VERSION:
+        if run.model_version not in MODEL_VERSIONS:
             raise InvalidInput(
                 f"{source}: model_version",
-                f"the run was made with model version {run.model_version}; this is version {MODEL_VERSION}, "
-                "so a replay would not reproduce it",
+                f"the run was made with model version {run.model_version}; this code computes versions "
+                f"{', '.join(MODEL_VERSIONS)}, so a replay would not reproduce it",
             )
         return run

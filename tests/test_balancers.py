@@ -30,9 +30,13 @@ def _mean_wait_and_se(run: QueueRun) -> tuple[float, float]:
     return float(waits.mean()), float(waits.std(ddof=1) / math.sqrt(len(waits)))
 
 
-def _run(balancer: str, instances: int, minutes: int = 30, seed: int = 1, clients: int = 1) -> QueueRun:
+def _run(
+    balancer: str, instances: int, minutes: int = 30, seed: int = 1, clients: int = 1, revision: int = 2
+) -> QueueRun:
     lam = RHO * instances / S
-    return simulate_mmn(instances, lam, S, minutes, seed, workers_per_instance=1, balancer=balancer, clients=clients)
+    return simulate_mmn(
+        instances, lam, S, minutes, seed, workers_per_instance=1, balancer=balancer, clients=clients, revision=revision
+    )
 
 
 def test_random_is_mm1_per_instance() -> None:
@@ -42,11 +46,13 @@ def test_random_is_mm1_per_instance() -> None:
     assert abs(mean - exact) <= 4 * se, (mean, exact, se)
 
 
-def test_p2c_approaches_the_supermarket_limit_as_instances_grow() -> None:
+def test_revision1_p2c_approaches_the_supermarket_limit_as_instances_grow() -> None:
+    """Version 1's p2c read each instance's busy workers at the response (with one worker each: always 1000 ‰, the
+    same for all), so only its latency EWMA and the outstanding count told instances apart."""
     limit = supermarket_time(RHO)  # ≈ 1.947 service times
     gaps = []
     for n in (10, 80):
-        mean = _mean_wait_and_se(_run("p2c", n))[0]
+        mean = _mean_wait_and_se(_run("p2c", n, revision=1))[0]
         gaps.append(abs(mean / S + 1 - limit))
     assert gaps[1] < gaps[0]
     assert gaps[1] <= 0.05 * limit  # within 5 % at 80 instances (EWMA latency, not queue length, is its signal)

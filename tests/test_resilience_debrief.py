@@ -42,7 +42,7 @@ def idle() -> Simulation:
 @pytest.fixture(scope="module")
 def guarded() -> Simulation:
     """Every rejecting mechanism on at once: the client's throttle, the limiter, CoDel with a queue limit."""
-    return flash_crowd({"client_throttle": True, "limiter": "bbr", "queue_discipline": "codel", "queue_limit": 200})
+    return flash_crowd({"breaker": "sre", "limiter": "bbr", "queue_discipline": "codel", "queue_limit": 200})
 
 
 def test_overload_splits_into_throttled_limited_dropped_and_the_causes_still_add_up(guarded: Simulation) -> None:

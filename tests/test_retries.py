@@ -13,7 +13,9 @@ from oncallsim.model.request import calls
 from oncallsim.model.request.calls import BACKOFFS, I_CFREE
 from oncallsim.model.request.instances import HANG, REFUSE
 from oncallsim.model.request.outcomes import M_ADMITTED, M_RETRIES, S_ERRORS
+from oncallsim.model.request.queues import I_QLEN
 from oncallsim.model.request.settings import set_parameters, set_world
+from oncallsim.model.request.workers import I_BUSY
 from oncallsim.model.request.world import new_world
 from oncallsim.verify.resilience import _run, amplification_grid, bistability_grid
 
@@ -95,11 +97,19 @@ def test_a_timed_out_attempt_is_retried_at_its_deadline_not_at_the_late_answer()
     assert m[M_RETRIES] > 1.8 * m[M_ADMITTED] * (54 / 60)  # two retries per call that could fail in the minute
 
 
-def test_without_retries_no_call_is_opened() -> None:
-    sim = Simulation("flash-crowd", seed=1, minutes=3)
+@pytest.mark.parametrize("balancer", ["pooled", "round-robin"])
+def test_without_retries_a_call_is_only_a_client_side_timer(balancer: str) -> None:
+    """No retries: the pooled balancer opens no call; a client that balances on its own keeps one per request for
+    its deadline (revision 2), closed with its answer — every attempt is the request itself."""
+    sim = Simulation("flash-crowd", seed=1, minutes=3, overrides={"balancer": balancer})
     sim.run()
     world = sim.state.world
-    assert world.calls.ints[I_CFREE] == len(world.calls.c_state)
+    open_calls = len(world.calls.c_state) - world.calls.ints[I_CFREE]
+    if balancer == "pooled":
+        assert open_calls == 0
+    else:
+        waiting = int(world.queues.ints[I_QLEN]) + int(world.workers.ints[I_BUSY])
+        assert 0 < open_calls <= waiting  # each still waits for its answer or its deadline
     assert all(r.extras["attempts_per_s"] == pytest.approx(r.admitted_per_s) for r in sim.timeline)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from oncallsim import Action, InvalidInput, RunFile, Simulation, load_actions
+from oncallsim.model import MODEL_VERSION
 from oncallsim.model.engine import ENGINES
 
 ENGINE_NAMES = sorted(ENGINES)  # the tests that apply to every engine run on each
@@ -62,7 +63,7 @@ def test_run_file_replays_the_identical_timeline(tmp_path: Path, engine: str) ->
     path = tmp_path / "run.json"
     sim.run_file().save(path)
     saved = json.loads(path.read_text())
-    assert saved["scenario"] == "surge" and saved["seed"] == 11 and saved["model_version"] == "1"
+    assert saved["scenario"] == "surge" and saved["seed"] == 11 and saved["model_version"] == MODEL_VERSION
     again = Simulation.replay(path)
     assert [r.to_dict() for r in again.timeline] == [r.to_dict() for r in sim.timeline]
     assert again.actions == sim.actions
@@ -83,7 +84,12 @@ def test_run_file_of_a_user_scenario_embeds_the_spec(tmp_path: Path) -> None:
 
 
 def test_replay_refuses_another_model_version() -> None:
-    text = Simulation("free-play").run_file().model_dump_json().replace('"model_version":"1"', '"model_version":"0"')
+    text = (
+        Simulation("free-play")
+        .run_file()
+        .model_dump_json()
+        .replace(f'"model_version":"{MODEL_VERSION}"', '"model_version":"0"')
+    )
     with pytest.raises(InvalidInput, match="model_version"):
         RunFile.parse(text)
 

@@ -272,7 +272,7 @@ def test_resume_refuses_another_model_version_and_files_without_a_configuration(
     config["model_version"] = "0"
     pq.write_table(table.replace_schema_metadata({b"oncallsim.sweep": json.dumps(config).encode()}), out)
     done = runner.invoke(app, sweep_args(out, 10, "--resume"))
-    assert done.exit_code == 2 and 'model version (file: "0", now: "1")' in done.stderr
+    assert done.exit_code == 2 and f'model version (file: "0", now: "{MODEL_VERSION}")' in done.stderr
     pq.write_table(table.replace_schema_metadata({}), out)
     done = runner.invoke(app, sweep_args(out, 10, "--resume"))
     assert done.exit_code == 2 and "has no sweep configuration in its metadata" in done.stderr

@@ -9,8 +9,15 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from oncallsim.lazy import exports as _exports
 
-# Bumped whenever a change alters any run's numbers; run files record it so a replay can say it differs.
-MODEL_VERSION = "1"
+# Bumped whenever a change alters any run's numbers; run files record it. A run file of a version this code still
+# computes (``MODEL_VERSIONS``) replays with that version's rules, bit for bit (``RunPlan.revision``); another is
+# refused, since its replay would not reproduce it. Version 2: the request engine as Kratos's code behaves (clients
+# learn of a timeout at their deadline, P2C reads the sampled CPU and the registry's weights, aegis's BBR edge
+# cases, bilibili/discovery's eviction and long polls, gRPC's connections); the minute engine is the same in both.
+# Both are plain strings here, not read from ``plan.REVISION``, so that importing the package stays free of numba
+# (the help's budget); ``plan.REVISION`` is read from them.
+MODEL_VERSIONS = ("1", "2")
+MODEL_VERSION = MODEL_VERSIONS[-1]
 
 __all__ = [
     "BUTTONS",
@@ -18,6 +25,7 @@ __all__ = [
     "CSV_FIELDS",
     "DEFAULT_PARAMS",
     "MODEL_VERSION",
+    "MODEL_VERSIONS",
     "RECORD_FIELDS",
     "SETTINGS",
     "ControlSpec",

@@ -3,7 +3,7 @@
 Each control declares its kind, range or choices, default, label, help text, its effect on the state and its
 sentences (``control_spec.ControlSpec``). The minute model's controls are declared here; the request engine's
 beside their mechanisms (``request/balancers.py``, ``discovery.py``, ``disciplines.py``, ``limiter.py``,
-``throttle.py``, ``calls.py``, ``instances.py``), and gathered here in the order the console shows them. The
+``breaker.py``, ``calls.py``, ``instances.py``), and gathered here in the order the console shows them. The
 registry feeds validation (once, at the edge: ``coerce_control_value``), ``Controls`` (its fields and defaults
 are the specs'), ``apply_actions`` (both engines), the request engine's world (``request/settings.py``), the
 CLI's ``--set`` and ``oncallsim params``, the console's controls, the model page, the Gymnasium spaces, the
@@ -25,7 +25,7 @@ from oncallsim.model.effects import EFFECT_EVENTS, PRESS_ROLLBACK, PRESS_WARMUP,
 from oncallsim.model.errors import InvalidInput, number_text, quote, whole_number
 from oncallsim.model.events import Event
 from oncallsim.model.fields import ST
-from oncallsim.model.request import balancers, calls, disciplines, discovery, instances, limiter, throttle
+from oncallsim.model.request import balancers, breaker, calls, disciplines, discovery, instances, limiter
 
 __all__ = [
     "BUTTONS",
@@ -38,6 +38,7 @@ __all__ = [
     "apply_to_vector",
     "check_engine",
     "coerce_control_value",
+    "current_name",
     "text_refused",
 ]
 
@@ -141,7 +142,7 @@ CONTROL_SPECS: dict[str, ControlSpec] = {
         *discovery.CONTROLS,
         *disciplines.CONTROLS,
         *limiter.CONTROLS,
-        *throttle.CONTROLS,
+        *breaker.CONTROLS,
         *calls.CONTROLS,
         *instances.CONTROLS,
     )
@@ -171,7 +172,34 @@ def text_refused(name: Any, value: Any) -> str | None:
     spec = CONTROL_SPECS.get(name) if isinstance(name, str) else None
     if isinstance(value, str) and spec is not None and spec.kind != "choice":
         return f"{name} takes {spec.describe_range()}, not text"
+    if isinstance(value, str) and isinstance(name, str) and name in RENAMED:  # a switch, renamed since
+        return f"{name} takes true or false, not text"
     return None
+
+
+# Controls renamed since a model version whose run files still replay: each old name, the control it is now, and
+# its value as that control's. Read wherever controls come in (actions, overrides, a scenario's opening controls,
+# a record's settings), so an old run file replays; never listed, shown or reported.
+RENAMED: dict[str, tuple[str, dict[bool, str]]] = {
+    "client_throttle": ("breaker", {True: "sre", False: "none"}),  # model version 1's switch of adaptive throttling
+}
+
+
+def current_name(name: Any, value: Any) -> tuple[Any, Any]:
+    """(name, value) with a renamed control (``RENAMED``) given by its current name and value; others as they are."""
+    if isinstance(name, str) and name in RENAMED:
+        new, values = RENAMED[name]
+        return new, values[_switch(name, value)]
+    return name, value
+
+
+def _switch(name: str, value: Any) -> bool:
+    """A switch's value: true or false, or its words from a command line ("on", "0", "yes", …)."""
+    if isinstance(value, str) and value.strip().lower() in {"true", "on", "1", "yes", "false", "off", "0", "no"}:
+        return value.strip().lower() in {"true", "on", "1", "yes"}
+    if not isinstance(value, bool):
+        raise InvalidInput(name, f"must be true or false, got {quote(value)}")
+    return value
 
 
 def coerce_control_value(name: str, value: Any) -> Any:
@@ -195,11 +223,7 @@ def coerce_control_value(name: str, value: Any) -> Any:
             raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
         return value
     if spec.kind == "bool":
-        if isinstance(value, str) and value.strip().lower() in {"true", "on", "1", "yes", "false", "off", "0", "no"}:
-            return value.strip().lower() in {"true", "on", "1", "yes"}
-        if not isinstance(value, bool):
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
-        return value
+        return _switch(name, value)
     if isinstance(value, str):
         try:
             value = number_text(value)
@@ -269,7 +293,8 @@ class ControlsBase:
     def from_mapping(cls, values: dict[str, Any] | None) -> Controls:
         """Controls with the given names set (validated and coerced); the rest at their defaults."""
         coerced = {}
-        for name, value in (values or {}).items():
+        for given, raw in (values or {}).items():
+            name, value = current_name(given, raw)
             if name in BUTTONS or name in INSTANCE_ACTIONS:
                 raise InvalidInput(name, "is an action, not a setting")
             coerced[name] = coerce_control_value(name, value)

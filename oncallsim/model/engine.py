@@ -61,11 +61,18 @@ class MinuteEngine:
 
 
 def refuse_faults(plan: RunPlan, engine: str) -> None:
-    """The minute model has no instances: a plan with instance or zone events needs the request engine."""
+    """The minute model has no instances: a plan with instance or zone events, or with instances of their own
+    speeds and weights, needs the request engine."""
     if plan.faults:
         raise InvalidInput(
             "events",
             f"instance and zone events belong to the request engine; this run uses the {engine} engine "
+            "(start it with --engine request)",
+        )
+    if plan.speeds or plan.weights:
+        raise InvalidInput(
+            "fleet",
+            f"instances' speeds and weights belong to the request engine; this run uses the {engine} engine "
             "(start it with --engine request)",
         )
 

@@ -102,7 +102,8 @@ if JIT:
         """``unmanaged``, and called from compiled code only: numba builds no CPython or C wrapper for it (a
         wrapper unboxes each argument from a Python object), and it is compiled only as its callers' code, never
         to machine code of its own (``jit.LINK_ONLY``)."""
-        return _compiled_callers_only(_as_values(njit(**_STEP)(fn)))  # type: ignore[call-overload,no-any-return]
+        # forceinline=False said, not left unset: numba would take it from the caller being compiled
+        return _compiled_callers_only(_as_values(njit(**_STEP, forceinline=False)(fn)))  # type: ignore[call-overload,no-any-return]
 
     def inline_step(fn: T) -> T:
         """``step``, inlined into its callers by LLVM (``forceinline``: LLVM's alwaysinline): the steps every

@@ -140,6 +140,25 @@ class Params:
         "connections and 429s). Request engine.",
         0, 1, True,
     )  # fmt: skip
+    # the classic circuit breaker (breaker = classic): Netflix Hystrix's defaults (reference §2; breaker.py)
+    breaker_volume: int = _p(
+        20, "requests", "ref",
+        "Classic breaker: the requests of the last 10 s a client needs before it may trip (Hystrix's "
+        "requestVolumeThreshold). Request engine.",
+        1, 100_000, True,
+    )  # fmt: skip
+    breaker_error_share: float = _p(
+        0.5, "fraction", "ref",
+        "Classic breaker: it trips open once this share of those requests failed (Hystrix's "
+        "errorThresholdPercentage). Request engine.",
+        0.01, 1.0,
+    )  # fmt: skip
+    breaker_sleep_s: float = _p(
+        5.0, "s", "ref",
+        "Classic breaker: it stays open this long before one probe may go (Hystrix's sleepWindowInMilliseconds). "
+        "Request engine.",
+        0.1, 600.0,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

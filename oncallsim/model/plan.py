@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from oncallsim.model import MODEL_VERSION
 from oncallsim.model.traffic import Surge
 
-__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "InstanceFault", "RunPlan", "time_label"]
+__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "REVISION", "InstanceFault", "RunPlan", "time_label"]
 
 MAX_RUN_MINUTES = 7 * 1440  # the longest run: a week
+REVISION = int(MODEL_VERSION)  # the model version this code computes by default
 
 CLOCK_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))  # minute of the day → "HH:MM"
 
@@ -50,6 +52,12 @@ class RunPlan:
     budget_start: float = 1.0
     faults: tuple[InstanceFault, ...] = ()  # the request engine's instance events, in minute order
     brownouts: tuple[tuple[int, int, float], ...] = ()  # (start minute, minutes, slowdown ×): the database slowed
+    # the model version whose rules the run follows (1: replaying a version-1 run file)
+    revision: int = REVISION
+    # the request engine's fleet, by instance slot (a list repeats over the slots; empty: all alike): each slot's
+    # speed (its machine: 2 = twice the CPU of the model's instance) and the weight it registers with (default 10)
+    speeds: tuple[float, ...] = ()
+    weights: tuple[float, ...] = ()
 
     def first_event(self, minutes: int) -> int | None:
         """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""

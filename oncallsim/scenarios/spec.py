@@ -360,6 +360,15 @@ class ScoreScale(_Strict):
         return {name: getattr(self, name) for name in SCORE_PART_NAMES}
 
 
+class FleetSpec(_Strict):
+    """The request engine's instances, when they are not all alike: each slot's ``speeds`` (its machine's CPU
+    against the model's instance: 2 = twice as fast) and the ``weights`` they register with (warden's default is
+    10), each list repeated over the instance slots."""
+
+    speeds: list[Annotated[float, Field(ge=0.1, le=10.0)]] = Field(default_factory=list, max_length=1000)
+    weights: list[Annotated[int, Field(ge=1, le=1000)]] = Field(default_factory=list, max_length=1000)
+
+
 class Scenario(_Strict):
     """One scenario file (TOML), schema version 1."""
 
@@ -375,6 +384,7 @@ class Scenario(_Strict):
     params: dict[str, float] = Field(default_factory=dict, description="overrides of model parameters")
     controls: dict[str, Any] = Field(default_factory=dict, description="the controls at the start")
     events: list[Event] = Field(default_factory=list)
+    fleet: FleetSpec = Field(default_factory=FleetSpec, description="the instances' speeds and weights")
     latency_target_ms: float = Field(default=1000.0, gt=0.0, description="the debrief's latency line")
     objectives: list[Objective] = Field(default_factory=list, description="what judges the run")
     score: ScoreScale = Field(default_factory=ScoreScale, description="the score's scale: each part's cap and full")
@@ -426,6 +436,14 @@ class Scenario(_Strict):
         if surges > 1:
             raise ValueError(f"at most one surge event per scenario (the model has one surge), got {surges}")
         return v
+
+    @model_validator(mode="after")
+    def _a_fleet_needs_the_request_engine(self) -> Any:
+        if self.engine != "request" and (self.fleet.speeds or self.fleet.weights):
+            raise ValueError(
+                'fleet.speeds and fleet.weights need engine = "request": the minute model has no instances'
+            )
+        return self
 
     @model_validator(mode="after")
     def _seeded_brownouts_need_the_request_engine(self) -> Any:
@@ -491,6 +509,8 @@ class Scenario(_Strict):
             budget_start=self.budget_start,
             faults=tuple(sorted(faults, key=lambda f: f.minute)),
             brownouts=tuple(sorted(brownouts)),
+            speeds=tuple(self.fleet.speeds),
+            weights=tuple(float(w) for w in self.fleet.weights),
         )
 
 

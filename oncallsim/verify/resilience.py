@@ -147,7 +147,7 @@ def throttle_ratio(throttle: bool, seed: int = 4) -> float:
             "autoscaler": False,
             "balancer": "round-robin",
             "queue_limit": 2,
-            "client_throttle": throttle,
+            "breaker": "sre" if throttle else "none",
         },
     )
     records = sim.run()[3:]

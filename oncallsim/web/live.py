@@ -23,7 +23,7 @@ import orjson
 
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
-from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, SETTINGS, InvalidInput, MinuteRecord, RunPlan
+from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MODEL_VERSIONS, SETTINGS, InvalidInput, MinuteRecord, RunPlan
 from oncallsim.model.controls import WORLD_SETTINGS
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
@@ -187,7 +187,7 @@ class LiveRun:
                 "seed": self.sim.seed,
                 "start": self.sim.plan.clock(0),
                 "model_version": self.model_version,
-                "current_model": self.model_version == MODEL_VERSION,
+                "current_model": self.model_version in MODEL_VERSIONS,  # replayed by its own version's rules
             },
             "records": [wire_record(r, self.sim.plan) for r in timeline],
             "actions": [a.to_dict() for a in actions],

@@ -22,6 +22,7 @@ from oncallsim.model.controls import SETTINGS, Controls
 from oncallsim.model.fields import NUMERIC_FIELDS, REC, ST, extras_by_name
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import coerce_param
+from oncallsim.model.plan import REVISION
 from oncallsim.model.request.balancers import I_CLIENTS
 from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.engine import minute_count
@@ -76,8 +77,11 @@ def _seed_for(seed: int, minute: int) -> int:
     return splitmix64((seed << 20) ^ minute)[1]
 
 
-def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engine: str = "minute") -> ZoomedMinute:
-    """Re-simulate the minute ``record`` describes, at request level."""
+def zoom_record(
+    record: MinuteRecord, params: Params, seed: int = 0, source_engine: str = "minute", revision: int = REVISION
+) -> ZoomedMinute:
+    """Re-simulate the minute ``record`` describes, at request level, by the rules of model version ``revision``
+    (the run's)."""
     p = kernel_params(params)
     extras = record.extras or {}
     # a request-engine record also holds its world's settings (retries, queue discipline, limiter, …)
@@ -87,7 +91,7 @@ def zoom_record(record: MinuteRecord, params: Params, seed: int = 0, source_engi
     st[ST.bad_build_share] = record.bad_build_share
     st[ST.warmup_left] = 1.0 if record.warmup_active else 0.0
     st[ST.db_slowdown] = float(extras.get("db_slowdown", 1.0))  # a brownout in force that minute
-    world = new_world(params, _seed_for(seed, record.minute))
+    world = new_world(params, _seed_for(seed, record.minute), revision=revision)
     if "settings" in extras:
         configure_world(world, opening, params)
     restore_fleet(world, extras)
@@ -198,4 +202,4 @@ def zoom_run(run: RunFile | str | Path | Simulation, minute: int) -> ZoomedMinut
     if isinstance(minute, bool) or not isinstance(minute, int) or not 0 <= minute < played:
         last = f"0 to {played - 1}" if played else "none: no minute played yet"
         raise InvalidInput("minute", f"must be a minute of the run, {last}; got {minute!r}")
-    return zoom_record(sim.timeline[minute], sim.params, sim.seed, sim.engine.name)
+    return zoom_record(sim.timeline[minute], sim.params, sim.seed, sim.engine.name, sim.plan.revision)

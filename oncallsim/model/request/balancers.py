@@ -7,12 +7,20 @@ minute model's M/M/N). The others choose an instance per request, which queues i
 - ``random``: uniformly among the serving instances;
 - ``least-outstanding``: the instance this client has the fewest requests outstanding on (ties at random);
 - ``p2c``: power of two choices with EWMA, as Bilibili's warden balancer (kratos v1.0.1 ``p2c.go``): two
-  distinct random instances; the one with the larger success/load wins, load = server CPU ‰ ×
-  (√(latency EWMA in ns) + 1) × (outstanding + 1); the loser is picked instead when it has not been picked
-  for 3 s; an instance is valid while its success EWMA > 500 ‰ and its CPU < 900 ‰ (a pair is redrawn up
-  to 3 times until one is valid). On each response the client updates the instance's latency and success
-  EWMAs with the weight e^(−Δt/600 ms), Δt the time since the instance's previous response, and takes the
-  CPU the server reports.
+  distinct random instances; B wins over A when load(A)·success(B)·W(B) > load(B)·success(A)·W(A), load =
+  server CPU ‰ × (√(latency EWMA in ns) + 1) × (outstanding + 1), W the registry's weight of the instance
+  (default 10); the loser is picked instead when it has not been picked for 3 s; an instance is valid while
+  its success EWMA > 500 ‰ and its CPU < 900 ‰ (a pair is redrawn up to 3 times until one is valid). When the
+  client hears of an attempt (``answered``: its answer, or its own deadline passing) it updates the instance's
+  latency and success EWMAs with the weight e^(−Δt/600 ms), Δt the time since the instance's previous one, and
+  takes the CPU the server reports (its sampler's last 500 ms reading, ``cpu.py``). As in warden, only what
+  gRPC itself reports lowers the success: the client's deadline passing and a refused connection; a server's
+  own answers — the bad build's 500, a limiter's 429, a queue's 503 — travel as application errors and count
+  as successes.
+
+Under revision 1 (run files of model version 1) p2c read the instance's busy workers at the response instead of
+the sampled CPU, ignored the weights, counted every failure against the success EWMA, and a client heard of a
+timed-out attempt only when its late answer came (``calls.reply``).
 
 Every balancer but ``pooled`` runs in ``clients`` independent copies (client-side balancing): a request comes
 from one client, chosen uniformly, and only that client's view and state are used and updated. Each client
@@ -31,8 +39,9 @@ import numpy.typing as npt
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step
+from oncallsim.model.request.breaker import I_BREAKER, heard
 from oncallsim.model.request.generator import uniform, uniform_int
-from oncallsim.model.request.throttle import I_THROTTLE, mark
+from oncallsim.model.request.wrr import CPU_DEFAULT, WINDOW_BUCKETS, dynamic_answer, smooth_pick
 
 __all__ = [
     "BALANCERS",
@@ -51,8 +60,11 @@ __all__ = [
 MAX_CLIENTS = 64
 # bal[...]: each client's view of each instance
 B_OUT, B_LAG, B_SUCCESS, B_CPU, B_STAMP, B_PICK = range(6)
-# ints[...]: the balancer (``BALANCERS``); how many clients balance on their own
-I_BALANCER, I_CLIENTS = range(2)
+# ints[...]: the balancer (``BALANCERS``); how many clients balance on their own; the model revision's rules
+I_BALANCER, I_CLIENTS, I_REVISION = range(3)
+# What a client hears of an attempt (``answered``): an answer (the server's own error included: its kind says
+# which), or gRPC's own failures — its deadline passed, the connection was refused
+A_OK, A_ERROR, A_LIMITED, A_DROPPED, A_TIMEOUT, A_REFUSED = range(6)
 R_NEXT_VIEW = 0  # reals[...]: the next time a balancer's view of the registry changes (instances.py)
 
 
@@ -67,11 +79,23 @@ class Views(NamedTuple):
     view_lag: npt.NDArray[np.float64]  # per client: how long after a change its long-poll learns of it (s)
     rot: npt.NDArray[np.int64]  # rot[client, j]: the instances in that client's rotation
     nrot: npt.NDArray[np.int64]  # how many; the last row (MAX_CLIENTS) is the pooled balancer's
+    weight: npt.NDArray[np.float64]  # per instance: the weight it registered with, as the clients' resolvers say
+    # the smooth weighted round robins (wrr.py), per client and instance: current weight, effective weight
+    # (dynamic-wrr's), score, the CPU the instance last reported; per client: when its weights were last redone;
+    # dynamic-wrr's window w_win[W_…, client, instance, bucket] and each bucket's number (time / 100 ms)
+    w_cw: npt.NDArray[np.float64]
+    w_ewt: npt.NDArray[np.float64]
+    w_score: npt.NDArray[np.float64]
+    w_cpu: npt.NDArray[np.float64]
+    w_update: npt.NDArray[np.float64]
+    w_win: npt.NDArray[np.float64]
+    w_stamp: npt.NDArray[np.int64]
 
 
-def new_views(instances: int) -> Views:
-    """One client; every view as it starts: nothing outstanding, no latency sample, full success, half CPU."""
-    ints = np.zeros(2, dtype=np.int64)
+def new_views(instances: int, clients: int = 1) -> Views:
+    """One client; every view as it starts: nothing outstanding, no latency sample, full success, half CPU, every
+    weight 10. dynamic-wrr's windows for ``clients`` (the run's; a window is a second of answers per instance)."""
+    ints = np.zeros(3, dtype=np.int64)
     ints[I_CLIENTS] = 1
     bal = np.zeros((6, MAX_CLIENTS, instances))
     bal[B_SUCCESS] = SUCCESS_START
@@ -85,11 +109,20 @@ def new_views(instances: int) -> Views:
         view_lag=np.zeros(MAX_CLIENTS),
         rot=np.zeros((MAX_CLIENTS + 1, instances), dtype=np.int64),
         nrot=np.zeros(MAX_CLIENTS + 1, dtype=np.int64),
+        weight=np.full(instances, DEFAULT_WEIGHT),
+        w_cw=np.zeros((MAX_CLIENTS, instances)),
+        w_ewt=np.full((MAX_CLIENTS, instances), DEFAULT_WEIGHT),
+        w_score=np.full((MAX_CLIENTS, instances), -1.0),
+        w_cpu=np.full((MAX_CLIENTS, instances), CPU_DEFAULT),
+        w_update=np.zeros(clients),
+        w_win=np.zeros((3, clients, instances, WINDOW_BUCKETS)),
+        w_stamp=np.full((clients, instances, WINDOW_BUCKETS), -1, dtype=np.int64),
     )
 
 
-BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c")
-POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C = range(len(BALANCERS))
+BALANCERS = ("pooled", "round-robin", "random", "least-outstanding", "p2c", "weighted-round-robin", "dynamic-wrr")
+POOLED, ROUND_ROBIN, RANDOM, LEAST_OUTSTANDING, P2C, WEIGHTED_RR, DYNAMIC_WRR = range(len(BALANCERS))
+DEFAULT_WEIGHT = 10.0  # warden's weight of an instance that registers none
 
 CONTROLS = (
     ControlSpec(
@@ -97,7 +130,9 @@ CONTROLS = (
         "choice",
         "Balancer",
         "How each request's instance is chosen: pooled (one queue, any free worker), round-robin, random, "
-        "least-outstanding, or p2c (two random instances, the less loaded by latency × in-flight × CPU wins).",
+        "least-outstanding, p2c (two random instances, the less loaded by latency × in-flight × CPU wins), "
+        "weighted-round-robin (by the weights instances registered) or dynamic-wrr (weights from each "
+        "instance's reported CPU, latency and errors, redone every second).",
         "pooled",
         choices=BALANCERS,
         engines=REQUEST_ONLY,
@@ -146,8 +181,15 @@ def _p2c(views: Any, gen: Any, c: int, n: int, x: float) -> int:
         if _p2c_valid(views, c, a) or _p2c_valid(views, c, z):
             break
     b = views.bal
-    # the winner has the larger success/load: compare cross-multiplied, as the original does
-    if _p2c_load(views, c, a) * b[B_SUCCESS, c, z] > _p2c_load(views, c, z) * b[B_SUCCESS, c, a]:
+    # the winner has the larger success × weight / load: compared cross-multiplied, as the original does
+    if views.ints[I_REVISION] >= 2:
+        z_wins = (
+            _p2c_load(views, c, a) * b[B_SUCCESS, c, z] * views.weight[z]
+            > _p2c_load(views, c, z) * b[B_SUCCESS, c, a] * views.weight[a]
+        )
+    else:
+        z_wins = _p2c_load(views, c, a) * b[B_SUCCESS, c, z] > _p2c_load(views, c, z) * b[B_SUCCESS, c, a]
+    if z_wins:
         win, lose = z, a
     else:
         win, lose = a, z
@@ -206,8 +248,10 @@ def instance_for(views: Any, gen: Any, c: int, x: float) -> int:
         i = views.rot[c, uniform_int(gen, n)]
     elif kind == LEAST_OUTSTANDING:
         i = _least(views, gen, c, n)
-    else:
+    elif kind == P2C:
         i = _p2c(views, gen, c, n, x)
+    else:  # weighted-round-robin, dynamic-wrr
+        i = smooth_pick(views, c, n, kind == DYNAMIC_WRR, views.weight)
     return i
 
 
@@ -218,17 +262,31 @@ def picked(views: Any, c: int, i: int) -> None:
 
 
 @inline_step
-def answered(views: Any, throttle: Any, c: int, i: int, x: float, rtt: float, ok: bool, cpu_permille: float) -> None:
-    """The client saw instance ``i``'s response at ``x``: one fewer outstanding; p2c's EWMAs updated."""
+def answered(views: Any, breaker: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
+    """Client ``c`` heard of its attempt on instance ``i`` at ``x`` (``how``: A_…; ``rtt`` since it sent it; the
+    CPU the server reported, 0 none): one fewer outstanding; its breaker's window and its balancer's knowledge
+    updated (inlined where a request is answered: what is not the common case is a call)."""
+    views.bal[B_OUT, c, i] -= 1.0
+    if breaker.ints[I_BREAKER] != 0:  # the client's breaker counts what it heard
+        heard(breaker, c, x, rtt, how)
+    kind = views.ints[I_BALANCER]
+    if kind == P2C:
+        _p2c_heard(views, c, i, x, rtt, how, cpu_permille)
+    elif kind == DYNAMIC_WRR:
+        dynamic_answer(views, views.weight, c, i, x, rtt, how == A_TIMEOUT or how == A_REFUSED, cpu_permille)
+
+
+@inline_step
+def _p2c_heard(views: Any, c: int, i: int, x: float, rtt: float, how: int, cpu_permille: float) -> None:
+    """p2c's EWMAs of instance ``i`` at client ``c``: latency and success weighted e^(−Δt/600 ms), the CPU taken."""
     b = views.bal
-    b[B_OUT, c, i] -= 1.0
-    if throttle.ints[I_THROTTLE] != 0:  # adaptive throttling counts what the backend accepted
-        mark(throttle, c, x, ok)
-    if views.ints[I_BALANCER] != P2C:
-        return
     gap = x - b[B_STAMP, c, i]
     b[B_STAMP, c, i] = x
     keep = math.exp(-gap / TAU_S) if b[B_LAG, c, i] > 0.0 else 0.0
+    if views.ints[I_REVISION] >= 2:  # gRPC's own failures only (warden: codes other than OK and Unknown)
+        ok = how != A_TIMEOUT and how != A_REFUSED
+    else:
+        ok = how == A_OK
     b[B_LAG, c, i] = b[B_LAG, c, i] * keep + rtt * 1e9 * (1.0 - keep)
     b[B_SUCCESS, c, i] = b[B_SUCCESS, c, i] * keep + (1000.0 if ok else 0.0) * (1.0 - keep)
     if cpu_permille > 0.0:

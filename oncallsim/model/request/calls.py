@@ -1,10 +1,13 @@
 """A client's call: its attempts, its timer, its retries with backoff, and its client's retry budget
 (issue 11; reference §5).
 
-With ``retries`` > 0, each admitted request opens a *call* (a slot of the ``c_…`` arrays). The call sends an
-attempt to the balancer and waits, with a timer at the attempt's deadline (send + timeout). The attempt ends
-for the client at the first of: its answer (success, or a failure the client may retry), or the timer (a
-timeout). A failed attempt is retried when the failure is retryable (a timeout, an overload or a drop, a
+With ``retries`` > 0 — and since revision 2 whenever a client balances on its own (any balancer but ``pooled``) —
+each admitted request opens a *call* (a slot of the ``c_…`` arrays). The call sends an attempt to the balancer and
+waits, with a timer at the attempt's deadline (send + timeout). At that deadline the client gives up on the attempt
+and its balancer hears of it as gRPC's ``Done`` does in Kratos: one fewer outstanding, a latency of the timeout, a
+failure (``reply``); an answer that comes later is not heard. Under revision 1 a client heard only the late answer.
+The attempt ends for the client at the first of: its answer (success, or a failure the client may retry), or the
+timer (a timeout). A failed attempt is retried when the failure is retryable (a timeout, an overload or a drop, a
 refused connection, a 429; a bad build's application error only with ``retry_bad_build``), attempts are left
 and the client's budget has a token; the retry waits its backoff and goes to the balancer again, which may
 pick another instance. The call ends — and its user sees the outcome, counted in the minute it becomes known
@@ -36,6 +39,7 @@ import numpy.typing as npt
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import P, inline_step, step
+from oncallsim.model.request.balancers import A_TIMEOUT, answered
 from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.heap import pop_on, push_on
 from oncallsim.model.request.outcomes import (
@@ -62,6 +66,7 @@ __all__ = [
     "deadline_due",
     "failed",
     "open_call",
+    "reply",
     "retry_due",
     "sent",
     "succeeded",
@@ -74,8 +79,8 @@ C_FREE, C_WAITING, C_BACKOFF = range(3)
 MAX_RETRIES = 5
 CALLS_START = 1 << 10  # call slots at first; grown before a minute that could need more (``with_room``)
 # ints[...]: free call slots; the deadline ring's head and length; backoffs waiting; the clients' retries and
-# backoff (``BACKOFFS``); 1 while the retry budget denies retries (for the events)
-I_CFREE, I_DHEAD, I_DLEN, I_RHEAP, I_RETRIES, I_BACKOFF, I_BUDGET_OUT = range(7)
+# backoff (``BACKOFFS``); 1 while the retry budget denies retries (for the events); the model revision's rules
+I_CFREE, I_DHEAD, I_DLEN, I_RHEAP, I_RETRIES, I_BACKOFF, I_BUDGET_OUT, I_REVISION = range(8)
 # reals[...]: the backoff's base and cap (s); the retry budget: tokens per call (0: no budget), tokens a client
 # holds at most; 1: a bad build's application errors are retried too
 R_RETRY_BASE, R_RETRY_CAP, R_BUDGET, R_BUDGET_BURST, R_RETRY_BAD = range(5)
@@ -92,6 +97,7 @@ class Calls(NamedTuple):
     c_sent: npt.NDArray[np.float64]  # when its current attempt was sent
     c_started: npt.NDArray[np.float64]  # when that attempt started service (−∞: not yet)
     c_inst: npt.NDArray[np.int64]  # the instance serving it, −1 none yet
+    c_picked: npt.NDArray[np.int64]  # the instance its client's balancer sent it to, −1 none (pooled, not yet)
     c_object: npt.NDArray[np.int64]
     c_tag: npt.NDArray[np.int64]
     c_client: npt.NDArray[np.int64]
@@ -108,7 +114,7 @@ class Calls(NamedTuple):
 
 def new_calls(clients: int, capacity: int = CALLS_START, deadlines: int = 4 * CALLS_START) -> Calls:
     """No call open: ``capacity`` free slots (taken lowest first), an empty deadline ring and backoff heap."""
-    ints = np.zeros(7, dtype=np.int64)
+    ints = np.zeros(8, dtype=np.int64)
     ints[I_CFREE] = capacity
     return Calls(ints=ints, reals=np.zeros(5), **_slots(capacity, deadlines), tokens=np.zeros(clients))
 
@@ -119,6 +125,7 @@ def _slots(capacity: int, deadlines: int) -> dict[str, Any]:
         "c_sent": np.zeros(capacity),
         "c_started": np.zeros(capacity),
         "c_inst": np.full(capacity, -1, dtype=np.int64),
+        "c_picked": np.full(capacity, -1, dtype=np.int64),
         "c_object": np.zeros(capacity, dtype=np.int64),
         "c_tag": np.full(capacity, -1, dtype=np.int64),
         "c_client": np.zeros(capacity, dtype=np.int64),
@@ -133,15 +140,16 @@ def _slots(capacity: int, deadlines: int) -> dict[str, Any]:
     }
 
 
-def with_room(calls: Calls, arrivals: int) -> Calls:
-    """The calls with room for the minute's should ``arrivals`` each open one, and for their deadlines: every
-    call alive may send all its attempts within the minute (compiled code does not allocate)."""
+def with_room(calls: Calls, arrivals: int, every_request: bool) -> Calls:
+    """The calls with room for the minute's should ``arrivals`` each open one (``every_request``: clients open a
+    call for each, retries or not), and for their deadlines: every call alive may send all its attempts within
+    the minute (compiled code does not allocate)."""
     retries = int(calls.ints[I_RETRIES])
     capacity = len(calls.c_state)
     live = capacity - int(calls.ints[I_CFREE])
-    if retries == 0 and live == 0:
+    if retries == 0 and live == 0 and not every_request:
         return calls
-    opening = arrivals if retries > 0 else 0
+    opening = arrivals if retries > 0 or every_request else 0
     need_calls = live + opening
     need_deadlines = int(calls.ints[I_DLEN]) + opening * (retries + 1) + live * (MAX_RETRIES + 1)
     if need_calls <= capacity and need_deadlines <= len(calls.d_time):
@@ -153,8 +161,8 @@ def with_room(calls: Calls, arrivals: int) -> Calls:
     while ring < need_deadlines:
         ring *= 2
     fresh = _slots(grown, ring)
-    for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_object", "c_tag", "c_client", "c_attempt",
-                 "c_state", "c_sleep", "r_time", "r_id"):  # fmt: skip
+    for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_picked", "c_object", "c_tag", "c_client",
+                 "c_attempt", "c_state", "c_sleep", "r_time", "r_id"):  # fmt: skip
         fresh[name][:capacity] = getattr(calls, name)
     free = int(calls.ints[I_CFREE])
     added = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)
@@ -225,6 +233,7 @@ CONTROLS = (
         slot=R_RETRY_BASE,
         real=True,
         divisor=1000.0,
+        only_with="retries",
     ),
     ControlSpec(
         "retry_cap_ms",
@@ -242,6 +251,7 @@ CONTROLS = (
         slot=R_RETRY_CAP,
         real=True,
         divisor=1000.0,
+        only_with="retries",
     ),
     ControlSpec(
         "retry_budget",
@@ -297,6 +307,7 @@ def sent(p: Any, calls: Any, meter: Any, call: int, x: float) -> None:
     calls.c_sent[call] = x
     calls.c_started[call] = -_INF
     calls.c_inst[call] = -1
+    calls.c_picked[call] = -1
     meter.measures[M_SENT] += 1.0
     if calls.c_attempt[call] > 0:
         meter.measures[M_RETRIES] += 1.0
@@ -311,6 +322,21 @@ def sent(p: Any, calls: Any, meter: Any, call: int, x: float) -> None:
 def current(calls: Any, call: int, sent_at: float) -> bool:
     """Whether an attempt sent at ``sent_at`` is the call's current one (its client still waits for it)."""
     return calls.c_state[call] == C_WAITING and calls.c_sent[call] == sent_at
+
+
+@inline_step
+def reply(
+    views: Any, breaker: Any, calls: Any, client: int, call: int, sent_at: float, i: int, x: float, rtt: float,
+    how: int, cpu_permille: float,
+) -> None:  # fmt: skip
+    """Client ``client``'s balancer hears of its attempt (of ``call`` sent at ``sent_at``; −1 none) on instance
+    ``i`` (``balancers.answered``) — unless it gave up on it already: since revision 2 a client hears of an
+    attempt once, at its answer or at its deadline (``take_deadline``), whichever comes first."""
+    if client < 0:
+        return
+    if call >= 0 and calls.ints[I_REVISION] >= 2 and not current(calls, call, sent_at):
+        return
+    answered(views, breaker, client, i, x, rtt, how, cpu_permille)
 
 
 @inline_step
@@ -440,14 +466,21 @@ def deadline_due(calls: Any) -> float:
 
 
 @inline_step
-def take_deadline(p: Any, calls: Any, meter: Any, fleet: Any, gen: Any, x: float, t0: float) -> None:
-    """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it."""
+def take_deadline(
+    p: Any, calls: Any, views: Any, breaker: Any, meter: Any, fleet: Any, gen: Any, x: float, t0: float
+) -> None:
+    """The earliest deadline came due at ``x``: if its attempt is still current, the client gives up on it (and,
+    since revision 2, its balancer hears so now: a failure after the whole timeout)."""
     head = calls.ints[I_DHEAD]
     call = calls.d_call[head]
     due = calls.d_time[head]
     calls.ints[I_DHEAD] = (head + 1) % len(calls.d_time)
     calls.ints[I_DLEN] -= 1
-    if calls.c_state[call] == C_WAITING and calls.c_sent[call] + p[P.timeout_s] == due:
+    timeout = p[P.timeout_s]
+    if calls.c_state[call] == C_WAITING and calls.c_sent[call] + timeout == due:
+        picked = calls.c_picked[call]
+        if calls.ints[I_REVISION] >= 2 and picked >= 0:
+            answered(views, breaker, calls.c_client[call], picked, x, timeout, A_TIMEOUT, 0.0)
         call_failed(calls, meter, fleet, gen, call, O_TIMEOUT, x, t0)
 
 

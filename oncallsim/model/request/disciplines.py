@@ -24,8 +24,8 @@ from typing import Any
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.kernel import step
-from oncallsim.model.request.balancers import answered
-from oncallsim.model.request.calls import failed
+from oncallsim.model.request.balancers import A_DROPPED
+from oncallsim.model.request.calls import I_REVISION, failed, reply
 from oncallsim.model.request.outcomes import O_DROPPED, second_of
 from oncallsim.model.request.queues import (
     CQ_COUNT,
@@ -127,7 +127,7 @@ def full(queues: Any, qid: int) -> bool:
 @step
 def drop(
     views: Any,
-    throttle: Any,
+    breaker: Any,
     calls: Any,
     meter: Any,
     fleet: Any,
@@ -142,8 +142,8 @@ def drop(
 ) -> None:
     """A request (an attempt of ``call`` sent at ``sent_at``; −1 none) answered at once with an error by a
     queue discipline or limit."""
-    if client >= 0:
-        answered(views, throttle, client, qid, now, 0.0, False, 0.0)
+    waited = now - sent_at if calls.ints[I_REVISION] >= 2 else 0.0  # revision 1 heard a drop as instant
+    reply(views, breaker, calls, client, call, sent_at, qid, now, waited, A_DROPPED, 0.0)
     failed(calls, meter, fleet, gen, call, sent_at, O_DROPPED, 0.0, True, second_of(t0, now), tag, now, t0)
 
 
@@ -151,7 +151,7 @@ def drop(
 def _drop_slot(
     queues: Any,
     views: Any,
-    throttle: Any,
+    breaker: Any,
     calls: Any,
     meter: Any,
     fleet: Any,
@@ -163,7 +163,7 @@ def _drop_slot(
 ) -> None:
     drop(
         views,
-        throttle,
+        breaker,
         calls,
         meter,
         fleet,
@@ -200,7 +200,7 @@ def _codel_head(queues: Any, qid: int, now: float) -> tuple[int, bool]:
 def _codel(
     queues: Any,
     views: Any,
-    throttle: Any,
+    breaker: Any,
     calls: Any,
     meter: Any,
     fleet: Any,
@@ -217,7 +217,7 @@ def _codel(
             cq[CQ_DROPPING, qid] = 0.0
         else:
             while now >= cq[CQ_DROP_NEXT, qid] and cq[CQ_DROPPING, qid] != 0.0:
-                _drop_slot(queues, views, throttle, calls, meter, fleet, gen, qid, slot, now, t0)
+                _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
                 cq[CQ_COUNT, qid] += 1.0
                 slot, ok_to_drop = _codel_head(queues, qid, now)
                 if not ok_to_drop:
@@ -225,7 +225,7 @@ def _codel(
                 else:
                     cq[CQ_DROP_NEXT, qid] += interval / math.sqrt(cq[CQ_COUNT, qid])
     elif ok_to_drop:
-        _drop_slot(queues, views, throttle, calls, meter, fleet, gen, qid, slot, now, t0)
+        _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
         slot, ok_to_drop = _codel_head(queues, qid, now)
         cq[CQ_DROPPING, qid] = 1.0
         # back above target soon after the last episode: start from the drop rate that controlled it then
@@ -241,7 +241,7 @@ def _codel(
 def _adaptive_lifo(
     queues: Any,
     views: Any,
-    throttle: Any,
+    breaker: Any,
     calls: Any,
     meter: Any,
     fleet: Any,
@@ -264,7 +264,7 @@ def _adaptive_lifo(
         if delay < cq[CQ_MIN_DELAY, qid]:
             cq[CQ_MIN_DELAY, qid] = delay
         if cq[CQ_OVERLOADED, qid] != 0.0 and delay > 2.0 * target:
-            _drop_slot(queues, views, throttle, calls, meter, fleet, gen, qid, slot, now, t0)
+            _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
             continue
         return slot
     return -1
@@ -274,7 +274,7 @@ def _adaptive_lifo(
 def take(
     queues: Any,
     views: Any,
-    throttle: Any,
+    breaker: Any,
     calls: Any,
     meter: Any,
     fleet: Any,
@@ -287,7 +287,7 @@ def take(
     drops; −1 when none is left."""
     kind = queues.ints[I_DISCIPLINE]
     if kind == CODEL:
-        return _codel(queues, views, throttle, calls, meter, fleet, gen, qid, now, t0)
+        return _codel(queues, views, breaker, calls, meter, fleet, gen, qid, now, t0)
     if kind == ADAPTIVE_LIFO:
-        return _adaptive_lifo(queues, views, throttle, calls, meter, fleet, gen, qid, now, t0)
+        return _adaptive_lifo(queues, views, breaker, calls, meter, fleet, gen, qid, now, t0)
     return dequeue(queues, qid) if queues.qs[Q_LEN, qid] > 0 else -1

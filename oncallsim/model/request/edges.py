@@ -9,9 +9,11 @@ from typing import Any
 
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import P, step, unmanaged
-from oncallsim.model.request.balancers import I_BALANCER, POOLED, answered
+from oncallsim.model.request.balancers import A_REFUSED, I_BALANCER, POOLED
 from oncallsim.model.request.calls import (
+    I_REVISION,
     failed,
+    reply,
 )
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
@@ -78,8 +80,9 @@ def strand(p: Any, w: Any, t0: float, serving: int) -> None:
         while w.queues.qs[Q_LEN, i] > 0:
             slot = dequeue(w.queues, i)
             client = w.queues.s_client[slot]
-            if client >= 0:
-                answered(w.views, w.throttle, client, i, t0, 0.0, False, 0.0)
+            sent_at = w.queues.s_arrival[slot]  # its connection reset: the client hears at once
+            waited = t0 - sent_at if w.calls.ints[I_REVISION] >= 2 else 0.0  # revision 1 heard it as instant
+            reply(w.views, w.breaker, w.calls, client, w.queues.s_call[slot], sent_at, i, t0, waited, A_REFUSED, 0.0)
             outcome = O_OVERLOAD if i >= serving else O_REFUSED
             failed(
                 w.calls,

@@ -22,7 +22,7 @@ from oncallsim.model.request.balancers import BALANCERS, I_BALANCER, I_CLIENTS
 from oncallsim.model.request.calls import I_BUDGET_OUT
 from oncallsim.model.request.discovery import I_PROTECTING, I_SELF_PROTECTION, register_initial, registry_minute
 from oncallsim.model.request.drive import run_minute
-from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action
+from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action, lay_out_fleet
 from oncallsim.model.request.instances import HEALTH
 from oncallsim.model.request.limiter import I_LIMITING
 from oncallsim.model.request.outcomes import INSTANCE_HIST_BIN_S, INSTANCE_LINES, N_LIMITED
@@ -68,6 +68,8 @@ def extras_of(
     out["workers_per_instance"] = wpi
     lines = {line: world.meter.instances[i, :serving].tolist() for i, line in enumerate(INSTANCE_LINES)}
     lines["speed"] = world.fleet.speed[:serving].tolist()
+    if (world.fleet.base_speed[:serving] != 1.0).any():  # machines of their own speeds (a scenario's fleet)
+        lines["base_speed"] = world.fleet.base_speed[:serving].tolist()
     lines["health"] = [HEALTH[h] for h in world.fleet.health[:serving].tolist()]
     lines["registered"] = world.registry.reg[:serving].tolist()
     lines["ejected"] = world.fleet.ejected[:serving].tolist()
@@ -75,7 +77,7 @@ def extras_of(
     lines["in_flight"] = world.workers.inst_busy[:serving].tolist()
     lines["queue"] = world.queues.qs[Q_LEN, :serving].tolist()
     lines["p99_ms"] = [_p99_ms(world.meter.inst_hist[i]) for i in range(serving)]
-    lines["cpu_permille"] = world.limiter.cpu[:serving].round(1).tolist()  # the limiter's CPU EMA
+    lines["cpu_permille"] = world.cpu.ema[:serving].round(1).tolist()  # the limiter's CPU EMA
     out["instances"] = lines
     return out
 
@@ -116,8 +118,9 @@ class RequestEngine:
 
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
         state = initial_state(plan, controls, params)
-        world = new_world(params, seed)
+        world = new_world(params, seed, revision=plan.revision)
         configure_world(world, controls, params)
+        lay_out_fleet(world, plan.speeds, plan.weights)
         register_initial(world, controls.floor, params)
         vec = state.vec
         p = state.kernel.params

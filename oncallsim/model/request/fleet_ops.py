@@ -10,7 +10,7 @@ reported as an event and changes nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from oncallsim.model.request.instances import HANG, I_ZONE_END, OFFLINE, R_ZONE_
 from oncallsim.model.request.settings import check, world_settings, write
 from oncallsim.model.request.world import World
 
-__all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "zone_slots"]
+__all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "lay_out_fleet", "zone_slots"]
 
 _GOLDEN = 0.6180339887498949
 _FAULT_EVENTS = {
@@ -131,7 +131,7 @@ def apply_faults(w: World, faults: Iterable[InstanceFault], t: int, serving: int
             _hold_in_flight(w, i, 2, wpi)
         else:
             w.fleet.health[i] = UP
-            w.fleet.speed[i] = 1.0
+            w.fleet.speed[i] = w.fleet.base_speed[i]
         events.append(Event(_FAULT_EVENTS[f.what], instance=i))
     share = w.fleet.reals[R_ZONE_SHARE]
     if share > 0.0:  # the zone's slots are unreachable, those that booted into it too
@@ -191,7 +191,7 @@ def apply_world_actions(
             continue
         w.fleet.replacing[i] = 0
         w.fleet.health[i] = UP
-        w.fleet.speed[i] = 1.0
+        w.fleet.speed[i] = w.fleet.base_speed[i]
         w.fleet.ejected[i] = 0
         w.registry.reg_prev[i] = 0  # the old one deregistered, the new one registered: balancers learn of it
         w.registry.reg[i] = 1
@@ -202,3 +202,14 @@ def apply_world_actions(
         _fresh_views(w, i)
         events.append(Event("instance_replaced", instance=i))
     return events
+
+
+def lay_out_fleet(w: World, speeds: Sequence[float], weights: Sequence[float]) -> None:
+    """Each instance slot's machine and registered weight (a scenario's ``fleet``; each list repeated over the
+    slots, empty: all alike), before the run's first minute."""
+    for i in range(len(w.fleet.speed)):
+        if speeds:
+            w.fleet.base_speed[i] = w.fleet.speed[i] = speeds[i % len(speeds)]
+        if weights:
+            w.views.weight[i] = weights[i % len(weights)]
+            w.views.w_ewt[:, i] = w.views.weight[i]

@@ -71,6 +71,7 @@ class Fleet(NamedTuple):
     ints: npt.NDArray[np.int64]
     reals: npt.NDArray[np.float64]
     speed: npt.NDArray[np.float64]  # per instance: 1 healthy; a slow one takes 1/speed times the CPU time
+    base_speed: npt.NDArray[np.float64]  # per instance slot: its machine's speed (1; a scenario's fleet.speeds)
     health: npt.NDArray[np.int64]  # per instance: UP, REFUSE, HANG, OFFLINE
     ejected: npt.NDArray[np.int64]  # per instance: 1 when the operator took it out of rotation
     replacing: npt.NDArray[np.int64]  # per instance: the minute a fresh one is ready, + 1, while it boots (0: none)
@@ -82,6 +83,7 @@ def new_fleet(instances: int) -> Fleet:
         ints=np.zeros(1, dtype=np.int64),
         reals=np.zeros(1),
         speed=np.ones(instances),
+        base_speed=np.ones(instances),
         health=np.zeros(instances, dtype=np.int64),
         ejected=np.zeros(instances, dtype=np.int64),
         replacing=np.zeros(instances, dtype=np.int64),

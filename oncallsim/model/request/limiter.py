@@ -1,15 +1,22 @@
 """The server side's adaptive concurrency limit: Kratos's BBR-like limiter, per instance (reference §3.1,
 aegis / Kratos v2 ``ratelimit/bbr``).
 
-- CPU: every 500 ms the instance's CPU use (its workers' CPU time, not their waits on the database: a
-  database-bound instance does not trip it) is sampled, in ‰, and folded into an EMA: cpu = 0.95·cpu + 0.05·sample
-  (zero samples ignored, as the cgroup sampler does).
+- CPU: the EMA of the instance's sampled CPU (``cpu.py``: its workers' CPU time, not their waits on the
+  database, so a database-bound instance does not trip it; cpu = 0.95·cpu + 0.05·reading every 500 ms).
 - Window: 100 buckets of 100 ms, the current one left out. maxPass = the most completions in a bucket (≥ 1);
   minRT = the least average response time of a bucket, ms rounded up (≥ 1); the in-flight cap is
   floor(maxPass × minRT × 10 / 1000): peak throughput × least latency, Little's law's bandwidth-delay product.
 - A request arriving at the instance is rejected with 429 at once when the CPU EMA is ≥ 800 ‰ and in-flight
   (being served or waiting at the instance) is above 1 and above the cap; after the CPU falls below, the same
   in-flight test holds for 1 s counted from the episode's first drop (a cool-down).
+- An empty window (no completion in the last 10 s): version 1 never dropped; aegis's maxPass is then 1 and its
+  minRT, the float maximum turned into an integer, wraps below zero and is taken as 1, so the cap is
+  floor(1 × 1 × 10 / 1000) = 0 and it drops whenever more than one request is in flight (version 2).
+
+The limiter the article contrasts it with, ``token-bucket``: each instance admits ``bucket_rate_per_s`` requests
+a second with bursts of ``bucket_burst`` (Go's ``x/time/rate``, as a service's QPS quota was set by hand: the
+bucket starts full, refills continuously, a request takes one token or is rejected with 429 at once). Its rate is
+right for one size of fleet and one speed of its database, and wrong after either changes.
 """
 
 from __future__ import annotations
@@ -26,13 +33,15 @@ from oncallsim.model.kernel import step
 from oncallsim.model.request.queues import Q_LEN
 from oncallsim.model.request.windows import ring_bucket
 
-__all__ = ["BUCKET_S", "TICK_S", "cap", "completed", "limited", "tick"]
+__all__ = ["BUCKET_S", "bucket_empty", "cap", "completed", "limited"]
 
 LIMITER_BUCKETS = 100  # the window: 100 buckets of 100 ms
-# ints[...]: 1 when the limiter is on (``LIMITERS``' index); 1 while an instance limited in the last minute
-I_LIMITER, I_LIMITING = range(2)
-R_NEXT_TICK = 0  # reals[...]: the next CPU sample (every 500 ms)
-LIMITERS = ("off", "bbr")
+# ints[...]: the limiter (``LIMITERS``' index); 1 while an instance limited in the last minute; the model
+# revision's rules (settings.set_revision)
+I_LIMITER, I_LIMITING, I_REVISION = range(3)
+LIMITERS = ("off", "bbr", "token-bucket")
+OFF, BBR, TOKEN_BUCKET = range(3)
+R_BUCKET_RATE, R_BUCKET_BURST = range(2)  # reals[...]: the token bucket's rate (per s) and burst (tokens)
 
 CONTROLS = (
     ControlSpec(
@@ -40,7 +49,9 @@ CONTROLS = (
         "choice",
         "Concurrency limiter",
         "bbr: each instance rejects with 429 at once the requests beyond its measured capacity (peak "
-        "throughput × least latency) while its CPU stays above 80 % (Kratos's BBR limiter); off: none.",
+        "throughput × least latency) while its CPU stays above 80 % (Kratos's BBR limiter); token-bucket: each "
+        "instance admits its rate of requests a second, bursts up to its size, whatever its state (a "
+        "fixed quota set by hand); off: none.",
         "off",
         choices=LIMITERS,
         engines=REQUEST_ONLY,
@@ -50,56 +61,79 @@ CONTROLS = (
         moves={"": "set the concurrency limiter to %(value)s"},
         in_force={"off": "", "": "the %(value)s limiter"},
     ),
+    ControlSpec(
+        "bucket_rate_per_s",
+        "int",
+        "Token bucket rate",
+        "The token bucket's rate: the requests each instance admits a second.",
+        100,
+        1,
+        100_000,
+        "req/s",
+        step=5,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="limiter",
+        slot=R_BUCKET_RATE,
+        real=True,
+        moves={"": "set the token bucket's rate to %(value)s"},
+        only_with="limiter",
+    ),
+    ControlSpec(
+        "bucket_burst",
+        "int",
+        "Token bucket burst",
+        "The token bucket's size: the most requests an instance admits at once after a quiet spell.",
+        100,
+        1,
+        100_000,
+        "requests",
+        step=5,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="limiter",
+        slot=R_BUCKET_BURST,
+        real=True,
+        moves={"": "set the token bucket's burst to %(value)s"},
+        only_with="limiter",
+    ),
 )
 
 
 @by_reference
 class Limiter(NamedTuple):
-    """Each instance's CPU estimate and its window of completions, and whether the limiter is on."""
+    """Each instance's window of completions and its drop episode, and which limiter is on."""
 
     ints: npt.NDArray[np.int64]
     reals: npt.NDArray[np.float64]
-    cpu: npt.NDArray[np.float64]  # per instance: the CPU EMA (‰), sampled every 500 ms
-    cpu_acc: npt.NDArray[np.float64]  # per instance: CPU seconds of its workers since the last sample
     drop_at: npt.NDArray[np.float64]  # per instance: the first drop of this episode (s), −1 none
     lim_pass: npt.NDArray[np.int64]  # lim_pass[instance, bucket]: completions in that 100 ms bucket
     lim_rt: npt.NDArray[np.float64]  # … their response times summed (ms, each rounded up)
     lim_stamp: npt.NDArray[np.int64]  # … the bucket's number (time / 100 ms), to know a stale one
+    tokens: npt.NDArray[np.float64]  # per instance: the token bucket's tokens
+    tokens_at: npt.NDArray[np.float64]  # … when they were counted (s); −∞ never: the bucket is full
 
 
 def new_limiter(instances: int) -> Limiter:
-    """Off, no CPU sampled, an empty window."""
+    """Off, an empty window, full buckets."""
+    reals = np.zeros(2)
+    reals[R_BUCKET_RATE] = 100.0
+    reals[R_BUCKET_BURST] = 100.0
     return Limiter(
-        ints=np.zeros(2, dtype=np.int64),
-        reals=np.zeros(1),
-        cpu=np.zeros(instances),
-        cpu_acc=np.zeros(instances),
+        ints=np.zeros(3, dtype=np.int64),
+        reals=reals,
         drop_at=np.full(instances, -1.0),
         lim_pass=np.zeros((instances, LIMITER_BUCKETS), dtype=np.int64),
         lim_rt=np.zeros((instances, LIMITER_BUCKETS)),
         lim_stamp=np.full((instances, LIMITER_BUCKETS), -1, dtype=np.int64),
+        tokens=np.zeros(instances),
+        tokens_at=np.full(instances, -np.inf),
     )
 
 
 BUCKET_S = 0.1
-TICK_S = 0.5
-DECAY = 0.95
 THRESHOLD = 800.0  # ‰
 COOL_DOWN_S = 1.0
-
-
-@step
-def tick(limiter: Any, x: float, serving: int, wpi: int) -> None:
-    """The CPU samples due by ``x``: each instance's EMA updated from its workers' CPU time since the last."""
-    while limiter.reals[R_NEXT_TICK] <= x:
-        for i in range(serving):
-            sample = 1000.0 * limiter.cpu_acc[i] / (wpi * TICK_S)
-            if sample > 1000.0:
-                sample = 1000.0
-            if sample > 0.0:
-                limiter.cpu[i] = limiter.cpu[i] * DECAY + sample * (1.0 - DECAY)
-            limiter.cpu_acc[i] = 0.0
-        limiter.reals[R_NEXT_TICK] += TICK_S
 
 
 @step
@@ -117,8 +151,8 @@ def completed(limiter: Any, i: int, x: float, rt: float) -> None:
 
 @step
 def cap(limiter: Any, i: int, x: float) -> int:
-    """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket; −1 when the
-    window holds no completion yet (nothing to estimate from: no drop)."""
+    """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket. When the
+    window holds no completion: 0 (aegis: drop above one in flight), −1 under version 1 (no drop)."""
     current = int(x / BUCKET_S)
     max_pass = 0
     min_rt = math.inf
@@ -134,17 +168,35 @@ def cap(limiter: Any, i: int, x: float) -> int:
             if avg < min_rt:
                 min_rt = avg
     if max_pass == 0:
-        return -1
+        return -1 if limiter.ints[I_REVISION] < 2 else 0
     if min_rt < 1.0:
         min_rt = 1.0
     return math.floor(max_pass * min_rt * (1.0 / BUCKET_S) / 1000.0)
 
 
 @step
-def limited(limiter: Any, workers: Any, queues: Any, i: int, x: float) -> bool:
-    """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop)."""
+def bucket_empty(limiter: Any, i: int, x: float) -> bool:
+    """Whether instance ``i``'s token bucket has no token for a request arriving at ``x`` (else it takes one)."""
+    rate = limiter.reals[R_BUCKET_RATE]
+    burst = limiter.reals[R_BUCKET_BURST]
+    tokens = limiter.tokens[i] + rate * (x - limiter.tokens_at[i])  # −∞ stamp: +∞ tokens, the bucket full
+    if tokens > burst:
+        tokens = burst
+    limiter.tokens_at[i] = x
+    if tokens < 1.0:
+        limiter.tokens[i] = tokens
+        return True
+    limiter.tokens[i] = tokens - 1.0
+    return False
+
+
+@step
+def limited(limiter: Any, cpu: Any, workers: Any, queues: Any, i: int, x: float) -> bool:
+    """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop, or the token bucket)."""
+    if limiter.ints[I_LIMITER] == TOKEN_BUCKET:
+        return bucket_empty(limiter, i, x)
     in_flight = workers.inst_busy[i] + queues.qs[Q_LEN, i]
-    if limiter.cpu[i] < THRESHOLD:
+    if cpu.ema[i] < THRESHOLD:
         if limiter.drop_at[i] < 0.0:
             return False
         if x - limiter.drop_at[i] <= COOL_DOWN_S:

@@ -175,7 +175,7 @@ def where_spent(fleet: Any, instance: int, wait: float, service: float) -> int:
     was served), or in service (CPU and database reads)."""
     if fleet.health[instance] != UP:
         return WHERE_DEAD
-    if fleet.speed[instance] < 1.0:
+    if fleet.speed[instance] < fleet.base_speed[instance]:  # slower than its machine
         return WHERE_SLOW
     return WHERE_QUEUE if wait > service else WHERE_SERVICE
 

@@ -33,11 +33,11 @@ from oncallsim.model.request.calls import (
     retry_due,
     take_deadline,
 )
+from oncallsim.model.request.cpu import R_NEXT_TICK, sample
 from oncallsim.model.request.edges import close_minute, fill_cache, open_minute, sorted_arrivals
 from oncallsim.model.request.generator import exponential
 from oncallsim.model.request.heap import pop, replace_top
 from oncallsim.model.request.instances import refresh_views, sync_free
-from oncallsim.model.request.limiter import R_NEXT_TICK, tick
 from oncallsim.model.request.measure import EXTRA_FIELDS, record_minute
 from oncallsim.model.request.outcomes import (
     S_IN_FLIGHT,
@@ -116,9 +116,9 @@ def request_minute(
             x = tr
         if x >= t1:
             break
-        if x >= w.limiter.reals[R_NEXT_TICK]:  # the limiters' CPU samples
-            tick(
-                w.limiter,
+        if x >= w.cpu.reals[R_NEXT_TICK]:  # the instances' CPU samples
+            sample(
+                w.cpu,
                 x,
                 w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]),
                 int(p[P.workers_per_instance]),
@@ -167,7 +167,7 @@ def request_minute(
             warm_query(p, w.backend, w.workers, w.gen, w.meter, x, part_s, workers_total)
             next_warm = x + exponential(w.gen, 1.0 / warm_rate)
         elif x == td:
-            take_deadline(p, w.calls, w.meter, w.fleet, w.gen, x, t0)
+            take_deadline(p, w.calls, w.views, w.breaker, w.meter, w.fleet, w.gen, x, t0)
         else:
             call = retry(p, w, x)
             obj = w.calls.c_object[call]

@@ -15,6 +15,7 @@ from oncallsim.model.errors import InvalidInput
 from oncallsim.model.fields import REC, ST, STATE_SCHEMA
 from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import Params, coerce_param
+from oncallsim.model.plan import REVISION
 from oncallsim.model.request.balancers import I_CLIENTS
 from oncallsim.model.request.discovery import register_initial
 from oncallsim.model.request.drive import run_minute
@@ -56,10 +57,15 @@ class QueueRun(NamedTuple):
 
 
 def queue_only_world(
-    servers: int, service_s: float, seed: int, workers_per_instance: int = 16, timeout_s: float = 10.0
+    servers: int,
+    service_s: float,
+    seed: int,
+    workers_per_instance: int = 16,
+    timeout_s: float = 10.0,
+    revision: int = REVISION,
 ) -> tuple[npt.NDArray[np.float64], World, npt.NDArray[np.float64]]:
     """(parameters, world, state) for queue-only minutes: ``servers`` workers of exponential service of mean
-    ``service_s``, no cache or database."""
+    ``service_s``, no cache or database; the mechanisms by the rules of model version ``revision``."""
     if servers <= 0 or servers % workers_per_instance:
         raise InvalidInput("servers", f"must be a positive multiple of {workers_per_instance}, got {servers}")
     params = Params(
@@ -73,7 +79,7 @@ def queue_only_world(
     st = np.zeros(len(STATE_SCHEMA))
     st[ST.db_slowdown] = 1.0
     st[ST.serving] = servers // workers_per_instance
-    world = new_world(params, seed)
+    world = new_world(params, seed, revision=revision)
     register_initial(world, servers // workers_per_instance, params)
     return kernel_params(params), world, st
 
@@ -89,10 +95,11 @@ def simulate_mmn(
     timeout_s: float = 10.0,
     balancer: str = "pooled",
     clients: int = 1,
+    revision: int = REVISION,
 ) -> QueueRun:
     """Run M/M/N in queue-only mode: ``minutes`` measured after ``warmup_minutes`` dropped. With another
     ``balancer`` than pooled, each instance (``workers_per_instance`` servers) keeps its own queue."""
-    p, world, st = queue_only_world(servers, service_s, seed, workers_per_instance, timeout_s)
+    p, world, st = queue_only_world(servers, service_s, seed, workers_per_instance, timeout_s, revision)
     set_world(world, balancer=balancer)
     world.views.ints[I_CLIENTS] = coerce_param("clients", clients)
     wait_hist = np.zeros_like(world.meter.wait_hist)

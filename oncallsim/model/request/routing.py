@@ -9,9 +9,22 @@ from typing import Any
 
 from oncallsim.model.fields import ST
 from oncallsim.model.kernel import P, inline_step, step
-from oncallsim.model.request.balancers import I_BALANCER, POOLED, answered, choose, client_of, instance_for, picked
+from oncallsim.model.request.balancers import (
+    A_DROPPED,
+    A_LIMITED,
+    A_REFUSED,
+    I_BALANCER,
+    POOLED,
+    answered,
+    choose,
+    client_of,
+    instance_for,
+    picked,
+)
+from oncallsim.model.request.breaker import I_BREAKER, rejects
 from oncallsim.model.request.calls import (
     I_RETRIES,
+    I_REVISION,
     failed,
     open_call,
     sent,
@@ -49,7 +62,6 @@ from oncallsim.model.request.outcomes import (
 from oncallsim.model.request.queues import I_QLEN, I_QUEUE_LIMIT, enqueue, room
 from oncallsim.model.request.service import start
 from oncallsim.model.request.stream import MODE_PIPELINE
-from oncallsim.model.request.throttle import I_THROTTLE, throttled
 from oncallsim.model.request.workers import I_ENABLED, I_FREE, free_remove
 
 __all__ = ["arrive", "retry", "route"]
@@ -90,8 +102,9 @@ def arrive(p: Any, w: Any, st: Any, x: float, t0: float, mode: int, sample_every
         obj = uniform_int(g, len(w.backend.expiry))
     m[M_ADMITTED] += 1.0
     call = -1
-    if w.calls.ints[I_RETRIES] > 0:  # the client opens a call: it may retry
-        call = open_call(w.calls, x, obj, tag, client_of(w.views, w.gen) if w.views.ints[I_BALANCER] != POOLED else 0)
+    own = w.views.ints[I_BALANCER] != POOLED  # the client balances on its own: it keeps a timer per attempt
+    if w.calls.ints[I_RETRIES] > 0 or (own and w.calls.ints[I_REVISION] >= 2):  # the client opens a call
+        call = open_call(w.calls, x, obj, tag, client_of(w.views, w.gen) if own else 0)
         sent(p, w.calls, w.meter, call, x)
     return True, obj, tag, call
 
@@ -133,7 +146,7 @@ def route(
         k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
         free_remove(w.workers, k)
     elif w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w.queues, pooled):
-        drop(w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, pooled, -1, tag, x, t0, call, x)
+        drop(w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, pooled, -1, tag, x, t0, call, x)
         outcome = -1
     elif room(w.queues) > 0:
         enqueue(w.queues, pooled, x, obj, tag, -1, call)
@@ -158,20 +171,22 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
         i = instance_for(w.views, w.gen, client, x)
     if i < 0:  # nothing in this client's rotation
         return -1, client, O_OVERLOAD, 0.0
-    if w.throttle.ints[I_THROTTLE] != 0 and throttled(w.throttle, w.gen, client, x):  # the client rejects it itself
+    if w.breaker.ints[I_BREAKER] != 0 and rejects(w.breaker, w.gen, client, x):  # the client's breaker rejects it
         return -1, client, O_THROTTLED, 0.0
     picked(w.views, client, i)
+    if call >= 0:
+        w.calls.c_picked[call] = i
     if w.fleet.health[i] == REFUSE:  # connection refused: the client learns at once
-        answered(w.views, w.throttle, client, i, x, REFUSED_S, False, 0.0)
+        answered(w.views, w.breaker, client, i, x, REFUSED_S, A_REFUSED, 0.0)
         if tag >= 0:
             w.meter.samples[tag, X_INSTANCE] = i
         w.meter.instances[N_ERRORS, i] += 1.0
         inst_hist_add(w.meter, i, REFUSED_S)
         return -1, client, O_REFUSED, REFUSED_S
     if w.limiter.ints[I_LIMITER] != 0 and limited(
-        w.limiter, w.workers, w.queues, i, x
+        w.limiter, w.cpu, w.workers, w.queues, i, x
     ):  # the instance's limiter: 429 at once
-        answered(w.views, w.throttle, client, i, x, 0.0, False, 0.0)
+        answered(w.views, w.breaker, client, i, x, 0.0, A_LIMITED, 0.0)
         w.meter.instances[N_ERRORS, i] += 1.0
         w.meter.instances[N_LIMITED, i] += 1.0
         return -1, client, O_LIMITED, 0.0
@@ -181,12 +196,12 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
             free_remove(w.workers, k)
             return k, client, -1, 0.0
     if w.queues.ints[I_QUEUE_LIMIT] > 0 and full(w.queues, i):
-        drop(w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, i, client, tag, x, t0, call, x)
+        drop(w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, i, client, tag, x, t0, call, x)
         return -1, client, -1, 0.0
     if room(w.queues) > 0:
         enqueue(w.queues, i, x, obj, tag, client, call)
         if w.queues.ints[I_QLEN] > w.meter.measures[M_MAX_QUEUE]:
             w.meter.measures[M_MAX_QUEUE] = w.queues.ints[I_QLEN]
         return -1, client, -1, 0.0
-    answered(w.views, w.throttle, client, i, x, 0.0, False, 0.0)
+    answered(w.views, w.breaker, client, i, x, 0.0, A_DROPPED, 0.0)
     return -1, client, O_OVERLOAD, 0.0

@@ -10,9 +10,11 @@ from typing import Any
 
 from oncallsim.model.kernel import P, inline_step, step
 from oncallsim.model.request.backend import I_WCURSOR, I_WFREE
-from oncallsim.model.request.balancers import I_BALANCER, POOLED, answered
+from oncallsim.model.request.balancers import A_ERROR, A_OK, A_REFUSED, A_TIMEOUT, I_BALANCER, POOLED
 from oncallsim.model.request.calls import (
+    I_REVISION,
     failed,
+    reply,
     succeeded,
 )
 from oncallsim.model.request.disciplines import CODEL, FIFO, TARGET_S, take
@@ -145,7 +147,7 @@ def start(
         w.meter.samples[tag, X_HIT] = -1.0 if mode != MODE_PIPELINE else (0.0 if miss else 1.0)
         w.meter.samples[tag, X_QUERIES] = queries
     cpu = exponential(g, cpu_mean)
-    w.limiter.cpu_acc[instance] += cpu  # the instance's CPU time, as its limiter samples it
+    w.cpu.acc[instance] += cpu  # the instance's CPU time, as its sampler reads it
     return x + cpu
 
 
@@ -179,13 +181,12 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
     client = w.workers.w_client[k]
     call = w.workers.w_call[k]
     if w.workers.w_held[k] == 1:
+        reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, REFUSED_S, A_REFUSED, 0.0)
         failed(
             w.calls, w.meter, w.fleet, w.gen, call, arrival, O_REFUSED, REFUSED_S, False, second_of(t0, x), tag, x, t0
         )
         w.meter.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w.meter, instance, REFUSED_S)
-        if client >= 0:
-            answered(w.views, w.throttle, client, instance, x, REFUSED_S, False, 0.0)
     else:
         if x < arrival + timeout:  # hung in service: the client still waits
             return arrival + timeout
@@ -196,8 +197,7 @@ def _dead_complete(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s
                 )
             w.meter.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w.meter, instance, timeout)
-        if client >= 0:
-            answered(w.views, w.throttle, client, instance, x, timeout, False, 0.0)
+        reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, timeout, A_TIMEOUT, 0.0)
     w.workers.w_held[k] = 0
     return RELEASE
 
@@ -271,7 +271,7 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     ):
         w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
         return dequeue(w.queues, qid)
-    return take(w.queues, w.views, w.throttle, w.calls, w.meter, w.fleet, w.gen, qid, x, t0)
+    return take(w.queues, w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, qid, x, t0)
 
 
 @step
@@ -292,8 +292,7 @@ def _abandoned(
     w.meter.measures[M_ABANDONED] += 1.0
     if arrival + timeout > t0 and call < 0:
         timed_out(w.meter, where, timeout, True, second_of(t0, arrival + timeout), tag)
-    if client >= 0:
-        answered(w.views, w.throttle, client, instance, x, timeout, False, 0.0)
+    reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, timeout, A_TIMEOUT, 0.0)
 
 
 @inline_step
@@ -325,8 +324,21 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
     timeout = p[P.timeout_s]
     waited = start > arrival
     call = w.workers.w_call[k]
-    ok = False
+    client = w.workers.w_client[k]
     if response > timeout:
+        how = A_TIMEOUT
+    elif w.workers.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
+        how = A_ERROR
+    else:
+        how = A_OK
+    if client >= 0:  # sent by a client's balancer: it hears of the answer, with the CPU the server reports (‰)
+        if w.calls.ints[I_REVISION] >= 2:
+            cpu = w.cpu.sample[instance]
+        else:
+            cpu = 1000.0 * w.workers.inst_busy[instance] / p[P.workers_per_instance]
+        rtt = response if response < timeout else timeout
+        reply(w.views, w.breaker, w.calls, client, call, arrival, instance, x, rtt, how, cpu)
+    if how == A_TIMEOUT:
         m[M_WASTED] += service
         if arrival + timeout > t0 or call >= 0:  # else counted by an earlier minute's end
             if call < 0:  # a call's timer counted its timeout
@@ -334,20 +346,15 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
                 timed_out(w.meter, where, timeout, waited, second_of(t0, arrival + timeout), tag)
             w.meter.instances[N_ERRORS, instance] += 1.0
             inst_hist_add(w.meter, instance, timeout)
-    elif w.workers.w_bad[k] and uniform(w.gen) < p[P.bad_build_error_rate]:
+    elif how == A_ERROR:
         failed(w.calls, w.meter, w.fleet, w.gen, call, arrival, O_BAD, response, waited, second, tag, x, t0)
         w.meter.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w.meter, instance, response)
     else:
-        ok = True
         succeeded(w.calls, w.meter, call, arrival, response, waited, second, tag, x, t0)
         inst_hist_add(w.meter, instance, response)
     if w.limiter.ints[I_LIMITER] != 0:
         completed(w.limiter, instance, x, response)
-    client = w.workers.w_client[k]
-    if client >= 0:  # sent by a client's balancer: it learns of the response (the server's CPU in ‰)
-        cpu = 1000.0 * w.workers.inst_busy[instance] / p[P.workers_per_instance]
-        answered(w.views, w.throttle, client, instance, x, response if response < timeout else timeout, ok, cpu)
     return RELEASE
 
 

@@ -20,11 +20,20 @@ from oncallsim.model.control_spec import ControlSpec
 from oncallsim.model.controls import CONTROL_SPECS, WORLD_SETTINGS, Controls, coerce_control_value
 from oncallsim.model.params import Params
 from oncallsim.model.request.balancers import I_CLIENTS
+from oncallsim.model.request.breaker import R_ERROR_SHARE, R_SLEEP, R_THROTTLE_K, R_VOLUME
 from oncallsim.model.request.calls import R_BUDGET_BURST, R_RETRY_BAD
-from oncallsim.model.request.throttle import R_THROTTLE_K
 from oncallsim.model.request.world import World
 
-__all__ = ["check", "configure_world", "in_force", "read", "set_parameters", "set_world", "world_settings", "write"]
+__all__ = [
+    "check",
+    "configure_world",
+    "in_force",
+    "read",
+    "set_parameters",
+    "set_world",
+    "world_settings",
+    "write",
+]
 
 SPECS: tuple[ControlSpec, ...] = tuple(CONTROL_SPECS[name] for name in WORLD_SETTINGS)
 
@@ -94,10 +103,14 @@ def configure_world(world: World, controls: Controls, params: Params) -> None:
 
 
 def set_parameters(world: World, params: Params) -> None:
-    """The mechanisms' parameters (validated by ``Params``): how many clients balance on their own, throttling's
-    K, whether a bad build's errors are retried, the retry budget's burst (each client's bucket filled)."""
+    """The mechanisms' parameters (validated by ``Params``): how many clients balance on their own, the breakers'
+    K, volume, error share and sleep window, whether a bad build's errors are retried, the retry budget's burst
+    (each client's bucket filled)."""
     world.views.ints[I_CLIENTS] = params.clients
-    world.throttle.reals[R_THROTTLE_K] = params.throttle_k
+    world.breaker.reals[R_THROTTLE_K] = params.throttle_k
+    world.breaker.reals[R_VOLUME] = params.breaker_volume
+    world.breaker.reals[R_ERROR_SHARE] = params.breaker_error_share
+    world.breaker.reals[R_SLEEP] = params.breaker_sleep_s
     world.calls.reals[R_RETRY_BAD] = params.retry_bad_build
     world.calls.reals[R_BUDGET_BURST] = params.retry_budget_burst
     world.calls.tokens[:] = params.retry_budget_burst  # each client's bucket starts full
@@ -106,10 +119,13 @@ def set_parameters(world: World, params: Params) -> None:
 def in_force(settings: Mapping[str, Any]) -> list[str]:
     """The settings in force as phrases (the zoom page's), from each spec's ``in_force``: "the p2c balancer",
     "CoDel queues", "up to 3 retries per request"; a setting whose phrase is empty, or whose ``only_with`` is
-    off, says nothing."""
+    off (at its default: no retries, no breaker), says nothing."""
     phrases = []
     for spec in SPECS:
-        if spec.name not in settings or (spec.only_with and not settings.get(spec.only_with)):
+        parent = spec.only_with
+        if spec.name not in settings or (
+            parent and settings.get(parent, CONTROL_SPECS[parent].default) == CONTROL_SPECS[parent].default
+        ):
             continue
         phrase = spec.sentence(spec.in_force, settings[spec.name])
         if phrase:

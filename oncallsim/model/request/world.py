@@ -23,12 +23,19 @@ import numpy.typing as npt
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.jit import by_reference
 from oncallsim.model.params import Params
+from oncallsim.model.plan import REVISION
+from oncallsim.model.request import balancers as _balancers
+from oncallsim.model.request import breaker as _breaker
 from oncallsim.model.request import calls as _calls
+from oncallsim.model.request import cpu as _cpu
+from oncallsim.model.request import limiter as _limiter
 from oncallsim.model.request import queues as _queues
 from oncallsim.model.request import stream as _stream
 from oncallsim.model.request.backend import MAX_OBJECTS, WARMUP_CONCURRENCY, Backend, new_backend
 from oncallsim.model.request.balancers import MAX_CLIENTS, Views, new_views
+from oncallsim.model.request.breaker import Breaker, new_breaker
 from oncallsim.model.request.calls import Calls, new_calls
+from oncallsim.model.request.cpu import Cpu, new_cpu
 from oncallsim.model.request.discovery import Registry, new_registry
 from oncallsim.model.request.generator import seeded
 from oncallsim.model.request.instances import Fleet, new_fleet
@@ -36,10 +43,18 @@ from oncallsim.model.request.limiter import Limiter, new_limiter
 from oncallsim.model.request.outcomes import Meter, new_meter
 from oncallsim.model.request.queues import QUEUE_START, Queues, new_queues
 from oncallsim.model.request.stream import Stream, new_stream
-from oncallsim.model.request.throttle import Throttle, new_throttle
 from oncallsim.model.request.workers import MAX_WORKERS, Workers, new_workers
 
-__all__ = ["World", "check_params", "copy_world", "new_world", "partitions_of", "with_room"]
+__all__ = [
+    "World",
+    "check_params",
+    "copy_world",
+    "new_world",
+    "partitions_of",
+    "revision_of",
+    "set_revision",
+    "with_room",
+]
 
 
 @by_reference
@@ -54,8 +69,9 @@ class World(NamedTuple):
     views: Views
     registry: Registry
     fleet: Fleet
+    cpu: Cpu
     limiter: Limiter
-    throttle: Throttle
+    breaker: Breaker
     backend: Backend
     meter: Meter
 
@@ -82,25 +98,44 @@ def check_params(params: Params) -> None:
         )
 
 
-def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START) -> World:
-    """An empty world: no request in flight, an empty cache (the engine fills it before minute 0)."""
+def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START, revision: int = REVISION) -> World:
+    """An empty world: no request in flight, an empty cache (the engine fills it before minute 0), following the
+    rules of model version ``revision``."""
     check_params(params)
     slots = params.max_fleet
     partitions, _ = partitions_of(params)
-    return World(
+    world = World(
         gen=seeded(seed),
         stream=new_stream(),
         workers=new_workers(slots, params.workers_per_instance, WARMUP_CONCURRENCY),
         queues=new_queues(slots, queue_capacity),
         calls=new_calls(MAX_CLIENTS),
-        views=new_views(slots),
+        views=new_views(slots, params.clients),
         registry=new_registry(slots),
         fleet=new_fleet(slots),
+        cpu=new_cpu(slots),
         limiter=new_limiter(slots),
-        throttle=new_throttle(MAX_CLIENTS),
+        breaker=new_breaker(MAX_CLIENTS),
         backend=new_backend(int(params.hot_objects), partitions),
         meter=new_meter(slots, params.timeout_s),
     )
+    set_revision(world, revision)
+    return world
+
+
+def set_revision(world: World, revision: int) -> None:
+    """The rules of model version ``revision`` (``RunPlan.revision``), in each piece whose mechanism changed with a
+    version: a run file replays with its own version's rules, bit for bit."""
+    world.cpu.ints[_cpu.I_REVISION] = revision
+    world.limiter.ints[_limiter.I_REVISION] = revision
+    world.views.ints[_balancers.I_REVISION] = revision
+    world.calls.ints[_calls.I_REVISION] = revision
+    world.breaker.ints[_breaker.I_REVISION] = revision
+
+
+def revision_of(world: World) -> int:
+    """The model version whose rules the world follows."""
+    return int(world.cpu.ints[_cpu.I_REVISION])
 
 
 def copy_world(world: World) -> World:
@@ -114,8 +149,9 @@ def copy_world(world: World) -> World:
 def with_room(world: World, arrivals: int) -> World:
     """The world with room for a minute of ``arrivals``: its arrival buffer, its queues should they all wait,
     and its calls (compiled code does not allocate)."""
+    every_request = world.views.ints[_balancers.I_BALANCER] != _balancers.POOLED and revision_of(world) >= 2
     return world._replace(
         stream=_stream.with_room(world.stream, arrivals),
         queues=_queues.with_room(world.queues, arrivals),
-        calls=_calls.with_room(world.calls, arrivals),
+        calls=_calls.with_room(world.calls, arrivals, every_request),
     )

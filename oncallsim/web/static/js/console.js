@@ -346,10 +346,15 @@
   // first, "off"-like one, a number above 0), so the folded group still says what protects the service.
   const resilience = $("resilience");
   const GROUP = resilience ? resilience.dataset.controls.split(" ").filter(Boolean) : [];
-  // A retry's settings (backoff, its base and cap, the budget) say something only while clients retry.
+  // A mechanism's own setting (the registry's only_with: a retry's backoff and budget, the throttling preset)
+  // is said only while its mechanism is on, and only when it differs from its default.
   function isOn(name, value, controls) {
     const input = $("c-" + name);
-    if (name.startsWith("retry_") && controls.retries !== undefined && !isOn("retries", controls.retries, controls)) return false;
+    const parent = input ? input.dataset.onlyWith : "";
+    if (parent) {
+      if (controls[parent] === undefined || !isOn(parent, controls[parent], controls)) return false;
+      return typeof value === "number" ? value !== Number(input.dataset.default) : String(value) !== input.dataset.default;
+    }
     if (typeof value === "boolean") return value;
     if (input && input.tagName === "SELECT") return value !== input.options[0].value;
     return typeof value === "number" && value > 0 && input !== null && Number(input.min) === 0; // 0 = off

@@ -45,7 +45,7 @@
     const f = {
       served: at("served"), errors: at("errors"), busy_s: at("busy_s"), bad_build: at("bad_build"),
       speed: at("speed"), health: at("health"), registered: at("registered"), ejected: at("ejected"),
-      replacing: at("replacing"),
+      replacing: at("replacing"), base_speed: at("base_speed"),
       in_flight: at("in_flight"), queue: at("queue"), p99_ms: at("p99_ms"),
     };
     const workers = extras.workers_per_instance;
@@ -65,7 +65,8 @@
     if (f.health === "offline") return ["bad", "⊘", tr("state.offline")];
     if (f.health === "booting") return ["boot", "↻", tr("state.booting")];
     if (known(f.registered) && !f.registered) return ["warn", "?", tr("state.unregistered")];
-    if (known(f.speed) && f.speed < 1) return ["warn", "▼", tr("state.slow")];
+    // slower than its machine (a fleet of mixed machines sends each slot's own speed)
+    if (known(f.speed) && f.speed < (known(f.base_speed) ? f.base_speed : 1)) return ["warn", "▼", tr("state.slow")];
     if (known(f.bad_build) && f.bad_build) return ["warn", "⚠", tr("state.bad_build")];
     if (known(f.errors) && known(f.served) && f.errors > 0.01 * Math.max(f.served, 1)) return ["warn", "⚠", tr("state.errors")];
     return ["ok", "●", tr("state.ok")];
