@@ -16,8 +16,8 @@ from oncallsim.lazy import exports as _exports
 # cases, bilibili/discovery's eviction and long polls, gRPC's connections); the minute engine is the same in both.
 # Both are plain strings here, not read from ``plan.REVISION``, so that importing the package stays free of numba
 # (the help's budget); ``plan.REVISION`` is read from them.
-MODEL_VERSIONS = ("1", "2")
-MODEL_VERSION = MODEL_VERSIONS[-1]
+MODEL_VERSIONS: tuple[str, ...] = ("1", "2")
+MODEL_VERSION: str = MODEL_VERSIONS[-1]
 
 __all__ = [
     "BUTTONS",
