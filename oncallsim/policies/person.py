@@ -2,9 +2,9 @@
 guided difficulty the clock's stop at the incident's start — and a reaction time later.
 
 The console paces a person by difficulty (web/pacing.py): guided stops the clock at the incident and at the page
-(a hint names the symptom and where to look), normal slows it to 1× at the page, hard lets it run. A person
-reads, decides and reaches the control in some real seconds, which pass at the clock's speed in simulated
-minutes (1× is one simulated minute per second). ``Person`` plays that: it watches what the console shows,
+(a hint names the symptom and where to look), normal stops it at the page and runs on at 1×, hard lets it
+run. A person reads, decides and reaches the control in some real seconds, which pass at the clock's speed in
+simulated minutes (1× is one simulated minute per second). ``Person`` plays that: it watches what the console shows,
 waits ``delay_min`` minutes from the moment it was told, then follows the playbook (``Textbook``) from there.
 The scenarios' objectives are balanced so that such a person passes on guided and normal (docs/scenarios.md,
 "Balance"; tests/test_balance.py).
