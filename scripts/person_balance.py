@@ -31,7 +31,7 @@ def play(job: tuple[str, int, str, int]) -> tuple[str, str, int, Row]:
     sim = Simulation(scenario, seed=seed)
     policy: Any = Person(delay, "stop" if who == "stop" else "page") if who in ("page", "stop") else load_policy(who)
     sim.run(policy=policy)
-    report = make_report(sim)
+    report = make_report(sim, effects=False)  # the objectives and the score; no decision replays
     label = who if who in ("hands-off", "textbook") else f"{who}+{delay}"
     amounts = part_amounts(run_outcome(sim), opening_fleet_cost(sim))
     values = [o.value for o in report.objectives]
