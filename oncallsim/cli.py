@@ -1,4 +1,7 @@
-"""The command line: a thin translation between a terminal and the core. Bad input → one line, exit 2."""
+"""The command line: a thin translation between a terminal and the core. Bad input → one line, exit 2.
+
+Each command imports what it needs when it runs: ``oncallsim --help`` and ``oncallsim scenarios`` never import
+numba, SciPy or the engines (docs/architecture.md, "The command line's start")."""
 
 from __future__ import annotations
 
@@ -9,11 +12,9 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from oncallsim.cli_common import (
     OneLineErrors,
@@ -30,11 +31,12 @@ from oncallsim.cli_common import (
     trimmed_console,
     write_whole,
 )
-from oncallsim.cli_debrief import debrief, make_debrief, print_debrief
-from oncallsim.model import CONTROL_SPECS, CSV_FIELDS, DEFAULT_PARAMS, InvalidInput, MinuteRecord, param_info
-from oncallsim.policies import load_policy
-from oncallsim.scenarios import builtin_scenarios
-from oncallsim.simulation import Simulation
+from oncallsim.cli_debrief import debrief
+from oncallsim.model.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from oncallsim.model import MinuteRecord
+    from oncallsim.simulation import Simulation
 
 app = typer.Typer(
     cls=OneLineErrors,
@@ -55,9 +57,13 @@ class Format(StrEnum):
 @guarded
 def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one scenario in full.")] = None) -> None:
     """List the built-in scenarios (or show one with its briefing)."""
-    known = builtin_scenarios()
+    from rich.table import Table
+
     out = stdout_console()
     if show is not None:
+        from oncallsim.scenarios import builtin_scenarios
+
+        known = builtin_scenarios()
         if show not in known:
             raise InvalidInput(
                 "--show", f"unknown scenario {show!r}{did_you_mean(show, known)}; known: {', '.join(known)}"
@@ -78,11 +84,13 @@ def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one
             for objective in sc.objectives:
                 out.print(f"  • {objective.label()}")
         return
+    from oncallsim.scenarios.files import listing
+
     table = Table(title="Scenarios")
     for col in ("id", "title", "start", "length", "summary"):
         table.add_column(col)
-    for sc in known.values():
-        table.add_row(sc.id, sc.title, sc.start, _length(sc.minutes), sc.summary)
+    for row in listing():
+        table.add_row(row.id, row.title, row.start, _length(row.minutes), row.summary)
     print_trimmed(out, table)
 
 
@@ -94,6 +102,10 @@ def _length(minutes: int) -> str:
 @app.command()
 def params() -> None:
     """List every model parameter with its default, unit, range and source."""
+    from rich.table import Table
+
+    from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, param_info
+
     out = stdout_console()
     table = Table(title="Model parameters (--set NAME=VALUE)")
     for col in ("name", "default", "unit", "range", "source", "meaning"):
@@ -129,6 +141,11 @@ TABLE_COLUMNS: list[tuple[str, Callable[[MinuteRecord], str]]] = [
 
 
 def write_records(records: list[MinuteRecord], fmt: Format, stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from oncallsim.model import CSV_FIELDS
+
     if fmt is Format.jsonl:
         for r in records:
             stream.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
@@ -181,6 +198,10 @@ def run(
     ] = None,
 ) -> None:
     """Run a scenario headless and print its minute records, then a one-line summary."""
+    from oncallsim.cli_debrief import make_debrief, print_debrief
+    from oncallsim.policies import load_policy
+    from oncallsim.simulation import Simulation
+
     overrides = parse_sets(set_ or [])
     check_choices(policy, engine)
     player = load_policy(policy) if policy is not None else None
@@ -216,7 +237,7 @@ def run_summary(sim: Simulation) -> str:
     """One line at the end of a run: what it cost and whether it met its objectives."""
     from oncallsim.debrief import make_report
 
-    report = make_report(sim)
+    report = make_report(sim, effects=False)
     page = "no page" if report.page_minute is None else f"paged at {sim.plan.clock(report.page_minute)}"
     met = sum(o.passed for o in report.objectives)
     objectives = f"objectives met {met}/{len(report.objectives)}" if report.objectives else "no objectives"

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import typer
 from pydantic import ValidationError
@@ -22,13 +22,13 @@ from rich.markup import escape
 from typer._click import exceptions as click_errors  # typer's own click (0.29 vendors it)
 from typer.core import TyperGroup
 
-from oncallsim.model import CONTROL_SPECS, SETTINGS, InvalidInput, Params, RunPlan
-from oncallsim.model.controls import WORLD_SETTINGS
-from oncallsim.model.engine import Engine
-from oncallsim.scenarios import parse_clock
-from oncallsim.simulation import Action, RunFile
-from oncallsim.simulation import parse_action as _parse_action
+from oncallsim.model.errors import InvalidInput
 from oncallsim.validation import decode_text, invalid_input, read_bounded
+
+if TYPE_CHECKING:  # the model, the scenarios and runs are imported where a command uses them (a fast --help)
+    from oncallsim.model import RunPlan
+    from oncallsim.model.engine import Engine
+    from oncallsim.simulation import Action, RunFile
 
 __all__ = [
     "OneLineErrors",
@@ -63,7 +63,7 @@ T = TypeVar("T")
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)  # the message's own [brackets] as written
     return typer.Exit(code)
 
 
@@ -115,6 +115,9 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 
 def check_override_names(names: Iterable[str]) -> None:
     """A parameter or opening control the model does not know: refused with the nearest known name."""
+    from oncallsim.model import SETTINGS, Params
+    from oncallsim.model.controls import WORLD_SETTINGS
+
     known = [*Params.__dataclass_fields__, *SETTINGS, *WORLD_SETTINGS]
     for name in names:
         if name not in known:
@@ -163,6 +166,9 @@ def read_actions(path: Path, plan: RunPlan) -> list[Action]:
 
     A minute counts from the run's start (0 = its first minute); a clock time ``"09:20"`` is accepted too and
     means that time of day in this run. Unknown fields and controls are refused with the nearest known name."""
+    from oncallsim.model import CONTROL_SPECS
+    from oncallsim.simulation import parse_action
+
     name = str(path)
     text = decode_text(read_bounded(path, "actions file"), name)
     try:
@@ -193,12 +199,14 @@ def read_actions(path: Path, plan: RunPlan) -> list[Action]:
                 )
             if isinstance(item.get("minute"), str):
                 item["minute"] = _clock_minute(item["minute"], plan, f"{where}.minute")
-        actions.append(_parse_action(item, where))
+        actions.append(parse_action(item, where))
     return sorted(actions, key=lambda a: a.minute)  # stable: same-minute actions keep their order
 
 
 def _clock_minute(text: str, plan: RunPlan, field: str) -> int:
     """A clock time in an actions file → the run's minute at that time of day."""
+    from oncallsim.scenarios import parse_clock
+
     start, end = plan.clock(0), plan.clock(plan.minutes - 1)
     hint = f"a minute counted from the start (0 = {start}) or a time of day HH:MM from {start} to {end}"
     try:
@@ -213,6 +221,8 @@ def _clock_minute(text: str, plan: RunPlan, field: str) -> int:
 
 def load_run_file(path: Path) -> RunFile:
     """A run file named on the command line: a regular file of at most MAX_FILE_BYTES, parsed in memory."""
+    from oncallsim.simulation import RunFile
+
     return RunFile.load(path)
 
 

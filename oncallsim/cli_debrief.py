@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal, overload
+from typing import TYPE_CHECKING, Annotated, Literal, overload
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from oncallsim.cli_common import load_run_file, trimmed_console, write_whole
-from oncallsim.debrief import Report, make_report
-from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, localize_args, render_html
-from oncallsim.i18n import DEFAULT_LANGUAGE, LANGUAGE_NAMES, languages, translations
-from oncallsim.model import InvalidInput
-from oncallsim.policies import counterfactuals
-from oncallsim.scenarios.texts import scenario_text
-from oncallsim.simulation import Simulation
-from oncallsim.store.runfiles import vet_run_file
+from oncallsim.model.errors import InvalidInput
+
+if TYPE_CHECKING:  # imported where used: the command line's help never imports the debrief or the engines
+    from rich.console import Console
+
+    from oncallsim.debrief import Report
+    from oncallsim.simulation import Simulation
 
 __all__ = ["check_language", "debrief", "make_debrief", "print_debrief", "print_debrief_in", "write_html_report"]
 
@@ -28,12 +25,20 @@ def make_debrief(sim: Simulation, with_runs: Literal[False] = False) -> Report: 
 @overload
 def make_debrief(sim: Simulation, with_runs: Literal[True]) -> tuple[Report, dict[str, Simulation]]: ...
 def make_debrief(sim: Simulation, with_runs: bool = False) -> Report | tuple[Report, dict[str, Simulation]]:
+    from oncallsim.debrief import make_report
+    from oncallsim.policies import counterfactuals
+
     others = counterfactuals(sim)
     report = make_report(sim, others)
     return (report, others) if with_runs else report
 
 
 def print_debrief(report: Report, console: Console | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
+
     console = console or Console(highlight=False)
     verdict = "[green]all objectives met[/]" if report.passed else "[red]objectives missed[/]"
     console.print(f"\n[bold]Debrief — {report.scenario_title}[/] (seed {report.seed}, {report.minutes} min): {verdict}")
@@ -66,15 +71,22 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
         f"Cost: base fleet ${split.base_fleet:.2f}, extra instances ${split.extra_instances:.2f}, "
         f"rollback double billing ${split.rollback_double_billing:.2f}"
     )
-    for d in report.decisions:
+    for d in report.decisions:  # over the 10 minutes from it: with the decision, and without it on the same draws
+        without = f" (without it: {d.without['error_rate']:.2%}, {d.without['p99_ms']:.0f} ms)" if d.without else ""
         console.print(
-            f"  {d.clock}  {', '.join(d.actions)}: errors {d.before['error_rate']:.2%} → "
-            f"{d.after['error_rate']:.2%}, p99 {d.before['p99_ms']:.0f} → {d.after['p99_ms']:.0f} ms"
+            f"  {d.clock}  {', '.join(d.actions)}: errors {d.after['error_rate']:.2%}, p99 {d.after['p99_ms']:.0f} ms"
+            + without
         )
 
 
 def print_debrief_in(report: Report, title: str, language: str, console: Console | None = None) -> None:
     """The terminal's debrief in ``language``: the same sentences and labels as the web page's, from the catalog."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, sentence
+    from oncallsim.i18n import DEFAULT_LANGUAGE, translations
+
     if language == DEFAULT_LANGUAGE:
         print_debrief(report, console)
         return
@@ -85,14 +97,14 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
     length = tr.ngettext("%(n)s minute", "%(n)s minutes", report.minutes) % {"n": report.minutes}
     console.print(f"\n[bold]{_('Debrief')} — {title}[/] ({_('seed')} {report.seed}, {length}): {verdict}")
     for template, args in report.headline_parts:
-        console.print("  " + (_(template) % localize_args(args, language) if args else _(template)), markup=False)
+        console.print("  " + sentence(template, args, language), markup=False)
     if report.objectives:
         card = Table(title=_("Score card"), title_justify="left")
         for column in (_("Objective"), _("Result")):
             card.add_column(column)
         card.add_column(_("Measured"), justify="right")
         for o in report.objectives:
-            name = (_(o.template) % o.args if o.args else _(o.template)) if o.template else o.name
+            name = sentence(o.template, o.args, language) if o.template else o.name
             passed = f"[green]{_('✔ passed')}[/]" if o.passed else f"[red]{_('✘ failed')}[/]"
             card.add_row(name, passed, fmt_objective(o, language))
         console.print(card)
@@ -122,6 +134,8 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
 
 def check_language(language: str) -> str:
     """--lang: one of the languages the catalogs have (a clear error naming them, never a silent English)."""
+    from oncallsim.i18n import LANGUAGE_NAMES, languages
+
     code = language.strip().lower()
     if code not in languages():
         known = ", ".join(f"{c} ({LANGUAGE_NAMES.get(c, c)})" for c in languages())
@@ -133,6 +147,9 @@ def write_html_report(
     sim: Simulation, report: Report, others: dict[str, Simulation], path: Path, language: str
 ) -> None:
     """The self-contained HTML report in ``language`` (sentences, scenario texts and numbers)."""
+    from oncallsim.debrief.html import render_html
+    from oncallsim.scenarios.texts import scenario_text
+
     page = render_html(
         report,
         sim.timeline,
@@ -153,6 +170,9 @@ def debrief(
     lang: Annotated[str, typer.Option("--lang", help="Summary and report language: en, da, zu, hy or ar.")] = "en",
 ) -> None:
     """Replay a run file and debrief it: score card, budget by cause, decisions, counterfactuals."""
+    from oncallsim.scenarios.texts import scenario_text
+    from oncallsim.store.runfiles import vet_run_file
+
     language = check_language(lang)
     sim = vet_run_file(load_run_file(run_file), str(run_file))
     report, others = make_debrief(sim, with_runs=True)

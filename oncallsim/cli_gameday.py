@@ -10,9 +10,6 @@ from typing import Annotated
 import typer
 
 from oncallsim.cli_common import err, guarded, notice_after, write_whole
-from oncallsim.cli_debrief import make_debrief
-from oncallsim.gameday.postmortem import RoomFile, postmortem_markdown
-from oncallsim.store.runfiles import vet_run_file
 
 __all__ = ["gameday"]
 
@@ -28,6 +25,10 @@ def export(
 ) -> None:
     """Write the postmortem draft of an exported game-day room: summary, impact, key intervals, the timeline
     with who did what, what went well and wrong, action items for the team."""
+    from oncallsim.cli_debrief import make_debrief
+    from oncallsim.gameday.postmortem import RoomFile, postmortem_markdown
+    from oncallsim.store.runfiles import vet_run_file
+
     room = RoomFile.load(room_file)
     with notice_after(1.0, "replaying the run and its counterfactuals…"):
         sim = vet_run_file(room.run, f"{room_file}: run")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from oncallsim.cli_common import (
     check_choices,
@@ -21,7 +20,6 @@ from oncallsim.cli_common import (
     stdout_console,
     write_whole,
 )
-from oncallsim.model.engine import get_engine
 
 __all__ = ["sweep"]
 
@@ -44,7 +42,13 @@ def sweep(
         int | None, typer.Option(help="Local worker processes, from 1 to 256 (default: one per CPU).")
     ] = None,
     scheduler: Annotated[str | None, typer.Option(help="A Dask scheduler, tcp://HOST:PORT.")] = None,
-    out_path: Annotated[Path, typer.Option("--out", help="Parquet file, one row per run.")] = Path("results.parquet"),
+    out_path: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Parquet file, one row per run (default: results.parquet in the current folder, said at start).",
+        ),
+    ] = Path("results.parquet"),
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Continue an interrupted sweep in --out (same settings; --seeds may grow)."),
@@ -56,8 +60,10 @@ def sweep(
 ) -> None:
     """Run a scenario over many seeds and grid points; one Parquet row per run, a summary at the end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
 
     from oncallsim.batch import sweep as sweeping
+    from oncallsim.model.engine import get_engine
 
     executor: sweeping.LocalExecutor | sweeping.DaskExecutor | None = None
     console = stdout_console()
@@ -86,7 +92,8 @@ def sweep(
         kept = f" ({state.rows} rows kept from before)" if state.resuming else ""
         console.print(
             f"Sweeping {scenario}: {seeds} seeds × {points} grid point{'s' * (points != 1)} "
-            f"on {executor.description}{kept}"
+            f"on {executor.description}{kept}, into {out_path.resolve()}",
+            soft_wrap=True,
         )
         columns = (
             TextColumn("{task.description}"),
@@ -104,7 +111,7 @@ def sweep(
                 bar.update(job, completed=done, total=total, rate=f"{done / elapsed:,.0f}")
 
             rows = sweeping.sweep(spec, executor, out_path, resume=resume, progress=progress)
-        console.print(f"{rows} rows in {out_path}")
+        console.print(f"{rows} rows in {out_path.resolve()}", soft_wrap=True)
         summary = sweeping.aggregate(out_path, list(spec.grid))
         table = Table(title="Summary per grid point (p10 / p50 / p90)")
         for name in spec.grid:

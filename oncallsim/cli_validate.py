@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from oncallsim.cli_common import err, prepare_engine, stdout_console
-from oncallsim.model import InvalidInput
-from oncallsim.model.engine import get_engine
+from oncallsim.model.errors import InvalidInput
 
 __all__ = ["validate"]
 
@@ -27,6 +26,11 @@ def validate(
         raise InvalidInput("--out", f"directory {str(out.parent)!r} does not exist")
     if out.is_dir():
         raise InvalidInput("--out", f"{str(out)!r} is a directory, expected a .md file")
+    from oncallsim.extras import require
+
+    for needed in ("mpmath", "matplotlib"):  # the oracles and the plots: said before the engines run for a while
+        require(needed, "reports")
+    from oncallsim.model.engine import get_engine
     from oncallsim.verify import run_all, write_report
 
     prepare_engine(get_engine("request"))  # compiled once on this machine: say so rather than look frozen

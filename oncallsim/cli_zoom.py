@@ -9,8 +9,7 @@ from typing import Annotated
 import typer
 
 from oncallsim.cli_common import err, load_run_file, notice_after, write_whole
-from oncallsim.model import InvalidInput
-from oncallsim.store.runfiles import vet_run_file
+from oncallsim.model.errors import InvalidInput
 
 __all__ = ["zoom"]
 
@@ -22,6 +21,7 @@ def zoom(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the zoomed minute as JSON here.")] = None,
 ) -> None:
     """Re-simulate one minute of a run request by request: latency histogram, seconds, instances, samples."""
+    from oncallsim.store.runfiles import vet_run_file
     from oncallsim.zoom import zoom_run
     from oncallsim.zoom.html import render_zoom_html
 

@@ -32,6 +32,7 @@ __all__ = [
     "format_percent",
     "missing_placeholders",
     "negotiate",
+    "number_patterns",
     "number_symbols",
     "page_catalog",
     "placeholders",
@@ -143,6 +144,17 @@ def plural_categories(language: str) -> tuple[str, ...]:
 def number_symbols(language: str) -> dict[str, str]:
     """The decimal and grouping symbols of the language (also handed to the page: Intl and plotly use them)."""
     return {"decimal": get_decimal_symbol(language), "group": get_group_symbol(language)}
+
+
+@cache
+def number_patterns(language: str) -> dict[str, str]:
+    """How the language writes a percentage and an amount of US dollars around a number (``{n}``), from the same
+    CLDR patterns the server formats with: handed to the page (``<html data-percent data-money>``), so the
+    console's status table and the debrief write money and shares alike ("12,6 %", "8,83 USD" in Danish)."""
+    return {
+        "percent": format_percent(0.5, language, 0).replace(format_number(50, language), "{n}", 1),
+        "money": format_money(7.0, language).replace(format_number(7.0, language, 2), "{n}", 1),
+    }
 
 
 def _pattern(digits: int) -> str:

@@ -248,7 +248,7 @@ def test_run_ends_with_a_one_line_summary_beside_the_records() -> None:
     code, out, err = invoke("run", "bad-deploy", "--seed", "1")
     last = out.rstrip("\n").splitlines()[-1]
     assert code == 0 and last.startswith("bad-deploy, seed 1, 120 min: budget spent 12.6%, cost $")
-    assert last.endswith(", paged at 09:28, objectives met 1/3, score 58/100")
+    assert last.endswith(", paged at 09:28, objectives met 1/3, score 24/100")
     # machine-readable records keep stdout to themselves: the summary goes to stderr
     code, out, err = invoke("run", "bad-deploy", "--seed", "1", "--format", "jsonl", "--minutes", "5")
     assert code == 0 and all(json.loads(line) for line in out.splitlines())

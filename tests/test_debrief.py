@@ -313,7 +313,8 @@ def test_a_day_with_an_action_every_minute_debriefs_with_a_bounded_chart() -> No
     assert len(decisions) == len(PANELS) and len(fig.data) < 40
     assert all(len(t.x) == 3 * 1440 for t in decisions)
     assert decisions[0].text[:4] == ("Target utilization = 65 %",) * 2 + ("", "Target utilization = 55 %")
-    for language in ("en", "da"):
+    # each decision on hover, in each panel, in the page's language (the setting's name and its percent)
+    for language, said in (("en", "Target utilization = 55 %"), ("da", "Måludnyttelse = 55\u00a0%")):
         page = render_html(report, sim.timeline, sim.plan, sim.params, sim.actions, timelines, language)
         assert page.count('"meta":"decisions"') == len(PANELS) and page.count('"type":"line"') == len(fig.layout.shapes)
-        assert page.count('"Target utilization = 55 %"') == 720 * 2 * len(PANELS)  # each on hover, in each panel
+        assert page.count(f'"{said}"') == 720 * 2 * len(PANELS)

@@ -105,7 +105,7 @@ def test_a_request_run_shows_a_tile_per_instance_with_its_fields(server: str, pa
     for field, line in sent.items():
         assert (values[field] != "—") == (line in lists), (field, values[field])
     share = lists["served"][0] / sum(lists["served"])
-    assert values["share"] == f"{round(100 * share)} %", values["share"]
+    assert values["share"] == f"{round(100 * share)}%", values["share"]
     assert page.locator("#fleet-summary").inner_text().startswith(f"Instances: {count} ·")
     # a word on every tile, not a colour alone
     states = page.locator("#fleet-tiles .tile-state").all_inner_texts()
@@ -124,6 +124,8 @@ def test_eject_posts_the_action_and_the_tile_is_out_of_rotation_next_minute(serv
     page.wait_for_function("() => ['accepted', 'refused'].includes(document.getElementById('fleet').dataset.result)")
     assert page.locator("#fleet").get_attribute("data-result") == "accepted", page.locator("#error").inner_text()
     assert "next minute" in tile.locator(".tile-note").inner_text()
+    # the page says why the ejected instance still counts as serving and toward the floor
+    assert "counts as serving and toward the floor" in page.locator("#error").inner_text()
     # asked once: not twice before it applies (the button stays focusable, marked unavailable)
     eject = tile.get_by_role("button", name="Eject i-03 from rotation")
     assert eject.get_attribute("aria-disabled") == "true"
@@ -321,7 +323,7 @@ def test_every_state_has_its_colour_and_word_and_a_missing_field_shows_a_dash(se
     assert page.locator("#fleet-tiles li").count() == 2
     dashed = ["health", "speed", "rotation", "in_flight", "queue", "cpu", "p99"]
     assert [_tile(page, 0).locator(f'[data-field="{f}"] dd').inner_text() for f in dashed] == ["—"] * len(dashed)
-    assert _tile(page, 1).locator('[data-field="share"] dd').inner_text() == "75 %"
+    assert _tile(page, 1).locator('[data-field="share"] dd').inner_text() == "75%"
     assert "in rotation: —" in page.locator("#fleet-summary").inner_text()
 
 

@@ -293,7 +293,7 @@ def test_the_debrief_names_decisions_by_label_and_unit(client: TestClient) -> No
     with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
         receive_until(ws, lambda m: m["type"] == "finished")
     page = client.get(f"/runs/{run_id}/debrief").text
-    assert "Load shedding: 30 %, Recommendations feature: off" in page
+    assert "Load shedding: 30%, Recommendations feature: off" in page
     # the score, its parts, and the same score in the past runs
     report = client.get(f"/api/runs/{run_id}/debrief").json()
     assert f'<span id="score">{report["score"]}</span> / 100' in page and "users turned away (shed)" in page

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from oncallsim import Simulation
+from oncallsim.scenarios.texts import scenario_text
+from oncallsim.web.pacing import incident_kind, pause_reason
 from tests.test_web import console, new_run, receive_until
 
 
@@ -68,15 +71,77 @@ def test_guided_stops_at_the_incident_and_at_the_page(client: TestClient) -> Non
         assert resumed["pause_reason"] is None and not resumed["paused"]
 
 
-def test_normal_slows_to_1x_on_the_page_and_hard_does_not(client: TestClient) -> None:
-    for difficulty, speed_after in (("normal", 1), ("hard", 16)):
+def test_normal_stops_at_the_page_and_goes_on_at_1x_and_hard_does_not(client: TestClient) -> None:
+    for difficulty in ("normal", "hard"):
         run_id = new_run(client, difficulty=difficulty, minutes=40)
         with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
             paged = receive_until(
                 ws, lambda m: m["type"] == "minute" and any(e["code"] == "page_fired" for e in m["record"]["events"])
             )
-            assert paged["state"]["speed"] == speed_after and not paged["state"]["paused"], difficulty
+            if difficulty == "hard":  # nothing waits
+                assert paged["state"]["speed"] == 16 and not paged["state"]["paused"]
+                ws.send_json({"type": "pause"})
+                continue
+            # normal: no stop at the deploy (09:10), a stop at the page, without the guided difficulty's hint
+            assert paged["state"]["paused"] and paged["state"]["pause_reason"] == "page"
+            assert paged["state"]["speed"] == 1 and paged["record"]["clock"] == "09:28"
+            ws.send_json({"type": "resume"})
+            resumed = receive_until(ws, lambda m: m["type"] == "state" and not m["paused"])
+            assert resumed["speed"] == 1 and resumed["pause_reason"] is None
             ws.send_json({"type": "pause"})
+
+
+@pytest.mark.parametrize(
+    ("scenario", "seed", "incident", "clock"),
+    [("slow-instance", 3, "instance", "10:24"), ("retry-storm", 3, "brownout", "10:20")],
+)
+def test_guided_stops_at_every_scenarios_incident_with_its_own_hint(
+    client: TestClient, scenario: str, seed: int, incident: str, clock: str
+) -> None:
+    """Every built-in scenario's incident is a guided stop (its plan's first event), and the note's hints are the
+    scenario's own (its file's incident_hint and page_hint), in the page's language."""
+    run_id = new_run(client, scenario=scenario, seed=seed, difficulty="guided", speed=2, paused=True)
+    page = client.get(f"/runs/{run_id}").text
+    sim = Simulation(scenario, seed=seed)
+    assert f'data-incident-hint="{escape(sim.scenario.incident_hint.strip()[:40])}' in page
+    danish = client.get(f"/runs/{run_id}?lang=da").text
+    assert escape(scenario_text(sim.scenario, "page_hint", "da")[:30]) in danish
+    client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
+    with client.websocket_connect(f"/api/runs/{run_id}/ws") as ws:
+        stop = receive_until(ws, lambda m: m["type"] == "minute" and m["state"]["paused"])
+        assert stop["record"]["clock"] == clock and stop["state"]["incident"] == incident
+        assert stop["state"]["pause_reason"] in ("incident", "page")  # a page in the incident's minute is one stop
+        ws.send_json({"type": "pause"})
+
+
+@pytest.mark.parametrize("scenario", ["bad-deploy", "surge", "cache-flush", "zone-outage"])
+def test_every_scenarios_incident_is_a_stop(scenario: str) -> None:
+    """The guided stops of each built-in scenario, from its real records: its first event's minute, then the page
+    (the web tests above play two of them through the console's clock)."""
+    sim = Simulation(scenario, seed=3)
+    start = sim.plan.first_event(sim.length)
+    assert start is not None and incident_kind(sim.plan) != ""
+    reasons = {}
+    while not sim.done and len(reasons) < 2 and sim.minute <= start + 40:
+        record = sim.step()
+        reason = pause_reason(sim.plan, record)
+        if reason is not None:
+            reasons[reason] = record.minute
+    assert reasons.get("incident", reasons.get("page")) == start  # the page in the incident's minute is one stop
+    if "page" in reasons:
+        assert any(e.code == "page_fired" for e in sim.timeline[reasons["page"]].events)
+
+
+def test_play_again_keeps_the_difficulty_engine_and_speed(client: TestClient) -> None:
+    page = client.get("/play?scenario=surge&seed=5&difficulty=hard&engine=request&speed=8").text
+    assert '<option value="hard" data-max-speed="16" selected>' in page
+    assert '<option value="request" selected>' in page and '<option value="8" selected>' in page
+    # the speed list offers what the difficulty allows: guided's 4× and faster are disabled (start.js follows)
+    guided = client.get("/play?scenario=surge&seed=5").text
+    assert '<option value="4" disabled>' in guided and '<option value="2" selected>' in guided
+    refused = client.get("/play?scenario=surge&seed=5&difficulty=guided&speed=16")
+    assert refused.status_code == 422 and "speed: the guided difficulty plays at most 2×" in refused.text
+    assert client.get("/play?scenario=surge&seed=5&engine=warp").status_code == 422
 
 
 def test_an_imported_run_keeps_its_difficulty_and_is_marked(client: TestClient) -> None:
@@ -177,8 +242,8 @@ def test_a_scenario_file_may_name_its_engine(client: TestClient) -> None:
 
 
 def test_the_debrief_page_offers_the_postmortem_and_the_offline_report(client: TestClient) -> None:
-    run_id = new_run(client, minutes=35, paused=True)
-    for _ in range(30):
+    run_id = new_run(client, minutes=45, paused=True)
+    for _ in range(12):  # 09:12: the bad build is rolling out, the errors still climbing
         client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
     client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"})
     client.post(f"/api/runs/{run_id}/control", json={"type": "resume"})
@@ -187,7 +252,13 @@ def test_the_debrief_page_offers_the_postmortem_and_the_offline_report(client: T
     page = client.get(f"/runs/{run_id}/debrief").text
     assert 'id="incident-timeline"' in page and "you: Roll back" in page and "objectives met" in page
     assert "<td>Roll back</td>" in page  # a button's decision: its label alone, no dangling value
-    assert "Before: the mean over the 5 minutes before the decision." in page
+    # the rollback's effect against the same run without it (not before/after in time: the bad build was still
+    # rolling out, so the errors kept climbing for the five minutes the rollback takes)
+    assert "first with it (your run), then without it" in page
+    report = client.get(f"/api/runs/{run_id}/debrief").json()
+    (rollback,) = report["decisions"]
+    assert rollback["after"]["error_rate"] < rollback["without"]["error_rate"]
+    assert rollback["after"]["error_rate"] > rollback["before"]["error_rate"]  # what before → after read as harm
     markdown = client.get(f"/runs/{run_id}/report.md")
     assert markdown.headers["content-type"].startswith("text/markdown")
     assert "attachment" in markdown.headers["content-disposition"] and "# Postmortem — Bad deploy" in markdown.text
@@ -239,3 +310,24 @@ def test_what_ifs_are_one_click_from_the_debrief(client: TestClient) -> None:
     assert "You had rolled back the minute after the page fired" in answer.text
     assert client.get(f"/runs/{run_id}/whatif?kind=without&index=7").status_code == 422
     assert client.get(f"/runs/{run_id}/whatif?kind=nope").status_code == 422
+
+
+def test_sliders_move_in_round_steps_with_their_units(client: TestClient) -> None:
+    """The backoff's sliders start at the first multiple of their step (a minimum of 1 ms once offered 101 and
+    20,001), and the retry budget, a share, speaks in % in its help and on its slider."""
+    import re
+
+    response = client.post(
+        "/runs",
+        data={"scenario": "retry-storm", "seed": "2", "speed": "2", "engine": "request"},
+        follow_redirects=False,
+    )
+    page = client.get(response.headers["location"] + "?lang=en").text
+    for name, low, step in (("retry_base_ms", 10, 10), ("retry_cap_ms", 100, 100)):
+        tag = re.search(rf'<input id="c-{name}"[^>]*>', page)
+        assert tag is not None, name
+        assert f'min="{low}"' in tag.group() and f'step="{step}"' in tag.group() and 'data-unit="ms"' in tag.group()
+    budget = re.search(r'<input id="c-retry_budget"[^>]*>', page)
+    assert budget is not None and 'data-kind="fraction"' in budget.group() and 'max="100"' in budget.group()
+    help_text = re.search(r'<p class="help" id="h-retry_budget">([^<]*)', page)
+    assert help_text is not None and "10 %" in help_text.group(1) and "0.1" not in help_text.group(1)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from oncallsim.batch.cliff_map import CONFIG_KEY, OUTCOMES, MapPlan, PointResult
+from oncallsim.extras import require
 
 __all__ = ["CLASS_COLOURS", "map_html", "map_png", "points_path", "write_points", "write_runs"]
 
@@ -32,6 +33,7 @@ def points_path(out: Path) -> Path:
 
 
 def _write(path: Path, columns: dict[str, Any], config: dict[str, Any]) -> None:
+    require("pyarrow", "sweep")  # a missing extra: one line naming it
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -187,6 +189,7 @@ def map_html(plan: MapPlan, results: Sequence[PointResult], title: str) -> str:
 
 def map_png(plan: MapPlan, results: Sequence[PointResult], path: Path, title: str) -> None:
     """The map's left panel as a PNG: the classes, the chain's markers, the line where λA = cμ."""
+    require("matplotlib", "reports")
     import matplotlib
 
     matplotlib.use("Agg")

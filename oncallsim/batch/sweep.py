@@ -25,15 +25,19 @@ import numpy as np
 
 from oncallsim.batch.executors import DaskExecutor, LocalExecutor, stop_on_signals
 from oncallsim.batch.sweep_output import (
+    CONFIG_FILE,
     CONFIG_KEY,
     check_output,
     merge_parts,
     open_parts,
     part_files,
     parts_dir,
+    read_config,
     write_part,
 )
 from oncallsim.batch.sweep_plan import SweepPlan, SweepSpec, Task, parse_grid, plan_sweep, run_task
+from oncallsim.extras import require
+from oncallsim.model import InvalidInput
 
 __all__ = [
     "DaskExecutor",
@@ -51,6 +55,7 @@ __all__ = [
     "run_task",
     "stop_on_signals",
     "sweep",
+    "sweep_frame",
 ]
 
 
@@ -109,6 +114,26 @@ def rows_in(out: Path) -> int:
     if out.is_file():
         return int(pq.read_metadata(out).num_rows)
     return sum(int(pq.read_metadata(p).num_rows) for p in part_files(parts_dir(out)))
+
+
+def sweep_frame(path: str | Path) -> Any:
+    """A sweep's rows as a ``pandas.DataFrame`` (the ``notebook`` extra): the Parquet file, or the finished chunks
+    of a sweep still running or killed (its ``.parts`` folder); the sweep's configuration (scenario, policy, grid,
+    seeds, model version) in ``DataFrame.attrs["sweep"]``."""
+    require("pandas", "notebook")
+    pq = require("pyarrow.parquet", "sweep")
+    out = Path(path)
+    if out.is_file():
+        frame = pq.read_table(out).to_pandas()
+        frame.attrs["sweep"] = read_config(out)
+        return frame
+    parts = out if out.is_dir() else parts_dir(out)
+    files = part_files(parts)
+    if not files:
+        raise InvalidInput(str(out), "no sweep here: neither its Parquet file nor a folder of its finished chunks")
+    frame = pq.ParquetDataset(files).read().to_pandas()
+    frame.attrs["sweep"] = json.loads((parts / CONFIG_FILE).read_text(encoding="utf-8"))
+    return frame
 
 
 def aggregate(path: Path, grid_names: Sequence[str]) -> list[dict[str, Any]]:

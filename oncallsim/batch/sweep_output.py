@@ -15,9 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.batch.sweep_plan import SweepPlan, Task
+from oncallsim.extras import require
 from oncallsim.model import InvalidInput
 
 __all__ = [
+    "CONFIG_FILE",
     "CONFIG_KEY",
     "check_output",
     "config_difference",
@@ -25,6 +27,7 @@ __all__ = [
     "open_parts",
     "part_files",
     "parts_dir",
+    "read_config",
     "write_part",
 ]
 
@@ -40,7 +43,8 @@ def part_files(parts: Path) -> list[Path]:
     return sorted(p for p in parts.glob("part-*.parquet")) if parts.is_dir() else []
 
 
-def _read_config(out: Path) -> dict[str, Any]:
+def read_config(out: Path) -> dict[str, Any]:
+    """The configuration a sweep wrote into its Parquet file's metadata."""
     import pyarrow.parquet as pq
 
     try:
@@ -106,7 +110,9 @@ class _Output:
 def check_output(plan: SweepPlan, out: Path, resume: bool) -> _Output:
     """Refuse an existing output without ``resume``, or with another configuration; read the seeds done.
 
-    Changes nothing on disk."""
+    Changes nothing on disk. Without pyarrow (the ``sweep`` extra) one line says which extra to install, before
+    any worker starts."""
+    require("pyarrow.parquet", "sweep")
     parts = parts_dir(out)
     exists = out.exists() or parts.exists()
     if not exists:
@@ -118,7 +124,7 @@ def check_output(plan: SweepPlan, out: Path, resume: bool) -> _Output:
     if out.exists():
         if out.is_dir():
             raise InvalidInput(str(out), "is a directory; choose another --out")
-        saved = _read_config(out)
+        saved = read_config(out)
         sources.append(out)
     if parts.is_dir() and not out.exists():
         try:

@@ -3,6 +3,7 @@
 Pure functions of timelines; the counterfactual runs themselves are made by ``oncallsim.policies``.
 """
 
+from oncallsim.debrief import notebook  # noqa: F401  (registers a run's notebook view: Simulation._repr_html_)
 from oncallsim.debrief.incident import first_page, incident_start, recovery_minute
 from oncallsim.debrief.report import Counterfactual, Report, make_report, run_outcome
 from oncallsim.debrief.scorecard import ObjectiveResult, score

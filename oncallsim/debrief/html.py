@@ -27,6 +27,7 @@ from oncallsim.i18n import (
     translations,
 )
 from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MinuteRecord, Params, RunPlan
+from oncallsim.model.events import instance_id
 from oncallsim.simulation import Action
 
 __all__ = [
@@ -37,8 +38,10 @@ __all__ = [
     "control_label",
     "fmt",
     "fmt_objective",
+    "fmt_part",
     "localize_figure",
     "render_html",
+    "sentence",
     "value_text",
 ]
 
@@ -96,15 +99,15 @@ def control_label(control: str) -> str:
 
 
 def value_text(control: str, value: Any, language: str = DEFAULT_LANGUAGE) -> str:
-    """A control's value as people read it: a fraction in percent, a number with its unit, in the language's way."""
+    """A control's value as people read it, in the language's way: a fraction in percent, a number with its unit,
+    an instance as the fleet view names it ("i-09"), a choice by its (translated) name."""
     spec = CONTROL_SPECS.get(control)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if language == DEFAULT_LANGUAGE:  # English as the console always wrote it: "30 %", "12 instances"
-        unit = f" {spec.unit}" if spec is not None and spec.unit else ""
-        return (
-            f"{100 * float(value):g} %" if spec is not None and spec.kind == "fraction" else f"{float(value):g}{unit}"
-        )
+    if spec is not None and spec.kind == "instance" and isinstance(value, int) and not isinstance(value, bool):
+        return instance_id(value)
+    if isinstance(value, bool):
+        return translations(language).gettext("on" if value else "off")
+    if not isinstance(value, (int, float)):
+        return translations(language).gettext(str(value))
     if spec is not None and spec.kind == "fraction":
         return format_percent(float(value), language, 0 if float(100 * value).is_integer() else 1)
     number = format_number(value, language, 0 if float(value).is_integer() else 2)
@@ -121,6 +124,19 @@ OBJECTIVE_FORMATS = {
     "recover_within": "min",
     "turned_away_at_most": "pct",
 }
+
+
+# How a score part's amount reads (debrief/score.py's units): a share of the budget, of the requests or over the
+# opening fleet's cost; seconds of staleness; minutes over the latency target.
+PART_FORMATS = {"errors": "pct1", "turned_away": "pct1", "stale": "s", "slow": "min", "money": "pct0"}
+
+
+def fmt_part(name: str, amount: float, language: str = DEFAULT_LANGUAGE) -> str:
+    """A score part's amount (``ScorePart.amount`` or ``full``) in its unit, as the language writes it."""
+    kind = PART_FORMATS.get(name, "int")
+    if kind.startswith("pct"):
+        return format_percent(amount / 100.0, language, int(kind[3:]))
+    return fmt(amount, kind, language)
 
 
 def fmt_objective(o: ObjectiveResult, language: str = DEFAULT_LANGUAGE) -> str:
@@ -181,6 +197,12 @@ def translate_text(text: str, language: str) -> str:
         return str(page_catalog(language).get("action.value", "{control}: {value}")).format(
             control=gettext(label), value=shown
         )
+    label, equals, value = text.partition(" = ")  # a setting as summary.describe says it: "Fleet floor = 12 instances"
+    if equals and gettext(label) != label:
+        return f"{gettext(label)} = {translate_value(value, language)}"
+    label, _space, instance = text.rpartition(" ")  # an instance's action: "Eject i-09"
+    if re.fullmatch(r"i-\d{2,}", instance) and gettext(label) != label:
+        return f"{gettext(label)} {instance}"
     return gettext(text)
 
 
@@ -226,6 +248,14 @@ def translate_moves(text: str, language: str) -> str | None:
         else:
             return None
     return format_list(said, locale=language)
+
+
+def sentence(template: str, args: Mapping[str, Any] | None, language: str = DEFAULT_LANGUAGE) -> str:
+    """A debrief sentence (a headline, the narrative, an objective, a timeline row) in ``language``: its template
+    from the catalog, every argument in the language (numbers and amounts in its symbols and patterns, the moves
+    and phrases the core wrote in English translated). Every surface renders the debrief's sentences here."""
+    translated = translations(language).gettext(template)
+    return translated % localize_args(args, language) if args else translated
 
 
 def localize_args(args: Mapping[str, Any], language: str) -> dict[str, Any]:
@@ -325,8 +355,10 @@ def render_html(
             counterfactual_labels=COUNTERFACTUAL_LABELS,
             fmt=lambda value, kind: fmt(value, kind, language),
             fmt_objective=lambda o: fmt_objective(o, language),
+            fmt_part=lambda name, amount: fmt_part(name, amount, language),
             control_label=control_label,
             localize_args=lambda args: localize_args(args, language),
+            sentence=lambda template, args=None: sentence(template, args, language),
             value_text=lambda control, value: value_text(control, value, language),
             clock=plan.clock,
             chart_div=html[:split],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective
+from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, fmt, fmt_objective, fmt_part
 from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS, Report
 
 __all__ = ["render_markdown"]
@@ -51,6 +51,8 @@ def render_markdown(r: Report) -> str:
     lines += [f"- {CAUSE_LABELS[c]}: {fmt(v, 'pct')}" for c, v in r.budget_spent_by_cause.items()]
     lines += ["", "## Score", ""]
     lines += [
-        f"- {p.name.replace('_', ' ')}: {p.amount:.1f} → −{p.lost:.1f} (at most {p.cap:.0f})" for p in r.score_parts
+        f"- {p.name.replace('_', ' ')}: {fmt_part(p.name, p.amount)} → −{p.lost:.1f} of {p.cap:.0f}"
+        + (f" (all lost at {fmt_part(p.name, p.full)})" if p.full else "")
+        for p in r.score_parts
     ]
     return "\n".join(lines) + "\n"

@@ -33,6 +33,8 @@ TIMELINE_TEXTS = {
     "recovery": "recovered: errors back under the SLO for good",
     "action": "you: %(action)s",
 }
+# The scenario's own events the timeline shows (its trigger first: a deploy, a flush, an instance or a zone failing,
+# a brownout), and what they led to.
 SCENARIO_EVENTS = (
     "deploy_started",
     "deploy_finished",
@@ -41,6 +43,12 @@ SCENARIO_EVENTS = (
     "page_cleared",
     "brownout_started",
     "brownout_ended",
+    "instance_slow",
+    "instance_crashed",
+    "instance_hung",
+    "instance_revived",
+    "zone_down",
+    "zone_back",
 )
 
 NARRATIVES = {

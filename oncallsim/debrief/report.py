@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pydantic import Field
 
 from oncallsim.debrief.cliff import CLIFF_TEXTS, CliffReport, cliff_parts, cliff_report
+from oncallsim.debrief.effects import decision_windows
 from oncallsim.debrief.postmortem import (
     NARRATIVES,
     TIMELINE_TEXTS,
@@ -74,8 +75,12 @@ def run_outcome(sim: Simulation) -> Outcome:
     )
 
 
-def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | None = None) -> Report:
-    """Everything the debrief says about ``sim``; ``counterfactuals`` are other runs of the same scenario and seed."""
+def make_report(
+    sim: Simulation, counterfactuals: Mapping[str, Simulation] | None = None, effects: bool = True
+) -> Report:
+    """Everything the debrief says about ``sim``; ``counterfactuals`` are other runs of the same scenario and seed.
+    ``effects``: measure each decision against the run without it (``debrief/effects.py``: a replay of the run and
+    ten minutes per decision); a one-line summary does without."""
     mine = run_outcome(sim)
     results = score(sim.scenario, mine)
     others: dict[str, Counterfactual] = {}
@@ -86,7 +91,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
             **theirs.model_dump(),
             objectives_passed=sum(o.passed for o in their_scores),
             objectives_total=len(their_scores),
-            score=run_score(theirs, opening_fleet_cost(other)).score,
+            score=run_score(theirs, opening_fleet_cost(other), other.scenario.score).score,
         )
     playbook = (counterfactuals or {}).get("textbook")
     parts = headline_parts(mine, others)
@@ -101,7 +106,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
     parts += narrative_parts(
         mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
     )
-    mine_score = run_score(mine, opening_fleet_cost(sim))
+    mine_score = run_score(mine, opening_fleet_cost(sim), sim.scenario.score)
     return Report(
         **mine.model_dump(),
         scenario=sim.scenario.id,
@@ -114,7 +119,7 @@ def make_report(sim: Simulation, counterfactuals: Mapping[str, Simulation] | Non
         objectives=results,
         budget_by_phase=phases(sim.timeline, sim.plan, sim.params, sim.actions),
         cost_split=cost_split(sim.timeline, sim.params),
-        decisions=decisions(sim.timeline, sim.actions),
+        decisions=decisions(sim.timeline, sim.actions, decision_windows(sim) if effects else None),
         counterfactuals=others,
         headline=[template % args if args else template for template, args in parts],
         headline_parts=parts,
@@ -177,6 +182,7 @@ HEADLINES = {
     "mine": "You spent %(mine)s of the error budget.",
     "cost_all": "The fleet cost %(mine)s (%(hands_off)s hands-off, %(textbook)s by the playbook).",
     "cost": "The fleet cost %(mine)s.",
+    "shed": "The playbook turned away %(textbook)s of the requests (shed) to spare the rest; you turned away %(mine)s.",
     "recovered": "Service recovered %(minutes)s min after the incident began.",
     "not_recovered": "Service had not recovered by the end of the run.",
     # the postmortem's sentences and timeline rows: listed here so the catalogs extract them with the rest
@@ -211,6 +217,9 @@ def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[s
                 },
             )
         )
+        if textbook.turned_away_share > 0 or mine.turned_away_share > 0:  # what the budgets above cost in users
+            shed = {"textbook": f"{textbook.turned_away_share:.1%}", "mine": f"{mine.turned_away_share:.1%}"}
+            parts.append((HEADLINES["shed"], shed))
     else:
         parts.append((HEADLINES["mine"], {"mine": f"{mine.budget_spent:.1%}"}))
         parts.append((HEADLINES["cost"], {"mine": f"${mine.cost:.2f}"}))

@@ -1,9 +1,12 @@
-"""One score per run, out of 100, and the parts it lost points on (docs/debrief.md).
+"""One score per run, out of 100, and the parts it lost points on (docs/debrief.md, "The score").
 
 Errors are not the only price, as in real operations: users turned away by load shedding, stale answers from a
 long cache TTL, slow answers and money count too, so shedding everyone or buying a huge fleet to save the
-budget scores badly. Each part loses points in proportion to how far the run went, up to its cap; the caps add
-up to 100. The score is a pure function of the run's outcome (the batch engine's rows score the same way).
+budget scores badly. Each part loses nothing up to its ``free`` amount, then points in proportion to how far the
+run went, up to its cap, all of which it loses at its ``full`` amount; the caps add up to 100. A scenario sets
+its own scale (``[score]`` in its file: ``ScoreScale``), calibrated so that the playbook scores near 90 and
+hands-off near the bottom (docs/scenarios.md, "Balance"). The score is a pure function of the run's outcome and
+the scenario's scale.
 """
 
 from __future__ import annotations
@@ -11,27 +14,31 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from oncallsim.debrief.summary import Outcome
+from oncallsim.scenarios.spec import SCORE_PART_NAMES, ScorePartScale, ScoreScale
 
-__all__ = ["SCORE_PARTS", "ScorePart", "run_score"]
+__all__ = ["SCORE_PARTS", "SCORE_UNITS", "ScorePart", "part_amounts", "run_score"]
 
-# part → (points lost per unit, unit, cap). Units: % of the 30-day error budget spent; % of requests shed; 10 s
-# of mean answer age beyond 30 s (the default TTL of 60 s gives 30 s); minutes with p99 over the latency
-# target; 10 % of money beyond what the opening fleet costs over the run.
-SCORE_PARTS: dict[str, tuple[float, str, float]] = {
-    "errors": (4.0, "% of the error budget", 40.0),
-    "turned_away": (3.0, "% of requests shed", 20.0),
-    "stale": (1.0, "10 s of mean age over 30 s", 10.0),
-    "slow": (0.5, "minute over the latency target", 15.0),
-    "money": (1.0, "10 % over the opening fleet's cost", 15.0),
+# The unit each part's amount is counted in. Money: % over what the opening fleet costs over the run.
+SCORE_UNITS: dict[str, str] = {
+    "errors": "% of the error budget",
+    "turned_away": "% of requests shed",
+    "stale": "s of mean age over 30 s",
+    "slow": "minutes over the latency target",
+    "money": "% over the opening fleet's cost",
 }
-STALE_FREE_S = 30.0
+STALE_FREE_S = 30.0  # the default TTL of 60 s serves answers 30 s old on average: no point lost for that
+# the default scale (a scenario without a [score] table): its caps and full amounts
+SCORE_PARTS: dict[str, ScorePartScale] = ScoreScale().parts()
+assert tuple(SCORE_UNITS) == SCORE_PART_NAMES
 
 
 class ScorePart(BaseModel):
     name: str
-    amount: float  # how far the run went, in the part's unit
+    amount: float  # how far the run went, in the part's unit (SCORE_UNITS)
     lost: float  # points lost (at most the cap)
     cap: float
+    full: float = 0.0  # the amount at which the whole cap is lost (0: a summary stored before scales existed)
+    free: float = 0.0  # the amount that costs nothing
 
 
 class RunScore(BaseModel):
@@ -39,17 +46,32 @@ class RunScore(BaseModel):
     parts: list[ScorePart]
 
 
-def run_score(outcome: Outcome, opening_fleet_cost: float) -> RunScore:
-    """The score of one run; ``opening_fleet_cost`` is what the opening fleet alone costs over the run."""
+def part_amounts(outcome: Outcome, opening_fleet_cost: float) -> dict[str, float]:
+    """How far a run went on each part, in its unit (``SCORE_UNITS``)."""
     over_cost = max(0.0, outcome.cost / opening_fleet_cost - 1.0) if opening_fleet_cost > 0 else 0.0
-    amounts = {
+    return {
         "errors": 100.0 * outcome.budget_spent,
         "turned_away": 100.0 * outcome.turned_away_share,
-        "stale": max(0.0, outcome.mean_staleness_s - STALE_FREE_S) / 10.0,
+        "stale": max(0.0, outcome.mean_staleness_s - STALE_FREE_S),
         "slow": float(outcome.minutes_over_latency_target),
-        "money": 10.0 * over_cost,
+        "money": 100.0 * over_cost,
     }
+
+
+def run_score(outcome: Outcome, opening_fleet_cost: float, scale: ScoreScale | None = None) -> RunScore:
+    """The score of one run; ``opening_fleet_cost`` is what the opening fleet alone costs over the run, ``scale``
+    the scenario's (``Scenario.score``; the default scale when None)."""
+    amounts = part_amounts(outcome, opening_fleet_cost)
     parts = []
-    for name, (per_unit, _unit, cap) in SCORE_PARTS.items():
-        parts.append(ScorePart(name=name, amount=amounts[name], lost=min(cap, per_unit * amounts[name]), cap=cap))
+    for name, part in (scale or ScoreScale()).parts().items():
+        parts.append(
+            ScorePart(
+                name=name,
+                amount=amounts[name],
+                lost=part.lost(amounts[name]),
+                cap=part.cap,
+                full=part.full,
+                free=part.free,
+            )
+        )
     return RunScore(score=max(0, round(100.0 - sum(p.lost for p in parts))), parts=parts)

@@ -6,7 +6,7 @@ record add up to the budget spent, and so do the phases.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -201,7 +201,10 @@ def cost_split(timeline: Sequence[MinuteRecord], params: Params) -> CostSplit:
 
 
 class Decision(BaseModel):
-    """One minute's operator inputs and what the console showed before and after them."""
+    """One minute's operator inputs and their measured effect: the means over the 10 minutes from them, with the
+    decision (``after``, the run itself) and without it (``without``: the same run forked at that minute and played
+    on the same draws without that minute's inputs, ``debrief/effects.py``), so a fix reads as a fix even while
+    the incident still grows; ``before`` is the mean over the 5 minutes before."""
 
     minute: int
     clock: str
@@ -209,13 +212,20 @@ class Decision(BaseModel):
     items: list[dict[str, Any]] = []  # each action as {"control", "value"?}: the pages render it translated
     before: dict[str, float]
     after: dict[str, float]
+    without: dict[str, float] = {}  # empty: not measured (past MAX_MEASURED_DECISIONS, or a summary from before)
 
 
 EFFECT_FIELDS = ("error_rate", "p99_ms", "db_utilization", "cache_hit", "cost_per_hour", "serving", "burn_5m")
 
 
-def decisions(timeline: Sequence[MinuteRecord], actions: Sequence[Action]) -> list[Decision]:
-    """Every decision with its measured effect: means over the 5 minutes before and the 10 minutes from it."""
+def decisions(
+    timeline: Sequence[MinuteRecord],
+    actions: Sequence[Action],
+    without: Mapping[int, Sequence[MinuteRecord]] | None = None,
+) -> list[Decision]:
+    """Every decision with its measured effect: the means over the 10 minutes from it with it (the run) and, where
+    ``without`` has that minute's window (the run forked there without the decision), without it; and the mean
+    over the 5 minutes before."""
     grouped: dict[int, list[Action]] = {}
     for a in actions:
         grouped.setdefault(a.minute, []).append(a)
@@ -233,6 +243,7 @@ def decisions(timeline: Sequence[MinuteRecord], actions: Sequence[Action]) -> li
                 items=[a.to_dict() for a in acts],
                 before=_means(before),
                 after=_means(after),
+                without=_means(without[minute][: len(after)]) if without and without.get(minute) else {},
             )
         )
     return out
@@ -254,7 +265,7 @@ def describe(action: Action) -> str:
     if isinstance(value, bool):
         return f"{spec.label}: {spec.value_text(value)}"
     if spec.kind == "instance":
-        return f"{spec.label} instance {value}"
+        return f"{spec.label} {spec.value_text(value)}"
     return f"{spec.label} = {spec.value_text(value)}"
 
 

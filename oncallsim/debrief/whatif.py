@@ -13,7 +13,7 @@ from oncallsim.debrief.summary import describe
 from oncallsim.model import InvalidInput
 from oncallsim.simulation import Action, Simulation
 
-__all__ = ["WHAT_IFS", "WhatIf", "what_if"]
+__all__ = ["WHAT_IFS", "WhatIf", "rollback_matters", "what_if"]
 
 WHAT_IFS = ("rollback_at_page", "without", "earlier")
 MAX_EARLIER_MIN = 60
@@ -39,6 +39,8 @@ def changed_actions(sim: Simulation, kind: str, index: int, minutes: int) -> tup
         )
         if page is None or page + 1 >= len(sim.timeline):
             raise InvalidInput("kind", "the page never fired in this run (or fired in its last minute)")
+        if not rollback_matters(sim):
+            raise InvalidInput("kind", "a rollback changes nothing in this run: no bad build was live at the page")
         kept = [a for a in actions if a.control != "rollback"]
         return sorted([*kept, Action(page + 1, "rollback")], key=lambda a: a.minute), ""
     if not 0 <= index < len(actions):
@@ -51,6 +53,13 @@ def changed_actions(sim: Simulation, kind: str, index: int, minutes: int) -> tup
     moved = Action(max(0, chosen.minute - minutes), chosen.control, chosen.value)
     rest = actions[:index] + actions[index + 1 :]
     return sorted([*rest, moved], key=lambda a: a.minute), describe(chosen)
+
+
+def rollback_matters(sim: Simulation) -> bool:
+    """Whether "roll back at the page" is a what-if worth offering: the page fired while a bad build served traffic
+    (the only thing a rollback changes)."""
+    fired = next((r for r in sim.timeline if any(getattr(e, "code", "") == "page_fired" for e in r.events)), None)
+    return fired is not None and any(r.bad_build_share > 0 for r in sim.timeline[fired.minute :])
 
 
 def what_if(sim: Simulation, kind: str, index: int = 0, minutes: int = 5) -> WhatIf:
@@ -68,7 +77,7 @@ def what_if(sim: Simulation, kind: str, index: int = 0, minutes: int = 5) -> Wha
         minutes=minutes,
         budget_spent=outcome.budget_spent,
         cost=outcome.cost,
-        score=run_score(outcome, opening_fleet_cost(other)).score,
+        score=run_score(outcome, opening_fleet_cost(other), other.scenario.score).score,
         objectives_passed=sum(o.passed for o in judged),
         objectives_total=len(judged),
         time_to_recovery_min=outcome.time_to_recovery_min,

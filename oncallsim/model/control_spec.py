@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from oncallsim.model.effects import SET
+from oncallsim.model.events import instance_id
 from oncallsim.model.placeholders import fill
 
 __all__ = ["BOTH", "REQUEST_ONLY", "ControlSpec", "Kind"]
@@ -85,9 +86,11 @@ class ControlSpec:
         return fill(gettext(self.help), params)
 
     def value_text(self, value: Any) -> str:
-        """A value as people read it, with its unit: "30 %", "300 s", "12 instances", "on", "p2c"."""
+        """A value as people read it, with its unit: "30 %", "300 s", "12 instances", "on", "p2c", "i-09"."""
         if isinstance(value, bool):
             return "on" if value else "off"
+        if self.kind == "instance" and isinstance(value, int):
+            return instance_id(value)  # as the fleet view, the event log and the toasts name it
         if self.kind == "fraction":
             return f"{100 * float(value):g} %"
         if isinstance(value, (int, float)):

@@ -28,18 +28,22 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, TypeVar
 
-from numba import types
-from numba.core import callconv, cgutils
-from numba.core import codegen as numba_codegen
-from numba.core.boxing import unbox_tuple
-from numba.core.compiler import CompilerBase, DefaultPassBuilder
-from numba.core.compiler_lock import require_global_compiler_lock
-from numba.core.compiler_machinery import register_pass
-from numba.core.imputils import impl_ret_borrowed, impl_ret_untracked, lower_constant
-from numba.core.pythonapi import NativeValue
-from numba.core.typed_passes import NativeLowering
-from numba.core.typing.templates import AttributeTemplate, infer_getattr
-from numba.extending import lower_getattr_generic, models, register_model, typeof_impl, unbox
+from oncallsim.compiled_cache import install as _install_cache
+
+_install_cache()  # before any compiled function is declared: numba's cache keyed on the code, not its prose
+
+from numba import types  # noqa: E402
+from numba.core import callconv, cgutils  # noqa: E402
+from numba.core import codegen as numba_codegen  # noqa: E402
+from numba.core.boxing import unbox_tuple  # noqa: E402
+from numba.core.compiler import CompilerBase, DefaultPassBuilder  # noqa: E402
+from numba.core.compiler_lock import require_global_compiler_lock  # noqa: E402
+from numba.core.compiler_machinery import register_pass  # noqa: E402
+from numba.core.imputils import impl_ret_borrowed, impl_ret_untracked, lower_constant  # noqa: E402
+from numba.core.pythonapi import NativeValue  # noqa: E402
+from numba.core.typed_passes import NativeLowering  # noqa: E402
+from numba.core.typing.templates import AttributeTemplate, infer_getattr  # noqa: E402
+from numba.extending import lower_getattr_generic, models, register_model, typeof_impl, unbox  # noqa: E402
 
 __all__ = ["LINK_ONLY", "PieceType", "by_reference", "positions"]
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from oncallsim.model import MODEL_VERSION
 from oncallsim.model.traffic import Surge
 
 __all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "REVISION", "InstanceFault", "RunPlan", "time_label"]
 
 MAX_RUN_MINUTES = 7 * 1440  # the longest run: a week
-REVISION = 2  # the model version this code computes by default (model.MODEL_VERSION)
+REVISION = int(MODEL_VERSION)  # the model version this code computes by default
 
 CLOCK_LABELS = tuple(f"{m // 60:02d}:{m % 60:02d}" for m in range(1440))  # minute of the day → "HH:MM"
 

@@ -6,13 +6,13 @@ import os
 import stat
 import tomllib
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from oncallsim.model import InvalidInput
+from oncallsim.scenarios.files import builtin_files
 from oncallsim.scenarios.spec import Scenario
 from oncallsim.validation import invalid_input
 
@@ -72,12 +72,10 @@ def scenario_from_file(path: str | Path) -> Scenario:
 @cache
 def builtin_scenarios() -> dict[str, Scenario]:
     """The shipped scenarios by id, in their files' order (01-…, 02-…)."""
-    folder = resources.files("oncallsim.scenarios") / "data"
     found: dict[str, Scenario] = {}
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".toml"):
-            scenario = scenario_from_dict(tomllib.loads(entry.read_text(encoding="utf-8")), entry.name)
-            found[scenario.id] = scenario
+    for name, data in builtin_files():
+        scenario = scenario_from_dict(data, name)
+        found[scenario.id] = scenario
     return found
 
 

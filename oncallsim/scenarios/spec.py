@@ -20,11 +20,14 @@ from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 __all__ = [
     "REQUEST_EVENT_KINDS",
     "SCHEMA_VERSION",
+    "SCORE_PART_NAMES",
     "BrownoutEvent",
     "DeployEvent",
     "FlushEvent",
     "InstanceEvent",
     "Scenario",
+    "ScorePartScale",
+    "ScoreScale",
     "SurgeEvent",
     "ZoneOutageEvent",
     "parse_clock",
@@ -61,7 +64,7 @@ LABELS = {
     "budget_left": "error budget left ≥ %(amount)s",
     "budget_spent": "error budget spent ≤ %(amount)s",
     "latency": "p99 ≤ %(target)s ms in ≥ %(share)s of minutes",
-    "cost": "cost ≤ $%(amount)s",
+    "cost": "cost ≤ %(amount)s",
     "db_none": "no minute with the database over capacity",
     "db_some": "at most %(minutes)s minutes with the database over capacity",
     "recovery": "recovered within %(minutes)s min of the incident",
@@ -259,7 +262,7 @@ class CostObjective(_Objective):
     value: float = Field(gt=0.0)
 
     def label_parts(self) -> tuple[str, dict[str, str]]:
-        return LABELS["cost"], {"amount": f"{self.value:.2f}"}
+        return LABELS["cost"], {"amount": f"${self.value:.2f}"}
 
 
 class DatabaseObjective(_Objective):
@@ -307,6 +310,56 @@ Objective = Annotated[
 ]
 
 
+# The score's parts (debrief/score.py counts each in its unit): the error budget spent (%), users turned away (% of
+# requests shed), stale answers (s of mean age over 30 s), slow minutes (p99 over the latency target) and money
+# (% over the opening fleet's cost).
+SCORE_PART_NAMES = ("errors", "turned_away", "stale", "slow", "money")
+
+
+class ScorePartScale(_Strict):
+    """One part of the score: it loses nothing up to ``free`` (in the part's unit: what the scenario costs even
+    the best play), then in proportion up to ``cap`` points, all of them at ``full``."""
+
+    cap: float = Field(ge=0.0, le=100.0)
+    full: float = Field(gt=0.0, le=1e6)
+    free: float = Field(default=0.0, ge=0.0, le=1e6)
+
+    @model_validator(mode="after")
+    def _free_below_full(self) -> ScorePartScale:
+        if self.free >= self.full:
+            raise ValueError(f"free ({self.free:g}) must be below full ({self.full:g})")
+        return self
+
+    def lost(self, amount: float) -> float:
+        """Points lost for ``amount`` (in the part's unit)."""
+        return self.cap * min(1.0, max(0.0, amount - self.free) / (self.full - self.free))
+
+
+class ScoreScale(_Strict):
+    """A scenario's score scale (``[score]``): each part's cap, free and full amounts; the caps add up to 100. The
+    defaults (a scenario without the table): errors 40 points, all lost at 10 % of the error budget (4 a percent);
+    users turned away 20, at 6.67 % of requests (3 a percent); stale answers 10, at 100 s of mean age over 30 s;
+    slow 15, at 30 minutes over the latency target; money 15, at 150 % over the opening fleet's cost; nothing
+    free. A built-in scenario's table is calibrated so that the playbook scores near 90 and hands-off near the
+    bottom (docs/scenarios.md, "Balance")."""
+
+    errors: ScorePartScale = ScorePartScale(cap=40.0, full=10.0)
+    turned_away: ScorePartScale = ScorePartScale(cap=20.0, full=20.0 / 3.0)
+    stale: ScorePartScale = ScorePartScale(cap=10.0, full=100.0)
+    slow: ScorePartScale = ScorePartScale(cap=15.0, full=30.0)
+    money: ScorePartScale = ScorePartScale(cap=15.0, full=150.0)
+
+    @model_validator(mode="after")
+    def _caps_make_100(self) -> ScoreScale:
+        total = sum(p.cap for p in self.parts().values())
+        if abs(total - 100.0) > 1e-9:
+            raise ValueError(f"the parts' caps must add up to 100, got {total:g}")
+        return self
+
+    def parts(self) -> dict[str, ScorePartScale]:
+        return {name: getattr(self, name) for name in SCORE_PART_NAMES}
+
+
 class FleetSpec(_Strict):
     """The request engine's instances, when they are not all alike: each slot's ``speeds`` (its machine's CPU
     against the model's instance: 2 = twice as fast) and the ``weights`` they register with (warden's default is
@@ -334,11 +387,23 @@ class Scenario(_Strict):
     fleet: FleetSpec = Field(default_factory=FleetSpec, description="the instances' speeds and weights")
     latency_target_ms: float = Field(default=1000.0, gt=0.0, description="the debrief's latency line")
     objectives: list[Objective] = Field(default_factory=list, description="what judges the run")
+    score: ScoreScale = Field(default_factory=ScoreScale, description="the score's scale: each part's cap and full")
     engine: str | None = Field(
         default=None, description="the engine a run of this scenario uses unless told otherwise (None: minute)"
     )
     key_controls: list[str] = Field(
-        default_factory=list, max_length=20, description="the controls the briefing points at, by name"
+        default_factory=list,
+        max_length=20,
+        description="the controls the briefing points at, by name; the first is the main one (a key goes to it)",
+    )
+    incident_hint: str = Field(
+        default="",
+        max_length=2000,
+        description="guided difficulty: what the player reads when the clock stops at the incident's start "
+        "(the symptom and where to look)",
+    )
+    page_hint: str = Field(
+        default="", max_length=2000, description="guided difficulty: what the player reads when the page fires"
     )
     after: dict[str, Any] = Field(
         default_factory=dict,

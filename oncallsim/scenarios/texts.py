@@ -1,4 +1,4 @@
-"""A scenario's human texts (title, summary, briefing) in the reader's language.
+"""A scenario's human texts (title, summary, briefing, and the guided difficulty's hints) in the reader's language.
 
 Where a language's text comes from, first found wins: the scenario file's own table (``[i18n.da]`` with
 ``title``/``summary``/``briefing``), the shipped translations of the built-in scenarios
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TEXT_FIELDS", "ScenarioTexts", "check_languages", "scenario_text", "shipped_texts"]
 
-TEXT_FIELDS = ("title", "summary", "briefing")
-TextField = Literal["title", "summary", "briefing"]
+TEXT_FIELDS = ("title", "summary", "briefing", "incident_hint", "page_hint")
+TextField = Literal["title", "summary", "briefing", "incident_hint", "page_hint"]
 # the console's own tutorial is shipped like a built-in scenario, though it is not registered as one
 SHIPPED_EXTRA_IDS = frozenset({"tutorial"})
 
@@ -33,6 +33,8 @@ class ScenarioTexts(BaseModel):
     title: str | None = Field(default=None, min_length=1)
     summary: str | None = Field(default=None, min_length=1)
     briefing: str | None = Field(default=None, min_length=1)
+    incident_hint: str | None = Field(default=None, min_length=1)
+    page_hint: str | None = Field(default=None, min_length=1)
 
 
 def check_languages(tables: dict[str, ScenarioTexts]) -> dict[str, ScenarioTexts]:
@@ -64,9 +66,10 @@ def _is_shipped(scenario: Scenario) -> bool:
 
 
 def scenario_text(scenario: Scenario, field: TextField, language: str = DEFAULT_LANGUAGE) -> str:
-    """``scenario``'s title, summary or briefing in ``language`` (stripped), English when none is written."""
+    """``scenario``'s title, summary, briefing or hint in ``language`` (stripped), English when none is written
+    (a text the scenario does not have stays empty)."""
     english = str(getattr(scenario, field)).strip()
-    if language == DEFAULT_LANGUAGE:
+    if language == DEFAULT_LANGUAGE or not english:
         return english
     own = getattr(scenario, "i18n", {}).get(language)
     if own is not None and getattr(own, field):

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from oncallsim.extras import require
 from oncallsim.verify.cliff import DRAIN, DrainPoint, ShapeRow, drain_grid, shape_rows
 from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
 from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
@@ -131,7 +132,7 @@ def _savefig(fig: Any, path: Path) -> None:
 
 
 def _plots(res: Results, images: Path) -> list[str]:
-    import matplotlib
+    matplotlib = require("matplotlib", "reports")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

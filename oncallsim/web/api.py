@@ -78,8 +78,12 @@ class NewRun(_Body):
     engine: StrictStr | None = Field(
         default=None, max_length=40, description="an engine of GET /api/engines; the scenario's own by default"
     )
+    # A program has nobody to wait for: its runs play through (hard) unless it asks for a person's pacing. The
+    # console's form sends the player's choice (guided by default).
     difficulty: Literal["guided", "normal", "hard"] = Field(
-        default="normal", description="guided (stops at the incident and the page; 1–2×), normal (1× on the page), hard"
+        default="hard",
+        description="hard (the default: nothing waits), normal (stops at the page, then 1×), guided (stops at the "
+        "incident and the page, with hints; 1–2×)",
     )
 
     def resolve(self) -> Scenario:

@@ -7,7 +7,7 @@ from typing import Any
 
 from oncallsim.model import CONTROL_SPECS
 
-__all__ = ["RESILIENCE_SECTIONS", "control_label", "control_value_text", "resilience_controls"]
+__all__ = ["RESILIENCE_SECTIONS", "control_label", "control_value_text", "main_control", "resilience_controls"]
 
 # The console's "Resilience" group: every control whose model-page section is one of these (the request engine's
 # overload controls, and the client retries beside them), found in the registry, never listed by name.
@@ -29,6 +29,17 @@ def control_value_text(control: str, value: Any) -> str:
         return f"{100 * float(value):g} %"
     unit = f" {spec.unit}" if spec is not None and spec.unit else ""
     return f"{float(value):g}{unit}"
+
+
+def main_control(sim: Any) -> str:
+    """The control the key M goes to in the console: the scenario's first key control that the run's engine has
+    and the page shows as a control of its own (a setting or a button; the fleet view's instance actions are
+    reached there), or "" when there is none."""
+    for name in sim.scenario.key_controls:
+        spec = CONTROL_SPECS.get(name)
+        if spec is not None and spec.kind != "instance" and sim.engine.name in spec.engines:
+            return str(name)
+    return ""
 
 
 def resilience_controls(engine: str) -> list[str]:

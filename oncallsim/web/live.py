@@ -446,21 +446,20 @@ class LiveRun:
         return True
 
     def _pace(self, record: MinuteRecord) -> None:
-        """The difficulty's pacing after a minute: guided stops the clock at the incident and the page, normal
-        slows to 1× on the page, hard lets it run. The minute's own state message then says so."""
-        if self.done:
+        """The difficulty's pacing after a minute (web/pacing.py): guided stops the clock at the incident and the
+        page, normal stops it at the page and goes on at 1×, hard lets it run. The minute's own state message then
+        says so."""
+        if self.done or self.paused or self.difficulty == "hard":
             return
-        if self.difficulty == "guided" and not self.paused:
-            reason = pause_reason(self.sim.plan, record)
-            if reason is not None:
-                self.paused, self.held_by, self.pause_reason = True, "user", reason
-                self.clock.update(self)
-                self.background_write(self.store.set_held, self.id, True, self.sim.minute)
-        elif self.difficulty == "normal" and self.speed > 1:
-            if any(getattr(e, "code", None) == "page_fired" for e in record.events):
-                self.speed = 1
-                self.clock.update(self)
-                self.background_write(self.store.set_progress, self.id, self.sim.minute, 1)
+        reason = pause_reason(self.sim.plan, record)
+        if reason is None or (self.difficulty == "normal" and reason != "page"):
+            return
+        self.paused, self.held_by, self.pause_reason = True, "user", reason
+        if self.difficulty == "normal" and self.speed > 1:
+            self.speed = 1
+            self.background_write(self.store.set_progress, self.id, self.sim.minute, 1)
+        self.clock.update(self)
+        self.background_write(self.store.set_held, self.id, True, self.sim.minute)
 
     def run_file(self) -> RunFile:
         """The run file, with the difficulty it was played at."""

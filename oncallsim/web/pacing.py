@@ -1,10 +1,15 @@
-"""How the console paces a person (issue 12): the difficulty of a run. The numbers of a run never depend on it;
-it decides only when the clock waits for the human and how fast it may go.
+"""How the console paces a person (issues 12 and 25): the difficulty of a run. The numbers of a run never depend
+on it; it decides only when the clock waits for the human and how fast it may go.
 
-- guided: the clock stops when the incident starts and when the page fires (with a hint naming the symptom and
-  where to look), and runs at 1× or 2×;
-- normal: the clock slows to 1× when the page fires;
+- guided: the clock stops when the incident starts and when the page fires, with the scenario's hint naming the
+  symptom and where to look (its ``incident_hint`` and ``page_hint``), and runs at 1× or 2×;
+- normal: the clock stops when the page fires, without a hint, and runs on at 1× once resumed;
 - hard: nothing waits, up to 16×.
+
+Why normal stops rather than slows: at 1× a simulated minute passes every real second, so a person who needs
+30 s to read the page, find the control and act comes 30 simulated minutes late — later than any built-in
+scenario can be saved, and as late as doing nothing in some (docs/scenarios.md, "Balance", measured). Stopped,
+the reading is free; the scenarios' objectives are balanced so that acting at once then passes.
 """
 
 from __future__ import annotations
@@ -53,21 +58,28 @@ def check_speed_for(difficulty: str, speed: int) -> None:
 
 
 def incident_kind(plan: RunPlan) -> str:
-    """What goes wrong in this run: "deploy", "flush", "surge", or "" (free play) — the hint it gets."""
-    if plan.deploy_minutes:
+    """What goes wrong first in this run: "deploy", "flush", "surge", "instance" (one instance fails), "zone",
+    "brownout", or "" (free play). The hint the guided stop shows is the scenario's own (its ``incident_hint``)."""
+    start = plan.first_event(plan.minutes)
+    if start is None:
+        return ""
+    if start in plan.deploy_minutes:
         return "deploy"
-    if plan.flush_minutes:
+    if start in plan.flush_minutes:
         return "flush"
-    return "surge" if plan.surge is not None else ""
+    fault = next((f for f in plan.faults if f.minute == start and f.what != "revive"), None)
+    if fault is not None:
+        return "zone" if fault.what == "zone" else "instance"
+    if any(b[0] == start for b in plan.brownouts):
+        return "brownout"
+    return "surge"
 
 
 def pause_reason(plan: RunPlan, record: MinuteRecord) -> str | None:
-    """On guided difficulty, why the clock stops after this minute: the page, the incident's start, or not."""
+    """On guided difficulty, why the clock stops after this minute: the page, the incident's start (the
+    scenario's first event, whatever its kind: ``RunPlan.first_event``), or not."""
     if any(getattr(e, "code", None) == "page_fired" for e in record.events):
         return "page"
-    m = record.minute
-    if m in plan.deploy_minutes or m in plan.flush_minutes:
-        return "incident"
-    if plan.surge is not None and m == max(0, int(-(-plan.surge.onset_min // 1))):
+    if record.minute == plan.first_event(plan.minutes):
         return "incident"
     return None

@@ -22,14 +22,16 @@ from oncallsim.debrief.html import (
     COMPARISONS,
     fmt,
     fmt_objective,
+    fmt_part,
     localize_args,
     localize_figure,
     render_html,
+    sentence,
     value_text,
 )
 from oncallsim.debrief.markdown import render_markdown
 from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS
-from oncallsim.debrief.whatif import what_if
+from oncallsim.debrief.whatif import rollback_matters, what_if
 from oncallsim.i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGE_NAMES,
@@ -40,12 +42,13 @@ from oncallsim.i18n import (
     format_percent,
     languages,
     negotiate,
+    number_patterns,
     number_symbols,
     page_catalog,
     translations,
 )
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
-from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES
+from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.errors import whole_number
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
@@ -53,7 +56,7 @@ from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
-from oncallsim.web.labels import control_label, resilience_controls
+from oncallsim.web.labels import control_label, main_control, resilience_controls
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import (
     DEFAULT_DIFFICULTY,
@@ -61,6 +64,7 @@ from oncallsim.web.pacing import (
     MAX_SPEED,
     REALTIME,
     check_difficulty,
+    check_speed_for,
     minute_seconds,
 )
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
@@ -90,10 +94,12 @@ def environment(language: str) -> Environment:
     )
     env.install_gettext_translations(translations(language), newstyle=False)  # type: ignore[attr-defined]
     env.globals.update(fmt=partial(fmt, language=language), fmt_objective=partial(fmt_objective, language=language))
+    env.globals["fmt_part"] = partial(fmt_part, language=language)
     env.globals.update(comparisons=COMPARISONS, causes=CAUSE_LABELS, counterfactual_labels=COUNTERFACTUAL_LABELS)
     env.globals.update(request_comparisons=REQUEST_COMPARISONS)
     env.globals.update(control_label=control_label, control_value_text=partial(value_text, language=language))
-    env.globals.update(resilience_controls=resilience_controls)
+    env.globals.update(resilience_controls=resilience_controls, main_control=main_control)
+    env.globals["rollback_matters"] = rollback_matters
     env.globals.update(
         difficulties=DIFFICULTIES, max_speed=MAX_SPEED, engines=list(ENGINES), default_engine=DEFAULT_ENGINE
     )
@@ -103,6 +109,7 @@ def environment(language: str) -> Environment:
     env.globals["sc_text"] = lambda scenario, field: scenario_text(scenario, field, language)
     env.globals["link"] = lambda url: with_lang(url, language)
     env.globals["localize_args"] = lambda args: localize_args(args, language)
+    env.globals["sentence"] = lambda template, args=None: sentence(template, args, language)
     # numbers as the language writes them (Babel): {{ x | number(1) }}, {{ share | percent(2) }}, {{ usd | money }}
     env.filters["number"] = lambda value, digits=0: format_number(value, language, digits)
     env.filters["percent"] = lambda value, digits=0: format_percent(value, language, digits)
@@ -131,6 +138,7 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
             direction=direction(language),
             language_name=LANGUAGE_NAMES.get(language, language),
             number_symbols=number_symbols(language),
+            number_patterns=number_patterns(language),
             languages=[
                 (code, name, request.url.path + "?" + urlencode([*query, ("lang", code)])) for code, name in pickable
             ],
@@ -192,9 +200,13 @@ async def play(
     request: Request,
     scenario: str = Query(default="", max_length=200),
     seed: str = Query(default="", max_length=40, description="0 to 4294967295"),
+    difficulty: str = Query(default="", max_length=40, description="guided, normal or hard (preselected)"),
+    engine: str = Query(default="", max_length=40, description="an engine's name (preselected)"),
+    speed: str = Query(default="", max_length=40, description="1, 2, 4, 8 or 16 (preselected)"),
 ) -> HTMLResponse:
-    """A share link: the same scenario and seed, one click from starting. A link cut short or edited by hand
-    gets the error page with a sentence a person reads, never a parser's message."""
+    """A share link: the same scenario and seed, one click from starting ("Play again" also keeps the run's
+    difficulty, engine and speed). A link cut short or edited by hand gets the error page with a sentence a
+    person reads, never a parser's message."""
     known = builtin_scenarios()
     if scenario not in known:
         return error_page(
@@ -208,7 +220,21 @@ async def play(
             request,
             refusal(request, "seed", "share_seed", max=MAX_SEED, got=repr(seed[:40])),
         )
-    return render(request, "play.html", scenario=known[scenario], seed=seed_value, speeds=SPEEDS)
+    chosen: dict[str, Any] = {}
+    try:
+        if difficulty:
+            chosen["chosen_difficulty"] = check_difficulty(difficulty)
+        if engine:
+            chosen["chosen_engine"] = get_engine(engine).name
+        if speed:
+            speed_value = whole_number(speed)
+            if speed_value is None or speed_value not in SPEEDS:
+                raise refusal(request, "speed", "one_of", allowed=", ".join(map(str, SPEEDS)), got=repr(speed[:40]))
+            check_speed_for(chosen.get("chosen_difficulty", "guided"), speed_value)
+            chosen["chosen_speed"] = speed_value
+    except InvalidInput as exc:
+        return error_page(request, exc)
+    return render(request, "play.html", scenario=known[scenario], seed=seed_value, speeds=SPEEDS, **chosen)
 
 
 @router.post("/runs")

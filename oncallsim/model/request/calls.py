@@ -257,9 +257,9 @@ CONTROLS = (
         "retry_budget",
         "fraction",
         "Retry budget",
-        "Retries a client may send per request, as a token bucket (0 = no budget): each request adds this "
-        "share of a token, each retry takes one, at most ⟪retry_budget_burst⟫ saved. 0.1 keeps retries "
-        "under 10 % of requests whatever fails.",
+        "Retries a client may send, as a share of its requests, kept by a token bucket (0 % = no budget): each "
+        "request adds that share of a token, each retry takes one, at most ⟪retry_budget_burst⟫ saved. 10 % "
+        "keeps retries under a tenth of the requests whatever fails.",
         0.0,
         0.0,
         1.0,

@@ -45,7 +45,7 @@
     "chart-errors": {
       title: t("chart.errors"),
       traces: [["error_rate", t("series.error_rate"), "#b91c1c", "solid", 100]],
-      lines: [[100 * sloError, t("series.slo", { x: number(100 * sloError, 2) }), "#111827"]],
+      lines: [[100 * sloError, t("series.slo", { x: percent(sloError, 2) }), "#111827"]],
     },
     "chart-cache": {
       title: t("chart.cache"),
@@ -125,21 +125,24 @@
     for (const r of rows) {
       for (const e of r.events) {
         const color = e.kind === "operator" ? "#1d4ed8" : MARKED[e.code];
-        if (color) out.push({ x: r.label, color, text: tEvent(e), dash: e.kind === "operator" ? "dot" : "dash" });
+        if (color) out.push({ x: r.label, minute: r.minute, color, text: tEvent(e), dash: e.kind === "operator" ? "dot" : "dash" });
       }
     }
     return out;
   }
 
+  // A marker's label sits on the side of its line that has room: right of it in the chart's first half, left of it
+  // in the second (a label at the right edge was cut off: "pag", "alarm udlø"); placed again as the axis grows.
   function markerLayout(withLabels) {
     const shapes = markers.map((m) => ({
       type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1,
       line: { color: m.color, width: 1, dash: m.dash },
     }));
+    const half = Math.max(1, records.length) / 2;
     const annotations = withLabels
       ? markers.map((m, i) => ({
           x: m.x, xref: "x", yref: "paper", y: 1 - 0.12 * (i % 3), text: m.text, showarrow: false,
-          xanchor: "left", font: { size: 9, color: m.color }, bgcolor: "rgba(255,255,255,.8)",
+          xanchor: m.minute > half ? "right" : "left", font: { size: 9, color: m.color }, bgcolor: "rgba(255,255,255,.8)",
         }))
       : [];
     return { shapes, annotations };
@@ -172,7 +175,9 @@
   function drawCharts() {
     markers = markersOf(records);
     root.dataset.markers = String(markers.length);
-    const x = records.map((r) => r.label); // the server's axis label (with the day on long runs)
+    // the server's axis label (with the day on long runs); before the first minute, the run's start on a real axis
+    // (not plotly's −0.4…0.4 of an empty chart)
+    const x = records.length ? records.map((r) => r.label) : [root.dataset.startLabel];
     for (const [id, chart] of Object.entries(CHARTS)) {
       const narrow = document.getElementById(id).clientWidth < 300; // three charts abreast: a tighter legend
       // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
@@ -189,7 +194,8 @@
         title: { text: isolate(title.text), font: { size: title.size }, x: 0.01, xanchor: "left" },
         margin: { l: 42, r: 8, t: title.lines === 1 ? 24 : 34, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
-        xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) }, yaxis: { tickfont: { size: 10 }, rangemode: "tozero" },
+        xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) },
+        yaxis: records.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
@@ -213,7 +219,8 @@
     markers.push(...fresh);
     for (const id of Object.keys(CHARTS)) {
       const update = { "xaxis.range": timeRange(records.length) };
-      Plotly.relayout(id, fresh.length ? { ...update, ...markerLayout(id === "chart-traffic") } : update);
+      // the labels are placed again as the axis grows (a label at the right edge moves to the left of its line)
+      Plotly.relayout(id, fresh.length || (id === "chart-traffic" && markers.length) ? { ...update, ...markerLayout(id === "chart-traffic") } : update);
     }
     root.dataset.markers = String(markers.length);
   }
@@ -238,7 +245,7 @@
     if (r.events.some((e) => e.code === "page_fired") || (r.page_firing && pageSince === null)) pageSince = r.clock;
     if (r.page_firing) {
       alert.hidden = false;
-      alert.textContent = t("alert.page", { burn: number(r.burn_1h, 1), clock: pageSince, budget: number(100 * r.budget_left, 1) });
+      alert.textContent = t("alert.page", { burn: number(r.burn_1h, 1), clock: pageSince, budget: percent(r.budget_left, 1) });
       document.body.classList.add("paging");
     } else {
       alert.hidden = true;
@@ -294,7 +301,9 @@
       const option = input && input.tagName === "SELECT" ? [...input.options].find((o) => o.value === value) : null;
       return option ? option.textContent : value;
     }
+    if (input.dataset.kind === "instance") return "i-" + String(value).padStart(2, "0"); // as the fleet view names it
     if (input.dataset.kind === "fraction") return percent(value);
+    if (input.dataset.unit === "ms") return t("unit.ms", { n: number(Math.round(value)) });
     if (input.dataset.unit === "instances") return window.i18n.tn("unit.instances", value);
     if (input.dataset.unit === "s") return t("unit.seconds", { n: number(Math.round(value)) });
     return number(value, Number.isInteger(value) ? 0 : 2);
@@ -392,6 +401,10 @@
     for (const el of document.querySelectorAll("#controls input, #controls button, #pause, .run-end button")) el.disabled = over;
     if (over && s.ended !== "abandoned") $("debrief-link").hidden = false;
     $("replay").hidden = !over || !records.length;
+    // a finished run has nothing to pause or step: its two buttons leave the header to Debrief and Watch again, so
+    // the header keeps one line (at 1440 px it wrapped in Danish once those two appeared)
+    $("pause").hidden = over;
+    $("step").hidden = over;
     showPreparing(s.done ? null : s.preparing);
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
@@ -412,7 +425,7 @@
     box.hidden = false;
     box.textContent = p.state === "failed"
       ? t("preparing.failed", { engine: p.name, message: p.message })
-      : t("preparing.engine", { engine: p.name, share: number(100 * p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
+      : t("preparing.engine", { engine: p.name, share: percent(p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
   }
 
   function act(control, value) {
@@ -445,45 +458,78 @@
   // Rolling back when no bad build is live (or while a rollback already runs) still bills the fleet double:
   // the console asks first instead of accepting it silently.
   const confirmBox = $("confirm");
-  function confirmThen(message, yesLabel, yes) {
+  // Asked with the mouse (a click's detail counts its presses; a key's click has none), the dialog leaves no focus
+  // behind on the button it returns to, so Space afterwards pauses; asked from the keyboard, the focus goes back
+  // to the button as usual.
+  function confirmThen(message, yesLabel, yes, byPointer) {
     $("confirm-text").textContent = message;
     $("confirm-yes").textContent = yesLabel;
     confirmBox.returnValue = "";
-    confirmBox.onclose = () => { if (confirmBox.returnValue === "yes") yes(); };
+    confirmBox.onclose = () => {
+      if (byPointer) requestAnimationFrame(() => document.activeElement && document.activeElement.blur());
+      if (confirmBox.returnValue === "yes") yes();
+    };
     confirmBox.showModal();
   }
   $("confirm-yes").addEventListener("click", () => confirmBox.close("yes"));
   $("confirm-no").addEventListener("click", () => confirmBox.close("no"));
 
   for (const button of document.querySelectorAll("[data-button]")) {
-    button.addEventListener("click", () => {
+    button.addEventListener("click", (e) => {
       const name = button.dataset.button;
       const last = records[records.length - 1];
-      if (name === "rollback" && last && last.rollback_active) {
-        confirmThen(t("confirm.rollback_running"), t("confirm.rollback_yes"), () => act(name));
+      const queued = state && state.pending.some((a) => a.control === "rollback");
+      const byPointer = e.detail > 0;
+      if (name === "rollback" && ((last && last.rollback_active) || queued)) {
+        confirmThen(t("confirm.rollback_running"), t("confirm.rollback_yes"), () => act(name), byPointer);
       } else if (name === "rollback" && last && last.bad_build_share === 0) {
-        confirmThen(t("confirm.rollback_no_bad_build"), t("confirm.rollback_yes"), () => act(name));
+        confirmThen(t("confirm.rollback_no_bad_build"), t("confirm.rollback_yes"), () => act(name), byPointer);
       } else act(name);
     });
   }
-  $("end-run").addEventListener("click", () => confirmThen(t("confirm.end"), t("confirm.end_yes"), () => send({ type: "end" })));
+  // "End and debrief": once the debrief is computed, the page goes to it
+  let endRequested = false;
+  $("end-run").addEventListener("click", () => confirmThen(t("confirm.end"), t("confirm.end_yes"), () => {
+    endRequested = true;
+    send({ type: "end" });
+  }));
   $("abandon-run").addEventListener("click", () =>
     confirmThen(t("confirm.abandon"), t("confirm.abandon_yes"), () => send({ type: "abandon" })));
   $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
   $("step").addEventListener("click", () => send({ type: "step" }));
   $("speed").addEventListener("change", (e) => send({ type: "speed", value: Number(e.target.value) }));
-  // Space pauses and S steps wherever the focus is, except while typing or choosing from a list. A key never
-  // re-triggers the focused control: Space after clicking "Roll back" pauses, it does not roll back again
-  // (buttons still answer Enter).
-  const TYPING = "input[type=number], input[type=text], input[type=time], select, textarea, dialog[open]";
+  // The run's keys — Space pauses, S steps, M goes to the scenario's main control — act only when no control has
+  // the focus: a focused control keeps its own keys (Space and Enter switch a checkbox, press a button, arrows move
+  // a slider). A button clicked with the mouse gives the focus back (below), so Space after clicking "Roll back"
+  // pauses rather than rolling back again.
+  const CONTROL = "input, select, textarea, button, a[href], summary, [contenteditable], [tabindex]:not([tabindex='-1']), dialog[open]";
+  const mainControl = root.dataset.mainControl ? $("c-" + root.dataset.mainControl) : null;
   document.addEventListener("keydown", (e) => {
-    if (e.target.closest(TYPING) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.target.closest(CONTROL) || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.code === "Space") { e.preventDefault(); if (!e.repeat) $("pause").click(); }
     else if (e.key === "s" || e.key === "S") { e.preventDefault(); $("step").click(); }
+    else if ((e.key === "m" || e.key === "M") && mainControl) {
+      e.preventDefault();
+      const group = mainControl.closest("details"); // a control inside the folded Resilience group: unfold it
+      if (group && !group.open) group.open = true;
+      mainControl.focus();
+      mainControl.scrollIntoView({ block: "center" });
+    }
   });
-  // a button activates on Space's keyup: that default is cancelled too
-  document.addEventListener("keyup", (e) => {
-    if (e.code === "Space" && !e.target.closest(TYPING)) e.preventDefault();
+  // Enter switches a focused switch too (a checkbox answers only Space by itself): the controls', Sound, Notify
+  for (const box of document.querySelectorAll("input[role=switch]")) {
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); box.click(); }
+    });
+  }
+  // a pointer's click leaves no focus behind on the run's buttons: the keys go back to the run
+  for (const button of document.querySelectorAll(".transport button, [data-button], .run-end button")) {
+    button.addEventListener("pointerup", (e) => { if (e.pointerType) requestAnimationFrame(() => button.blur()); });
+  }
+  // the skip link's target takes the focus; the next Tab then reaches the first control
+  document.querySelector(".skip-link")?.addEventListener("click", (e) => {
+    e.preventDefault();
+    $("controls-title").focus();
   });
   $("share").addEventListener("click", (e) => {
     if (navigator.clipboard && window.isSecureContext) {
@@ -515,6 +561,9 @@
     const opening = state && state.paused && state.minute === 0 && !state.done;
     $("briefing-go").textContent = opening ? t("briefing.start") : t("briefing.close");
     if (!briefing.open) briefing.showModal();
+    // a long briefing opens at its top (the focused button stays in view: the actions are sticky)
+    briefing.scrollTop = 0;
+    requestAnimationFrame(() => { briefing.scrollTop = 0; });
   }
   $("show-briefing").addEventListener("click", openBriefing);
   $("briefing-go").addEventListener("click", () => {
@@ -525,14 +574,22 @@
   });
 
   const NOTES = { page: t("note.page"), incident: t("note.incident") };
-  const HINTS = { deploy: t("hint.deploy"), flush: t("hint.flush"), surge: t("hint.surge") };
-  // guided difficulty: the server stopped the clock (the incident began, or the page fired); say why and hint
+  // the scenario's own hints (its file's incident_hint and page_hint, in the page's language)
+  const HINTS = { incident: note.dataset.incidentHint || "", page: note.dataset.pageHint || "" };
+  let incidentExplained = false;
+  // the server stopped the clock (guided: the incident began, or the page fired; normal: the page fired); say why,
+  // and on guided hint. A page in the incident's own minute (a flash crowd, a retry storm) is one stop that says both.
   function explainPause(s) {
     if (!s.paused || !s.pause_reason || s.done || noteShownFor >= s.seq) return;
     noteShownFor = s.seq;
     $("note-title").textContent = NOTES[s.pause_reason] || "";
-    const hint = HINTS[s.incident] || "";
-    $("note-text").textContent = (s.pause_reason === "page" ? t("hint.page", { x: number(pageBurn, 1) }) + " " : "") + hint;
+    const said = [];
+    const guided = s.difficulty === "guided"; // normal stops at the page too, without the scenario's hints
+    if (s.pause_reason === "page") said.push(t("hint.page", { x: number(pageBurn, 1) }));
+    if (guided && (s.pause_reason === "incident" || !incidentExplained)) said.push(HINTS.incident);
+    if (guided && s.pause_reason === "page") said.push(HINTS.page);
+    incidentExplained = true;
+    $("note-text").textContent = said.filter(Boolean).join(" ");
     if (!note.open && !briefing.open) note.showModal();
   }
   $("note-go").addEventListener("click", () => { note.close(); send({ type: "resume" }); });
@@ -576,7 +633,7 @@
   function pageFired(r) {
     if (replaying !== null) return; // a replay shows the page, it does not ring it again
     root.dataset.alerted = String(Number(root.dataset.alerted || 0) + 1);
-    window.alerts.ring(t("alert.page", { burn: number(r.burn_1h, 1), clock: r.clock, budget: number(100 * r.budget_left, 1) }));
+    window.alerts.ring(t("alert.page", { burn: number(r.burn_1h, 1), clock: r.clock, budget: percent(r.budget_left, 1) }));
   }
 
   function showTitle(r) {
@@ -684,6 +741,7 @@
         flash(message.state.ended === "abandoned" ? t("run.abandoned") : t("run.finished"), "info");
         root.dataset.debrief = message.debrief_url ? "ready" : "none";
         if (root.dataset.tutorial === "true" && message.state.ended !== "abandoned") window.tour.last();
+        else if (endRequested && message.debrief_url) location.assign($("debrief-link").href);
         break;
     }
     root.dataset.records = String(records.length);

@@ -35,6 +35,7 @@
     label.id = "c-" + control;
     label.hidden = true;
     label.dataset.label = tr("control." + control);
+    label.dataset.kind = "instance"; // its value reads as the tile names the instance: "i-09"
     section.append(label);
   }
 
@@ -277,6 +278,8 @@
       return;
     }
     section.dataset.result = "accepted";
+    // out of rotation is not out of the fleet: said when the player ejects one (the tile's key has no room for it)
+    if (control === "eject") flash(tr("eject_counts"), "info");
     if (tile) {
       tile.dataset.asked = control;
       tile.dataset.askedAt = String(lastRecord ? lastRecord.minute : -1);

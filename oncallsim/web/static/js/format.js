@@ -11,7 +11,7 @@
     cache_hit: (r) => pct(r.cache_hit),
     db_utilization: (r) => pct(r.db_utilization),
     shed_share: (r) => pct(r.shed_per_s / Math.max(r.requests_per_s, 1e-9)),
-    cost_per_hour: (r) => t("unit.usd_per_hour", { n: number(r.cost_per_hour, 2) }),
+    cost_per_hour: (r) => t("unit.per_hour", { amount: money(r.cost_per_hour) }),
     cost_so_far: (r) => money(r.cost_so_far),
     mean_age_s: (r) => t("unit.seconds", { n: number(Math.round(r.mean_age_s)) }),
     bad_build_share: (r) => pct(r.bad_build_share),

@@ -41,9 +41,11 @@
     const parts = formatter(digits || 0).formatToParts(x);
     return parts.map((p) => (p.type === "decimal" ? symbols.decimal : p.type === "group" ? symbols.group : p.value)).join("");
   }
-  // percent(0.123, 1) -> "12.3 %" (the catalog's unit.percent says where the sign goes)
-  const percent = (x, digits) => t("unit.percent", { n: number(100 * x, digits || 0) });
-  const money = (x) => t("unit.usd", { n: number(x, 2) });
+  // percent(0.123, 1) -> "12.3%" in English, "12,3 %" in Danish; money(8.83) -> "$8.83", "8,83 USD": the server's CLDR
+  // patterns (<html data-percent data-money>), so the status table and the debrief write them alike
+  const patterns = { percent: html.dataset.percent || "{n}%", money: html.dataset.money || "${n}" };
+  const percent = (x, digits) => patterns.percent.replace("{n}", number(100 * x, digits || 0));
+  const money = (x) => patterns.money.replace("{n}", number(x, 2));
   // plotly's layout.separators: its tick labels and hover texts use the same symbols
   const separators = symbols.decimal + symbols.group;
 

@@ -5,7 +5,7 @@
   const t = (k, p) => window.i18n.t(k, p);
   const $ = (id) => document.getElementById(id);
   const STEPS = [
-    ["#status-title", "tour.status"],
+    ["#status-table", "tour.status"],
     ["#diagram", "tour.diagram"],
     ["#chart-burn", "tour.charts"],
     ["#controls", "tour.controls"],
@@ -27,11 +27,20 @@
     if (!target) return;
     target.classList.add("toured");
     target.scrollIntoView({ block: "nearest" });
+    // the box never covers what it describes: beside the target where there is room (right, then left), else below
+    // or above it, else at the screen's bottom edge
     const r = target.getBoundingClientRect();
-    const left = Math.min(Math.max(8, r.left), window.innerWidth - box.offsetWidth - 8);
-    const below = r.bottom + box.offsetHeight + 12 < window.innerHeight;
-    box.style.left = left + "px";
-    box.style.top = (below ? r.bottom + 8 : Math.max(8, r.top - box.offsetHeight - 8)) + "px";
+    const w = box.offsetWidth, h = box.offsetHeight, gap = 12, W = window.innerWidth, H = window.innerHeight;
+    const top = Math.min(Math.max(8, r.top), H - h - 8);
+    const clampLeft = (x) => Math.min(Math.max(8, x), W - w - 8);
+    let place;
+    if (r.right + gap + w <= W - 8) place = { left: r.right + gap, top };
+    else if (r.left - gap - w >= 8) place = { left: r.left - gap - w, top };
+    else if (r.bottom + gap + h <= H - 8) place = { left: clampLeft(r.left), top: r.bottom + gap };
+    else if (r.top - gap - h >= 8) place = { left: clampLeft(r.left), top: r.top - gap - h };
+    else place = { left: clampLeft(r.left), top: H - h - 8 };
+    box.style.left = place.left + "px";
+    box.style.top = place.top + "px";
   }
 
   function end(resume) {
