@@ -11,23 +11,12 @@ import json
 import statistics
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from oncallsim.alerting.evaluate import (
-    BUILTIN,
-    DEFAULT_HISTORY_MIN,
-    MAX_HISTORY_MIN,
-    AlertSummary,
-    RunAlerts,
-    alert_rules,
-    evaluate,
-    summarize,
-)
-from oncallsim.alerting.pagerduty import Pager, PagerConfig, rule_page_events
-from oncallsim.alerting.promtool import check_rules
+from oncallsim.alerting.history import DEFAULT_HISTORY_MIN, MAX_HISTORY_MIN
 from oncallsim.cli_common import (
     check_choices,
     err,
@@ -39,10 +28,13 @@ from oncallsim.cli_common import (
     stdout_console,
     write_whole,
 )
-from oncallsim.metrics import DEFAULT_SERVICE, check_service
+from oncallsim.metrics.service import DEFAULT_SERVICE, check_service
 from oncallsim.model import InvalidInput
-from oncallsim.simulation import MAX_SEED, Simulation
-from oncallsim.store.runfiles import vet_run_file
+
+if TYPE_CHECKING:  # the command's own imports are in its body: `oncallsim --help` loads no engine
+    from oncallsim.alerting.evaluate import AlertSummary, RunAlerts
+    from oncallsim.alerting.pagerduty import PagerConfig
+    from oncallsim.simulation import Simulation
 
 __all__ = ["MAX_SWEEP_SEEDS", "alerts"]
 
@@ -85,6 +77,12 @@ def alerts(
 ) -> None:
     """Evaluate a Prometheus rule file over simulated runs with the real promtool: when each alert went pending
     and firing against the incident and the built-in page, missed incidents, false pages per simulated week."""
+    from oncallsim.alerting.evaluate import alert_rules, evaluate, summarize
+    from oncallsim.alerting.pagerduty import PagerConfig
+    from oncallsim.alerting.promtool import check_rules
+    from oncallsim.simulation import MAX_SEED, Simulation
+    from oncallsim.store.runfiles import vet_run_file
+
     check_service(service)
     if scenario is None and (seeds != 1 or first_seed != 0 or engine is not None or minutes is not None):
         raise InvalidInput("--scenario", "--seeds, --first-seed, --engine and --minutes need --scenario")
@@ -134,6 +132,8 @@ def alerts(
 def send_pages(config: PagerConfig, runs: list[RunAlerts]) -> None:
     """Your rules' pages, run after run, each run's in simulated order, so your PagerDuty service (its routing,
     escalation, schedules) is rehearsed on the incident too; the built-in page is not sent (``serve`` sends it)."""
+    from oncallsim.alerting.pagerduty import Pager, rule_page_events
+
     now = datetime.now(UTC)
     events = [event for n, run in enumerate(runs) for _, event in rule_page_events(config.routing_key, n, run, now)]
     pager = Pager(config)
@@ -188,6 +188,8 @@ def _median(values: list[int]) -> str:
 
 
 def print_summary(rows: list[AlertSummary], runs: list[RunAlerts], out: Any) -> None:
+    from oncallsim.alerting.evaluate import BUILTIN
+
     incidents = sum(run.incident_start is not None for run in runs)
     quiet = [run for run in runs if run.quiet]
     days = sum(run.minutes for run in quiet) / 1440

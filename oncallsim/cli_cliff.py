@@ -22,7 +22,6 @@ from oncallsim.cli_common import (
     write_whole,
 )
 from oncallsim.model import InvalidInput
-from oncallsim.model.engine import get_engine
 
 if TYPE_CHECKING:
     from oncallsim.batch.cliff_map import MapPlan, PointResult
@@ -103,6 +102,8 @@ def cliff(
         png = png or (out_path.with_suffix(".png") if drawn else None)
         if not drawn and (html or png):
             raise InvalidInput("--vary", "a map is drawn for one or two axes; with more, only the Parquet files")
+        from oncallsim.model.engine import get_engine
+
         prepare_engine(get_engine("request"))  # compiled once here: the workers load it
         executor = DaskExecutor(scheduler) if scheduler else LocalExecutor(workers)
         runs = len(plan.points) * spec.seeds

@@ -10,8 +10,7 @@ from typing import Annotated
 import typer
 
 from oncallsim.cli_common import err, load_run_file, notice_after, prepare_engine, write_whole
-from oncallsim.metrics import DEFAULT_SERVICE, check_service, default_start, openmetrics_export, parse_start
-from oncallsim.store.runfiles import vet_run_file
+from oncallsim.metrics.service import DEFAULT_SERVICE, check_service
 
 __all__ = ["export"]
 
@@ -32,6 +31,9 @@ def export(
     ] = DEFAULT_SERVICE,
 ) -> None:
     """Write a run's minutes as Prometheus metrics (OpenMetrics text, a sample a minute with its timestamp)."""
+    from oncallsim.metrics.exposition import default_start, openmetrics_export, parse_start
+    from oncallsim.store.runfiles import vet_run_file
+
     check_service(service)
     begins = parse_start(start) if start is not None else None
     run = load_run_file(run_file)

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from oncallsim.alerting.history import DEFAULT_HISTORY_MIN, MAX_HISTORY_MIN
 from oncallsim.alerting.promtool import check_rules, unit_test_rules
 from oncallsim.metrics.exposition import Accumulator
 from oncallsim.metrics.names import METRICS
@@ -55,12 +56,7 @@ __all__ = [
 # An alert with one of these labels is a page (Sloth's ``sloth_severity``, the common ``severity``); others are
 # reported too, and counted apart.
 PAGE_LABELS: tuple[tuple[str, str], ...] = (("severity", "page"), ("severity", "critical"), ("sloth_severity", "page"))
-# Minutes before the run like its opening minute: the built-in page's 1 h window is pre-filled so (MODEL.md §8);
-# a rule's windows up to this long then see a past, as in production. A window longer than the history sees the
-# run and the history only (docs/alerts.md measures what that does).
-DEFAULT_HISTORY_MIN = 360  # the page's longest window (6 h); a ticket's 3 d window needs --history 4320
 MAX_JOBS = 4  # promtool processes at once, each over a share of the runs
-MAX_HISTORY_MIN = 3 * 1440
 BUILTIN = "built-in page"  # the model's multiwindow page (MODEL.md §8), as a row beside the team's alerts
 _QUERY = "ALERTS # run {run} minute {minute}"
 _FAILED_QUERY = re.compile(

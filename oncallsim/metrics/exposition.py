@@ -10,12 +10,11 @@ the first minute's increase); a gauge is the minute's value.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from oncallsim.metrics.names import METRICS, Labels, Metric
+from oncallsim.metrics.service import DEFAULT_SERVICE, check_service
 from oncallsim.model import InvalidInput, MinuteRecord
 from oncallsim.model.errors import quote
 
@@ -34,21 +33,12 @@ __all__ = [
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 # Prometheus' older text format, for a scraper that does not ask for OpenMetrics (and for `promtool check metrics`)
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-DEFAULT_SERVICE = "oncallsim"
 # The export's default epoch: 1 January 2026 (UTC), at the run's starting time of day.
 DEFAULT_DAY = datetime(2026, 1, 1, tzinfo=UTC)
-_SERVICE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
 
 _CUMULATIVE = ("counter", "histogram")  # their samples add up the minutes' amounts from the run's start
 Point = tuple[str, Labels, float]  # a sample's full name, its labels (without service), its value
-
-
-def check_service(value: Any) -> str:
-    """The ``service`` label every series carries: 1 to 64 letters, digits, '_', '.', ':' or '-'."""
-    if not isinstance(value, str) or not _SERVICE.fullmatch(value):
-        raise InvalidInput("service", f"must be 1 to 64 letters, digits, '_', '.', ':' or '-', got {quote(value)}")
-    return value
 
 
 def default_start(clock_start_min: int) -> datetime:

@@ -129,7 +129,7 @@ summary { cursor: pointer; font-weight: 600; margin: 1rem 0 0.5rem; } .key { col
 {% else %}<style>{{ app_css | safe }}</style>{% endif %}
 <style>
 body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 1100px; padding: 0 1rem; }
-.diagram { height: auto; max-height: 120px; } .diagram .instance rect { stroke-width: 1; }
+.diagram { height: auto; max-height: 120px; min-width: 0; } .diagram .instance rect { stroke-width: 1; }
 .diagram .instance.bad-build rect { stroke: var(--bad); stroke-width: 2; }
 .seconds { display: flex; gap: 0.6rem; align-items: center; flex-wrap: wrap; }
 </style>
