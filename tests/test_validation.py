@@ -112,6 +112,8 @@ def test_quick_report_is_written_with_its_tables_and_plots(tmp_path: Path) -> No
     assert "| N | ρ | customers | P(wait) | Erlang C |" in text
     assert "| cache-flush | hands-off |" in text and "| surge | textbook |" in text
     assert "FIFO past saturation" in text and "M/G/N" in text
+    kratos = text.split("## Kratos's mechanisms against oracles", 1)[1].split("## The cliff's chain", 1)[0]
+    assert kratos.count("| p2c |") == 4 and "CoDel against RFC 8289" in kratos and "the classic breaker" in kratos
     chain = text.split("## The cliff's chain against the engine", 1)[1].split("**Where an exponential", 1)[0]
     rows = [line for line in chain.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 3 and all("| yes |" in row for row in rows), rows  # no retries, N = 2, past the cliff

@@ -17,6 +17,7 @@ from oncallsim.extras import require
 from oncallsim.verify.cliff import DRAIN, DrainPoint, ShapeRow, drain_grid, shape_rows
 from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
 from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
+from oncallsim.verify.kratos import KratosChecks, kratos_checks, kratos_section
 from oncallsim.verify.pipeline import CachePoint, DbPoint, cache_grid, db_grid
 from oncallsim.verify.queue import QueuePoint, queue_grid
 from oncallsim.verify.resilience import Amplification, Bistability, ResilienceCheck, resilience_checks
@@ -41,6 +42,7 @@ class Results(NamedTuple):
     resilience: tuple[ResilienceCheck, ...] = ()
     drains: tuple[DrainPoint, ...] = ()
     shapes: tuple[ShapeRow, ...] = ()
+    kratos: KratosChecks | None = None
 
 
 def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -59,9 +61,11 @@ def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Re
     amplification, bistability, checks = resilience_checks(quick)
     progress("the retrying server's Markov chain against the engine")
     drains = tuple(drain_grid(quick))
+    progress("Kratos's mechanisms against their oracles")
+    kratos = kratos_checks(quick)
     return Results(
         quick, queue, cache, db, rows, timelines, balancers, discovery, tuple(amplification), tuple(bistability),
-        tuple(checks), drains, tuple(shape_rows()),
+        tuple(checks), drains, tuple(shape_rows()), kratos,
     )  # fmt: skip
 
 
@@ -293,6 +297,8 @@ def render(res: Results, images_rel: Path = IMAGES) -> str:
         _fleet_section(res),
         "",
         _resilience_section(res),
+        "",
+        kratos_section(res.kratos),
         "",
         _cliff_section(res),
     ]
