@@ -198,7 +198,7 @@ CONTROLS = (
                 "back above the target soon after": "the count resumes from the last episode's (within 16 intervals)",
             },
             "kratos": {
-                "source": "kratos v1.0.1 (aqm/codel.go)",
+                "source": "kratos v1.0.1 (aqm)",
                 "target (ms)": f"{1000 * KRATOS_TARGET_S:g}",
                 "interval (ms)": f"{1000 * KRATOS_INTERVAL_S:g}",
                 "requests judged": f"only while {KRATOS_OUTSTANDING} or more are outstanding",
