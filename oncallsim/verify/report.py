@@ -319,9 +319,10 @@ def _fleet_section(res: Results) -> str:
             "## The fleet: balancers and discovery",
             "",
             "Queue-only mode, one worker per instance, exponential service S = 50 ms, ρ = 0.8 per instance. "
-            "`random` is M/M/1 per instance; `pooled` is M/M/N; `p2c` (Kratos's, with its EWMA latency as the "
-            "signal) approaches the supermarket model's limit as the instances grow, but from above: it reads a "
-            "latency average, not the queue length JSQ(2) compares.",
+            "`random` is M/M/1 per instance; `pooled` is M/M/N; `p2c` (Kratos's: in-flight × the CPU the "
+            "instance reports × √latency) stays above the supermarket model's limit: with one worker an instance "
+            "reads near 1000 ‰ whenever it is busy, and the latency is an average, not the queue length JSQ(2) "
+            "compares. The section on Kratos's mechanisms compares it with a finite JSQ(2).",
             "",
             _table(
                 ["balancer", "instances", "mean time in system ms", "theory ms", "theory", "gap", "in CI"],
