@@ -169,16 +169,7 @@ def test_fleet_runs_are_deterministic() -> None:
 # --- the scenarios on held-out seeds -------------------------------------------------------------------------
 
 
-# Since model version 2 gRPC drops an unreachable zone's connections within ~20 s (connections.py), so hands-off
-# spends what the playbook spends (0.19–0.26 % of the budget on seeds 0–2, against 17–26 % before): the zone-outage
-# scenario teaches nothing until it is redesigned (issue 23 item 8). Strict: it fails the day it teaches again.
-_ZONE_OUTAGE_UNTAUGHT = pytest.mark.xfail(strict=True, reason="version 2: hands-off passes zone-outage; redesign due")
-
-
-@pytest.mark.parametrize(
-    "scenario",
-    ["slow-instance", pytest.param("zone-outage", marks=_ZONE_OUTAGE_UNTAUGHT), "flash-crowd", "retry-storm"],
-)
+@pytest.mark.parametrize("scenario", ["slow-instance", "zone-outage", "flash-crowd", "retry-storm"])
 def test_hands_off_fails_and_textbook_passes_on_held_out_seeds(scenario: str) -> None:
     seeds = [101, 202]
     hands_off = run_seeds(scenario, seeds)

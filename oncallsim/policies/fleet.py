@@ -71,9 +71,11 @@ class FleetPlaybook:
         if self.opening_floor is None:
             self.opening_floor = observation.controls.floor
         lines = last.extras["instances"]
-        serving = len(lines["served"])
         events = [e for e in last.events if isinstance(e, Event)]
         codes = {e.code for e in events}
+        serving = len(lines["served"])
+        if "scaled_in" in codes:  # the minute's lines still show the instances the autoscaler just removed
+            serving = min(serving, last.desired)
         for e in events:
             if e.code == "instance_replaced":
                 self.replacing.discard(int(e.args["instance"]))
@@ -109,7 +111,10 @@ class FleetPlaybook:
         last = observation.last
         assert last is not None
         controls = observation.controls
-        saturated = last.utilization >= SATURATED and last.p99_ms >= TIMED_OUT * observation.params.timeout_s * 1000
+        # With a zone off the network the fleet's utilization averages its unreachable instances' idle workers in
+        # (two thirds of a saturated fleet read 67 %): a p99 at the timeout then is the survivors' overload.
+        busy = last.utilization >= SATURATED or _zone_lost(last)
+        saturated = busy and last.p99_ms >= TIMED_OUT * observation.params.timeout_s * 1000
         if saturated and controls.queue_discipline == "fifo":
             self.codel_since = observation.minute
             return [("queue_discipline", "codel")]
@@ -152,7 +157,13 @@ class FleetPlaybook:
 
     @staticmethod
     def _bad(lines: dict[str, list[Any]], rotation: list[int]) -> list[int]:
-        """The instances in rotation that fail or lag, worst first."""
+        """The instances in rotation that fail or lag, worst first. Those the fleet view marks unreachable (their
+        zone off the network) come first and alone: since model version 2 the clients' gRPC connections drop them
+        within seconds, so they fail nothing they are no longer sent, yet they are capacity the fleet has lost."""
+        health = lines.get("health", [])
+        unreachable = [i for i in rotation if i < len(health) and health[i] == "offline"]
+        if unreachable:
+            return unreachable
         p99s = [lines["p99_ms"][i] for i in rotation if lines["p99_ms"][i] is not None]
         median = statistics.median(p99s) if p99s else None
         shares = [lines["errors"][i] / max(lines["served"][i], lines["errors"][i], 1) for i in rotation]
@@ -170,3 +181,8 @@ class FleetPlaybook:
         if len(slow) > REPLACE_AT_MOST:  # many lag at once: the fleet is loaded (new idle instances lower the
             slow = []  # median), not its machines broken; ejecting them would take its capacity away
         return [i for _, i in sorted(failing + slow, reverse=True)]
+
+
+def _zone_lost(last: Any) -> bool:
+    """Whether the fleet view marks an instance unreachable (its zone off the network)."""
+    return "offline" in (last.extras or {}).get("instances", {}).get("health", ())
