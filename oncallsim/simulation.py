@@ -41,6 +41,7 @@ from oncallsim.model.errors import quote
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.model.state import kernel_inputs
 from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
+from oncallsim.scenarios.registry import superseded_scenario
 from oncallsim.validation import MAX_FILE_BYTES, decode_text, invalid_input, read_bounded
 
 __all__ = ["MAX_RUN_FILE_ACTIONS", "MAX_SEED", "Action", "RunFile", "Simulation", "load_actions", "split_overrides"]
@@ -463,6 +464,8 @@ class Simulation:
         scenario: str | Scenario = run.scenario
         if run.scenario_spec is not None:
             scenario = scenario_from_dict(run.scenario_spec, "run file scenario_spec")
+        else:  # a built-in scenario changed since this model version's runs: the one they played
+            scenario = superseded_scenario(run.scenario, run.model_version) or scenario
         return cls(
             scenario,
             seed=run.seed,

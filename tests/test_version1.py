@@ -15,6 +15,8 @@ import pytest
 
 from oncallsim import Simulation
 from oncallsim.model.controls import RENAMED
+from oncallsim.scenarios import builtin_scenarios
+from oncallsim.scenarios.registry import superseded_scenario
 
 DATA = Path(__file__).resolve().parent / "data" / "version1"
 RUNS = sorted(p.name.removesuffix(".json") for p in DATA.glob("*.json") if not p.name.endswith(".records.json"))
@@ -58,3 +60,13 @@ def test_a_version1_run_file_replays_bit_for_bit(name: str) -> None:
     for minute, (n, o) in enumerate(zip(new, old, strict=True)):
         assert _as_old(n, o) == o, f"{name}, minute {minute}"
     assert sim.run_file().model_version == "1"  # saved again, it stays a version-1 run
+
+
+def test_a_built_in_scenario_changed_since_replays_its_old_runs_with_the_old_file() -> None:
+    """The zone outage was redesigned for model version 2: a version-1 run file that names it gets the scenario of
+    that time (data/superseded/), a new run the current one; only a built-in id and a plain version are looked up."""
+    old = superseded_scenario("zone-outage", "1")
+    assert old is not None and old.version == 1 and builtin_scenarios()["zone-outage"].version == 2
+    assert old.controls != builtin_scenarios()["zone-outage"].controls
+    assert superseded_scenario("zone-outage", "2") is None and superseded_scenario("slow-instance", "1") is None
+    assert superseded_scenario("zone-outage", "../1") is None and superseded_scenario("../zone-outage", "1") is None

@@ -6,6 +6,7 @@ import os
 import stat
 import tomllib
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "scenario_from_dict",
     "scenario_from_file",
     "scenario_from_text",
+    "superseded_scenario",
 ]
 
 # A scenario file is a page of TOML; anything much bigger is a mistake (or /dev/zero) and is refused unread.
@@ -67,6 +69,24 @@ def scenario_from_file(path: str | Path) -> Scenario:
     except OSError as exc:
         raise InvalidInput("scenario", f"cannot read {path}: {exc.strerror}") from None
     return scenario_from_text(data, str(path))
+
+
+def superseded_scenario(scenario_id: str, model_version: str) -> Scenario | None:
+    """A built-in scenario as runs of an older model version played it, if it has changed since: run files name a
+    built-in scenario by id, so a file of model version 1 replays with the scenario of that time
+    (``data/superseded/<id>.model-<version>.toml``; the zone outage was redesigned for model version 2). Only a
+    built-in id and a plain version name are looked up (both come from a run file: outside input)."""
+    if scenario_id not in builtin_scenarios() or not model_version.isalnum():
+        return None
+    return _superseded(scenario_id, model_version)
+
+
+@cache
+def _superseded(scenario_id: str, model_version: str) -> Scenario | None:
+    entry = resources.files("oncallsim.scenarios") / "data" / "superseded" / f"{scenario_id}.model-{model_version}.toml"
+    if not entry.is_file():
+        return None
+    return scenario_from_dict(tomllib.loads(entry.read_text(encoding="utf-8")), entry.name)
 
 
 @cache
