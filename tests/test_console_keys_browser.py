@@ -1,7 +1,8 @@
 """The console by keyboard, on a phone and at the end of a run, in a real Chromium (issue 25, items 5-7): a focused
 control keeps its own keys, the skip link and M reach the controls, the page's banner and the clock stay in view
 on a phone, the charts have real axes before the first minute, and the header keeps one line at 1440 px when the
-end-of-run buttons appear, in every language. One server and one browser for the whole module."""
+end-of-run buttons appear, in every language; charts drawn before the first minute follow the minutes however
+they arrive. One server and one browser for the whole module."""
 
 from __future__ import annotations
 
