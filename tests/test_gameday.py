@@ -246,6 +246,9 @@ def test_close_debrief_postmortem_and_offline_export(client: TestClient, tmp_pat
         debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
         ann.send_json({"type": "action", "control": "rollback"})
         assert "over" in until(ann, lambda m: m["type"] == "error")["message"]
+        for message in ({"type": "pause"}, {"type": "speed", "value": 4}, {"type": "resume"}, {"type": "step"}):
+            fac.send_json(message)  # a closed room's clock is still: nothing to pause, speed up or log
+            assert "over" in until(fac, lambda m: m["type"] == "error")["message"], message
     kinds = [(r["kind"], r["who"]) for r in debrief["timeline"]]
     assert ("inject", "facilitator") in kinds and ("status", "Cat") in kinds and ("action", "Ann") in kinds
     assert ("note", "facilitator") in kinds
@@ -261,6 +264,7 @@ def test_close_debrief_postmortem_and_offline_export(client: TestClient, tmp_pat
     assert "Investigating slow pages \\| degraded" in text and "Ann (operations): Warm up cache" in text
     assert text.index("hidden from the players: cache flush at 08:03") < text.index("status page (Cat)")
     room_file = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": player, "what": "room"})
+    assert [e["kind"] for e in room_file.json()["log"]][-1] == "close"  # the refused controls were not logged
     path_file = tmp_path / "room.json"
     path_file.write_text(room_file.text)
     RoomFile.load(path_file)

@@ -360,8 +360,10 @@ class Room:
             queue.put_nowait(orjson.dumps(self.snapshot(s)).decode())
 
     async def control(self, seat: Seat, kind: str, value: Any = None) -> None:
-        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's."""
+        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's; refused once the
+        room is closed (nothing is logged after its close)."""
         roles.require(seat.role, "facilitate")
+        self._open()
         live = self.live
         if kind == "speed":
             await live.set_speed(value)
@@ -373,7 +375,6 @@ class Room:
             await live.step_once()
             return
         elif kind == "close":
-            self._open()
             await self._log("close", seat.name, seat.role, {})
             await live.end("ended")
             return

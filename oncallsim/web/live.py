@@ -314,6 +314,7 @@ class LiveRun:
             raise InvalidInput("run", "the run is over")
 
     async def pause(self, held_by: str = "user") -> None:
+        self._open()  # an over run's clock is still: nothing to pause, nothing to write over its end
         self.paused = True
         self.held_by = held_by
         self._changed()
@@ -322,14 +323,14 @@ class LiveRun:
             await self.store.write(self.store.set_held, self.id, True, self.sim.minute)
 
     async def resume(self) -> None:
-        if self.done:
-            raise InvalidInput("run", "the run is over")
+        self._open()
         self.paused = False
         self.pause_reason = None
         self._changed()
         await self.store.write(self.store.set_held, self.id, False, self.sim.minute)
 
     async def set_speed(self, speed: Any) -> None:
+        self._open()
         check_speed_for(self.difficulty, check_speed(speed))
         self.speed = speed
         self._changed()
