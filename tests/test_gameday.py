@@ -505,3 +505,22 @@ def test_a_room_closed_before_its_debrief_was_written_stays_closed_and_gets_it(d
         assert snap["state"]["done"] is True and snap["state"]["pause_reason"] is None
         debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
         assert debrief["timeline"] is not None
+
+
+def test_a_seat_that_never_reads_is_closed_not_buffered(client: TestClient) -> None:
+    """A stalled tab (a socket nobody reads) holds at most the run's backlog of the room's messages, then is
+    closed (a reconnect gets a snapshot); the other seats and the room go on."""
+    from oncallsim.gameday.room import Seat
+
+    room_id = new_room(client)["id"]
+    room = client.app.state.rooms.rooms[room_id]  # type: ignore[attr-defined]
+    stalled = room.subscribe(Seat("Ann", "operations", "player"))
+    reader = room.subscribe(Seat("Bob", "operations", "player"))
+    for _ in range(room.live.max_backlog + 1):
+        room.relay({"type": "players", "players": room.player_list()})
+        while not reader.empty():
+            reader.get_nowait()
+    held = [stalled.get_nowait() for _ in range(stalled.qsize())]
+    assert len(held) == room.live.max_backlog + 1 and held[-1] is None  # its socket ends here
+    assert stalled not in room.seats and stalled not in room.live.subscribers
+    assert reader in room.seats and reader in room.live.subscribers

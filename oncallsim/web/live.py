@@ -104,6 +104,8 @@ def check_speed(speed: Any) -> int:
 
 
 class LiveRun:
+    max_backlog = MAX_BACKLOG  # a viewer's queue beyond this is closed (a game-day room's seats too)
+
     def __init__(
         self,
         run_id: str,
@@ -249,7 +251,7 @@ class LiveRun:
             return
         text = orjson.dumps(message).decode()  # ~15x json.dumps: a third of a live minute's cost was encoding
         for queue in list(self.subscribers):
-            if queue.qsize() >= MAX_BACKLOG:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
+            if queue.qsize() >= self.max_backlog:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
                 self.subscribers.discard(queue)
                 queue.put_nowait(None)
                 continue
