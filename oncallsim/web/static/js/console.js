@@ -396,6 +396,7 @@
   function showState(s, fresh) {
     if (!fresh && s.seq !== undefined && s.epoch === shownEpoch && s.seq < shownSeq) return;
     if (s.seq !== undefined) shownSeq = s.seq;
+    if (s.epoch !== shownEpoch) noteShownFor = 0; // a restarted server's stops are numbered afresh too
     shownEpoch = s.epoch;
     state = s;
     $("clock").textContent = s.clock;
