@@ -124,7 +124,9 @@ def page_events() -> dict[str, str]:
         else:
             entries[f"event.{code}"] = singular
     for name, spec in CONTROL_SPECS.items():
-        label = spec.label[0].lower() + spec.label[1:]  # the log's lines start in lower case
+        # the log's lines start in lower case, unless the label starts with a name ("CoDel")
+        named = any(c.isupper() for c in spec.label.split()[0][1:])
+        label = spec.label if named else spec.label[0].lower() + spec.label[1:]
         if spec.kind == "bool":
             entries[f"event.setting.{name}.on"] = f"{label} on"
             entries[f"event.setting.{name}.off"] = f"{label} off"
