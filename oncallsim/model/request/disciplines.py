@@ -189,6 +189,23 @@ CONTROLS = (
         moves={"": "set CoDel's code to %(value)s"},
         in_force={"rfc8289": "", "kratos": "Kratos's CoDel (50 ms, 500 ms, from 40 outstanding)"},
         only_with="queue_discipline",
+        presets={
+            "rfc8289": {
+                "source": "RFC 8289",
+                "target (ms)": f"{1000 * TARGET_S:g}",
+                "interval (ms)": f"{1000 * INTERVAL_S:g}",
+                "requests judged": "every request",
+                "back above the target soon after": "the count resumes from the last episode's (within 16 intervals)",
+            },
+            "kratos": {
+                "source": "kratos v1.0.1 (aqm)",
+                "target (ms)": f"{1000 * KRATOS_TARGET_S:g}",
+                "interval (ms)": f"{1000 * KRATOS_INTERVAL_S:g}",
+                "requests judged": f"only while {KRATOS_OUTSTANDING} or more are outstanding",
+                "back above the target soon after": "the count resumes from count − 2 (within an interval of the "
+                "last drop)",
+            },
+        },
     ),
     ControlSpec(
         "codel_target_ms",
