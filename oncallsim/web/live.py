@@ -104,6 +104,8 @@ def check_speed(speed: Any) -> int:
 
 
 class LiveRun:
+    max_backlog = MAX_BACKLOG  # a viewer's queue beyond this is closed (a game-day room's seats too)
+
     def __init__(
         self,
         run_id: str,
@@ -249,7 +251,7 @@ class LiveRun:
             return
         text = orjson.dumps(message).decode()  # ~15x json.dumps: a third of a live minute's cost was encoding
         for queue in list(self.subscribers):
-            if queue.qsize() >= MAX_BACKLOG:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
+            if queue.qsize() >= self.max_backlog:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
                 self.subscribers.discard(queue)
                 queue.put_nowait(None)
                 continue
@@ -314,6 +316,7 @@ class LiveRun:
             raise InvalidInput("run", "the run is over")
 
     async def pause(self, held_by: str = "user") -> None:
+        self._open()  # an over run's clock is still: nothing to pause, nothing to write over its end
         self.paused = True
         self.held_by = held_by
         self._changed()
@@ -322,14 +325,14 @@ class LiveRun:
             await self.store.write(self.store.set_held, self.id, True, self.sim.minute)
 
     async def resume(self) -> None:
-        if self.done:
-            raise InvalidInput("run", "the run is over")
+        self._open()
         self.paused = False
         self.pause_reason = None
         self._changed()
         await self.store.write(self.store.set_held, self.id, False, self.sim.minute)
 
     async def set_speed(self, speed: Any) -> None:
+        self._open()
         check_speed_for(self.difficulty, check_speed(speed))
         self.speed = speed
         self._changed()
