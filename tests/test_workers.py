@@ -1,0 +1,92 @@
+"""Heavy work in worker processes (web/workers.py): a run computed in a worker is the run computed here, bit for
+bit; its debrief too; a full heavy queue refuses with one line; a run the worker cannot keep at its speed is
+slowed alone and says so."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from typing import Any
+
+import pytest
+
+from oncallsim.model import InvalidInput
+from oncallsim.simulation import Simulation
+from oncallsim.web.live import debrief_with_figure
+from oncallsim.web.workers import Busy, Pacer, Workers, job_debrief, job_rebuild
+
+
+def _actions(minute: int) -> list[tuple[str, Any]]:
+    """A few decisions of both kinds: a minute-model control and an instance's."""
+    return {2: [("floor", 5)], 4: [("eject", 0)], 6: [("queue_discipline", "codel"), ("readmit", 0)]}.get(minute, [])
+
+
+def test_a_run_in_a_worker_is_the_run_here_bit_for_bit() -> None:
+    async def scenario() -> None:
+        workers = Workers(cores=1)
+        try:
+            here = Simulation("slow-instance", seed=11, minutes=9)
+            held = await workers.hold("r1", Simulation("slow-instance", seed=11, minutes=9))
+            mirror = held.mirror
+            assert mirror.state.world is not None and not hasattr(mirror.state.world, "queues")  # a view
+            for minute in range(8):
+                actions = [mirror.check_action(c, v) for c, v in _actions(minute)]  # checked on the mirror
+                remote = await held.step(actions)
+                local = here.step(_actions(minute))
+                assert pickle.dumps(remote) == pickle.dumps(local)  # every field, every extra, bit for bit
+            assert mirror.actions == here.actions and mirror.minute == here.minute == 8
+            assert mirror.rng.state == here.rng.state
+            assert mirror.state.vec.tobytes() == here.state.vec.tobytes()
+            assert mirror.state.controls == here.state.controls
+            # the mirror refuses what the world would: instance 0 is back in rotation, not ejected
+            with pytest.raises(InvalidInput, match="is not ejected"):
+                mirror.check_action("readmit", 0)
+            with pytest.raises(InvalidInput, match="is not ejected"):
+                here.check_action("readmit", 0)
+            # rebuilt from its file in a worker: the same again
+            rebuilt, pending, skipped = await workers.call(job_rebuild, here.run_file())
+            assert (pending, skipped) == ([], [])
+            assert pickle.dumps(rebuilt.timeline) == pickle.dumps(here.timeline)
+            # played to its end: the world leaves the worker, the mirror stays complete
+            assert pickle.dumps(await held.step([])) == pickle.dumps(here.step([]))
+            assert mirror.done and mirror.timeline == here.timeline
+            held.release()
+        finally:
+            workers.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_full_heavy_queue_refuses_with_one_line() -> None:
+    async def scenario() -> None:
+        workers = Workers(cores=1)
+        workers.heavy.max_waiting = 1
+        try:
+            sim = Simulation("bad-deploy", seed=1, minutes=30)
+            sim.run()
+            first = workers.call(job_debrief, sim, bounded=True)
+            while not workers.heavy.workers[0].busy:  # the worker takes it: nothing waits
+                await asyncio.sleep(0.01)
+            second = workers.call(job_debrief, sim, bounded=True)  # waits: the queue is full
+            with pytest.raises(Busy) as refused:
+                workers.call(job_debrief, sim, bounded=True)
+            assert str(refused.value).startswith("server: busy (") and "\n" not in str(refused.value)
+            owed = workers.call(job_debrief, sim)  # what the server owes (a run's end) is never refused
+            here_report, here_figure = debrief_with_figure(sim)
+            for job in (first, second, owed):  # each the debrief computed here, bit for bit
+                report, figure = await job
+                assert report.model_dump(mode="json") == here_report.model_dump(mode="json")
+                assert figure == here_figure
+        finally:
+            workers.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_pacer_says_when_a_run_falls_behind_and_when_it_is_back() -> None:
+    pacer = Pacer()
+    changes = [pacer.tick(i % 2 == 0, 16) for i in range(48)]  # every other tick missed
+    assert pacer.slowed == 8.0 and changes.count(True) == 1
+    changes = [pacer.tick(True, 16) for _ in range(48)]
+    assert pacer.slowed is None and changes.count(True) == 1
+    assert not pacer.tick(False, 0) and pacer.slowed is None  # real time keeps up by definition
