@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +91,19 @@ def test_the_pacer_says_when_a_run_falls_behind_and_when_it_is_back() -> None:
     changes = [pacer.tick(True, 16) for _ in range(48)]
     assert pacer.slowed is None and changes.count(True) == 1
     assert not pacer.tick(False, 0) and pacer.slowed is None  # real time keeps up by definition
+
+
+def test_the_request_engine_refuses_traffic_it_cannot_serve_live_with_one_line(tmp_path: Path) -> None:
+    """Issue 30 item 5: one line naming the field and the range, from whatever surface builds the run."""
+    from oncallsim.model.request.engine import MAX_BASE_REQUESTS_PER_S
+    from tests.test_web import console
+
+    too_much = {"base_requests_per_s": MAX_BASE_REQUESTS_PER_S + 1}
+    with pytest.raises(InvalidInput, match=r"^base_requests_per_s: must be from 0 to 20,000 req/s on the request"):
+        Simulation("free-play", engine="request", overrides=too_much)
+    Simulation("free-play", engine="minute", overrides=too_much)  # the formulas take it
+    with console(tmp_path / "runs.sqlite") as client:
+        body = {"scenario": "free-play", "engine": "request", "overrides": too_much, "difficulty": "hard"}
+        answer = client.post("/api/runs", json=body)
+        assert answer.status_code == 422 and answer.json()["field"] == "base_requests_per_s"
+        assert "\n" not in answer.json()["error"]
