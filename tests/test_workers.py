@@ -71,6 +71,8 @@ def test_a_full_heavy_queue_refuses_with_one_line() -> None:
             second = workers.call(job_debrief, sim, bounded=True)  # waits: the queue is full
             with pytest.raises(Busy) as refused:
                 workers.call(job_debrief, sim, bounded=True)
+            heavy = next(w for w in workers.status() if w["worker"] == "heavy-0")
+            assert heavy["job"]["kind"] == "debrief" and heavy["waiting"] == 1 and heavy["alive"]
             assert str(refused.value).startswith("server: busy (") and "\n" not in str(refused.value)
             owed = workers.call(job_debrief, sim)  # what the server owes (a run's end) is never refused
             here_report, here_figure = debrief_with_figure(sim)
@@ -107,3 +109,53 @@ def test_the_request_engine_refuses_traffic_it_cannot_serve_live_with_one_line(t
         answer = client.post("/api/runs", json=body)
         assert answer.status_code == 422 and answer.json()["field"] == "base_requests_per_s"
         assert "\n" not in answer.json()["error"]
+
+
+def test_a_full_queue_answers_429_with_one_line_on_the_api_and_on_pages(tmp_path: Path) -> None:
+    """Issue 30 item 2: nothing started, one line; the page says it in its language."""
+    from tests.test_web import console
+
+    sim = Simulation("bad-deploy", seed=1, minutes=5)
+    sim.run()
+    upload = {"file": ("run.json", sim.run_file().model_dump_json(), "application/json")}
+    with console(tmp_path / "runs.sqlite") as client:
+        client.app.state.manager.workers.heavy.max_waiting = 0  # type: ignore[attr-defined]
+        refused = client.post("/api/runs/import", files=upload)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "60"
+        assert refused.json() == {
+            "error": "server: busy (0 imports and debriefs waiting for a worker); try again in a minute",
+            "field": "server",
+        }
+        page = client.post("/runs/import?lang=da", files=upload, follow_redirects=False)
+        assert page.status_code == 429 and "server: optaget (0 importer og debriefinger venter" in page.text
+        assert client.get("/api/runs").json() == []  # nothing was stored
+
+
+def test_a_run_whose_worker_dies_comes_back_from_its_log(tmp_path: Path) -> None:
+    """Kill -9 of the live worker: the run leaves memory and is rebuilt from its log on the next request, with
+    the action logged before the kill still to be applied."""
+    from tests.test_web import console
+
+    with console(tmp_path / "runs.sqlite") as client:
+        body = {"scenario": "slow-instance", "seed": 5, "speed": 16, "paused": True, "difficulty": "hard"}
+        run_id = client.post("/api/runs", json=body).json()["id"]
+        for _ in range(2):
+            assert client.post(f"/api/runs/{run_id}/control", json={"type": "step"}).json()["minute"] in (1, 2)
+        assert client.post(f"/api/runs/{run_id}/actions", json={"control": "floor", "value": 7}).status_code == 200
+        workers = client.app.state.manager.workers  # type: ignore[attr-defined]
+        for worker in workers.live.workers:
+            if worker._proc is not None:
+                worker._proc.kill()
+                worker._proc.wait()
+        client.post(f"/api/runs/{run_id}/control", json={"type": "step"})  # finds its worker gone
+        assert run_id not in client.app.state.manager.runs  # type: ignore[attr-defined]
+        back = client.get(f"/api/runs/{run_id}").json()  # rebuilt from the log, held by a new worker
+        assert back["state"]["minute"] == 2 and back["state"]["pending"] == [
+            {"minute": 2, "control": "floor", "value": 7}
+        ]
+        assert client.post(f"/api/runs/{run_id}/control", json={"type": "step"}).json()["controls"]["floor"] == 7
+        here = Simulation("slow-instance", seed=5)
+        here.run(until=2)
+        here.step([("floor", 7)])
+        snapshot = client.get(f"/api/runs/{run_id}").json()
+        assert [r["p99_ms"] for r in snapshot["records"]] == [r.p99_ms for r in here.timeline]

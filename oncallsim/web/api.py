@@ -210,6 +210,7 @@ async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, l
         # request-engine runs whose minutes a worker process computes, and those it cannot keep at their speed
         "in_workers": sum(r.remote is not None and not r.remote.released for r in runs),
         "slowed": sum(r.pacer.slowed is not None for r in runs),
+        "workers": manager.workers.status() if manager.workers is not None else [],
         "max_lag_ms": max((r.max_lag_s for r in runs), default=0.0) * 1000.0,
         "minutes_in_window": len(recent),
         "lateness_p50_ms": quantile(0.5),

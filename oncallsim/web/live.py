@@ -45,7 +45,7 @@ from oncallsim.web.pacing import (
     incident_kind,
     pause_reason,
 )
-from oncallsim.web.workers import Held, Pacer, Workers, job_call, job_debrief, job_import, job_rebuild
+from oncallsim.web.workers import Held, Pacer, WorkerLost, Workers, job_call, job_debrief, job_import, job_rebuild
 
 __all__ = ["EPOCH", "SPEEDS", "LiveRun", "RunManager"]
 
@@ -164,6 +164,7 @@ class LiveRun:
         self.workers: Workers | None = None
         self._stepping: asyncio.Task[None] | None = None
         self.pacer = Pacer()
+        self.on_lost: Callable[[LiveRun], None] | None = None  # its worker process ended (RunManager._lost)
 
     def _gauge(self, record: MinuteRecord) -> dict[str, Any] | None:
         minutes = self.cliff_trigger.minutes if self.cliff_trigger is not None else 0
@@ -454,6 +455,11 @@ class LiveRun:
             actions, self.pending = self.pending, []
             try:
                 record = await self.remote.step(actions)
+            except WorkerLost:
+                if self.on_lost is None:
+                    raise
+                self.on_lost(self)  # the run leaves memory; its log brings it back (every action in it)
+                return
             except Exception as exc:
                 self._failed(exc)
                 return
@@ -610,7 +616,7 @@ class RunManager:
             run_id, held.mirror if held else sim, self.store, speed, paused, clock=self.clock,
             difficulty=difficulty, engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
-        live.remote, live.workers = held, self.workers
+        live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         self.runs[run_id] = live
         live.start()
         return live
@@ -682,7 +688,7 @@ class RunManager:
             engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
         live.model_version = row.model_version
-        live.remote, live.workers = held, self.workers
+        live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         live.pending = pending  # logged, not yet applied
         if row.status in ("finished", "abandoned") and not sim.done:
             live.ended = "ended" if row.status == "finished" else "abandoned"
@@ -695,6 +701,19 @@ class RunManager:
         elif live.report is None and live.ended != "abandoned":
             live.finish_soon()
         return live
+
+    def _lost(self, live: LiveRun) -> None:
+        """The worker process holding a run ended (killed, out of memory): the run leaves memory as after a
+        restart, and its viewers are told and disconnected; the console reconnects and the run comes back from
+        its log, every acknowledged action in it (a few quiet minutes earlier at most)."""
+        log.error("run %s: its worker process ended; it comes back from its log", live.id)
+        if self.runs.get(live.id) is live:
+            del self.runs[live.id]
+        live.clock.remove(live)
+        live.broadcast({"type": "error", "field": "run", "message": "run: its worker stopped; reconnecting"})
+        for queue in list(live.subscribers):
+            queue.put_nowait(None)
+        live.subscribers.clear()
 
     async def delete(self, run_id: str) -> bool:
         """A run gone for good: out of memory (its clock stopped, its viewers told) and out of the store."""

@@ -226,6 +226,16 @@ class _Job:
     key: str | None = None  # the live run it steps (the fair share's account)
     priority: int = 1  # 0 before 1: holding, releasing; then the minutes
     seq: int = 0
+    generation: int | None = None  # the process it needs (one holding its run), if any
+    done: int = 0  # its progress, as the worker last said it
+    total: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": getattr(self.fn, "__name__", "job").removeprefix("job_"),
+            "done": self.done,
+            "total": self.total,
+        }
 
 
 class Worker:
@@ -282,6 +292,9 @@ class Worker:
             job = self._pick()
             if job.future.done():
                 continue
+            if job.generation is not None and (job.generation != self.generation or not self._alive()):
+                job.future.set_exception(WorkerLost(f"worker {self.name} ended; the runs it held are gone"))
+                continue
             if not self._alive():
                 self._start()
             proc = self._proc
@@ -320,6 +333,7 @@ class Worker:
             return
         kind = message[0]
         if kind == "progress":
+            job.done, job.total = message[2], message[3]
             if job.progress is not None:
                 job.progress(message[2], message[3])
         elif kind == "done":
@@ -339,6 +353,17 @@ class Worker:
         job = self._current
         if job is not None and not job.future.done():
             job.future.set_exception(WorkerLost(f"worker {self.name} ended (code {proc.returncode})"))
+
+    def status(self) -> dict[str, Any]:
+        """For ``/api/stats``: its runs, the job in hand (kind and progress) and how many wait."""
+        job = self._current
+        return {
+            "worker": self.name,
+            "alive": self._alive(),
+            "runs": len(self.runs),
+            "job": job.to_dict() if job is not None else None,
+            "waiting": len(self.waiting),
+        }
 
     def close(self) -> None:
         if self._task is not None:
@@ -397,16 +422,18 @@ class Pool:
         key: str | None = None,
         priority: int = 1,
         bounded: bool = False,
+        generation: int | None = None,
     ) -> asyncio.Future[Any]:
         """``fn(progress, *args)`` in a worker (``worker``, or the least busy); ``bounded``: refused (``Busy``)
-        when ``max_waiting`` jobs wait already."""
+        when ``max_waiting`` jobs wait already; ``generation``: only in that process of ``worker`` (the one
+        holding a run), else ``WorkerLost``."""
         if self.closed:
             raise WorkerLost(f"the {self.name} workers are closed")
         if bounded and self.max_waiting is not None and self.waiting() >= self.max_waiting:
             raise Busy(self.waiting())
         target = worker or min(self.workers, key=lambda w: len(w.waiting) + w.busy)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        target.submit(_Job(fn, args, future, progress, key, priority, next(self._seq)))
+        target.submit(_Job(fn, args, future, progress, key, priority, next(self._seq), generation))
         return future
 
     def forget(self, key: str) -> None:
@@ -434,7 +461,9 @@ class Held:
     async def step(self, actions: list[Action]) -> MinuteRecord:
         if self.worker.generation != self.generation or self.released:
             raise WorkerLost(f"the worker holding run {self.key} ended; the run comes back from its log")
-        s: Stepped = await self.pool.call(job_step, self.key, actions, worker=self.worker, key=self.key)
+        s: Stepped = await self.pool.call(
+            job_step, self.key, actions, worker=self.worker, key=self.key, generation=self.generation
+        )
         sim = self.mirror
         sim.state = sim.state._replace(minute=s.minute, vec=s.vec, boot=s.boot, window=s.window, world=s.view)
         sim.rng.state = s.rng_state
@@ -451,7 +480,7 @@ class Held:
         self.pool.forget(self.key)
         if self.worker.generation == self.generation and not self.pool.closed:
             with contextlib.suppress(Exception):
-                self.pool.call(job_release, self.key, worker=self.worker, priority=0)
+                self.pool.call(job_release, self.key, worker=self.worker, priority=0, generation=self.generation)
 
 
 class Workers:
@@ -477,8 +506,15 @@ class Workers:
         progress: Callable[[int, int], None] | None = None,
         bounded: bool = False,
     ) -> asyncio.Future[Any]:
-        """A heavy job (``job_debrief``, ``job_import``, ``job_rebuild``, ``job_call``)."""
-        return self.heavy.call(fn, *args, progress=progress, bounded=bounded)
+        """A heavy job (``job_debrief``, ``job_import``, ``job_rebuild``, ``job_call``); a rebuild (someone waits
+        for the run to come back) goes before the others."""
+        priority = 0 if fn is job_rebuild else 1
+        return self.heavy.call(fn, *args, progress=progress, bounded=bounded, priority=priority)
+
+    def status(self) -> list[dict[str, Any]]:
+        """Every worker: alive or not yet started, the runs it holds, its job in hand with its progress (a
+        debrief's or an import's replays done of how many), how many jobs wait."""
+        return [w.status() for pool in (self.live, self.heavy) for w in pool.workers]
 
     def close(self) -> None:
         self.live.close()
