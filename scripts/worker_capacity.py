@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -36,14 +37,18 @@ def get(base: str, path: str) -> Any:
         return json.loads(r.read())
 
 
-def view(base: str, run_id: str, stop: threading.Event) -> None:
+def view(base: str, run_id: str, stop: threading.Event, slowed: dict[str, Any]) -> None:
+    """A viewer (a run nobody watches does not tick); the speed its states say it plays at (``slowed``)."""
     from websockets.sync.client import connect
 
     url = base.replace("http", "ws") + f"/api/runs/{run_id}/ws"
     with connect(url, origin=base, max_size=None) as ws:  # type: ignore[arg-type]
         while not stop.is_set():
             try:
-                ws.recv(timeout=0.5)
+                message = json.loads(ws.recv(timeout=0.5))
+                state = message if message.get("type") == "state" else message.get("state")
+                if state:
+                    slowed[run_id] = state.get("slowed")
             except TimeoutError:
                 continue
             except Exception:  # the server stopped at the end of a point
@@ -59,10 +64,11 @@ def point(speed: int, runs: int, bystanders: int, settle: float, window: float) 
                 time.sleep(0.5)
             ids = [post(base, {"scenario": "free-play", "seed": i, "speed": 16, "difficulty": "hard",
                                "minutes": 10000}) for i in range(bystanders)]  # fmt: skip
-            ids += [post(base, {"scenario": "slow-instance", "seed": i, "speed": speed, "difficulty": "hard"})
-                    for i in range(runs)]  # fmt: skip
+            heavy = {"scenario": "slow-instance", "speed": speed, "difficulty": "hard", "minutes": 1440}
+            ids += [post(base, {**heavy, "seed": i}) for i in range(runs)]
+            slowed: dict[str, Any] = {}
             for run_id in ids:
-                threading.Thread(target=view, args=(base, run_id, stop), daemon=True).start()
+                threading.Thread(target=view, args=(base, run_id, stop, slowed), daemon=True).start()
             time.sleep(settle)
             slowed_max = 0
             end = time.monotonic() + window
@@ -77,6 +83,9 @@ def point(speed: int, runs: int, bystanders: int, settle: float, window: float) 
                 "p99_ms": round(stats["lateness_p99_ms"]),
                 "over_250ms": round(stats["late_over_250ms_share"], 3),
                 "in_workers": stats["in_workers"],
+                # what the request runs' pages said at the end: the speed each plays at (its own when not slowed)
+                "playing_at": [slowed.get(run_id) or speed for run_id in ids[bystanders:]],
+                "load": round(os.getloadavg()[0], 1),
             }
         finally:
             stop.set()
@@ -90,7 +99,7 @@ def main() -> None:
     parser.add_argument("--speeds", default="1,4,16")
     parser.add_argument("--max-runs", type=int, default=12)
     parser.add_argument("--bystanders", type=int, default=20)
-    parser.add_argument("--settle", type=float, default=8.0)
+    parser.add_argument("--settle", type=float, default=15.0)
     parser.add_argument("--window", type=float, default=10.0)
     args = parser.parse_args()
     for speed in (int(s) for s in args.speeds.split(",")):

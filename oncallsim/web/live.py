@@ -164,6 +164,7 @@ class LiveRun:
         self.workers: Workers | None = None
         self._stepping: asyncio.Task[None] | None = None
         self.pacer = Pacer()
+        self._warm = False  # a minute computed by its worker already
         self.on_lost: Callable[[LiveRun], None] | None = None  # its worker process ended (RunManager._lost)
 
     def _gauge(self, record: MinuteRecord) -> dict[str, Any] | None:
@@ -359,6 +360,8 @@ class LiveRun:
             self.ended = how
             self.paused = True
             self.clock.remove(self)
+            if self.remote is not None:
+                self.remote.release()  # nothing steps it again: the world leaves its worker
             if how == "abandoned":
                 await self.store.write(self.store.abandon, self.id, self.sim.minute)
                 self.broadcast({"type": "finished", "debrief_url": None, "state": self.state()})
@@ -437,7 +440,8 @@ class LiveRun:
         """The clock's tick for a run a worker holds: its next minute asked for, unless the last is still being
         computed (the run misses this tick: it is slowed, and its state says so)."""
         started = self._stepping is None or self._stepping.done()
-        if self.pacer.tick(started, self.speed):
+        # the first minute in a fresh worker loads the engine (a second or so): not a sign of a busy machine
+        if self._warm and self.pacer.tick(started, self.speed):
             self.broadcast(self.state())
         if started:
             self._stepping = spawn(self._remote_minute(due), name=f"minute-{self.id}")
@@ -463,6 +467,7 @@ class LiveRun:
             except Exception as exc:
                 self._failed(exc)
                 return
+            self._warm = True
             if due is not None and self.pacer.slowed is None:
                 self._note_lateness(asyncio.get_running_loop().time() - due)
             self._after_minute(record, None)

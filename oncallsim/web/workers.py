@@ -64,6 +64,8 @@ HEAVY_NICE = 10
 HEAVY_QUEUE = 8
 # How long a run's use of a worker counts for the fair share (seconds, exponential decay).
 SHARE_TAU_S = 10.0
+# A worker with nothing to do and no run held ends after this long (its ~200 MB back); the next job starts another.
+IDLE_EXIT_S = 120.0
 _HEADER = struct.Struct("!Q")
 _CHILD = "from oncallsim.web.workers import serve; serve()"
 
@@ -287,7 +289,11 @@ class Worker:
         while not self.pool.closed:
             if not self.waiting:
                 self._wake.clear()
-                await self._wake.wait()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), IDLE_EXIT_S)
+                except TimeoutError:
+                    if not self.runs and not self.waiting:
+                        self._retire()
                 continue
             job = self._pick()
             if job.future.done():
@@ -368,6 +374,22 @@ class Worker:
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
+        self._stop_process()
+        for job in self.waiting:
+            if not job.future.done():
+                job.future.cancel()
+        self.waiting.clear()
+
+    def _retire(self) -> None:
+        """An idle worker holding no run ends (its stdin closed; the reader thread reaps it), quietly."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            log.info("worker %s (pid %d) idle: ended", self.name, proc.pid)
+
+    def _stop_process(self) -> None:
+        """End the child: its stdin closed (it ends after the job in hand), killed after a second."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(OSError):
@@ -378,10 +400,6 @@ class Worker:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        for job in self.waiting:
-            if not job.future.done():
-                job.future.cancel()
-        self.waiting.clear()
 
 
 class Pool:
