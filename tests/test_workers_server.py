@@ -40,6 +40,7 @@ class Viewer(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        from websockets.exceptions import ConnectionClosed
         from websockets.sync.client import connect
 
         with connect(self.url, origin=self.origin, max_size=None) as ws:  # type: ignore[arg-type]
@@ -48,6 +49,8 @@ class Viewer(threading.Thread):
                     message = json.loads(ws.recv(timeout=0.5))
                 except TimeoutError:
                     continue
+                except ConnectionClosed:  # the server stopped at the end of the test
+                    return
                 state = message.get("state") if message.get("type") != "state" else message
                 if state:
                     self.minute = max(self.minute, state["minute"])
