@@ -24,6 +24,7 @@ from oncallsim.store import RunStore, default_db_path
 from oncallsim.web import api, engines, gameday, metrics, pages, zoom
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
+from oncallsim.web.workers import Busy, Workers
 
 __all__ = ["create_app", "plotly_js_path"]
 
@@ -58,7 +59,8 @@ def create_app(
     store = RunStore(db_path or default_db_path())
     warmer = engines.EngineWarmer()
     pager = Pager(pagerduty) if pagerduty is not None else None
-    manager = RunManager(store, engine_state=warmer.readiness, pager=pager)
+    workers = Workers()  # processes started on first use: request-engine minutes, debriefs, imports, replays
+    manager = RunManager(store, engine_state=warmer.readiness, pager=pager, workers=workers)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -66,6 +68,7 @@ def create_app(
         yield
         app.state.engines.stop()
         await manager.shutdown()
+        workers.close()
         if pager is not None:
             pager.close()  # the events already queued are posted
         store.close()
@@ -88,6 +91,14 @@ def create_app(
     @app.exception_handler(api.InvalidInput)
     async def invalid_input(request: Request, exc: api.InvalidInput) -> JSONResponse:
         return JSONResponse({"error": str(exc), "field": exc.field}, status_code=422)
+
+    @app.exception_handler(Busy)
+    async def busy(request: Request, exc: Busy) -> Response:
+        """The heavy workers' queue is full: one line, nothing started; a page says it in its language."""
+        if _wants_html(request):
+            message = str(pages.refusal(request, "server", "busy", waiting=exc.waiting))
+            return pages.render(request, "error.html", status=429, message=message)
+        return JSONResponse({"error": str(exc), "field": "server"}, status_code=429, headers={"Retry-After": "60"})
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:

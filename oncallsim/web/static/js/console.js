@@ -414,6 +414,7 @@
     $("pause").hidden = over;
     $("step").hidden = over;
     showPreparing(s.done ? null : s.preparing);
+    showSlowed(s.done || s.paused ? null : s.slowed, s.speed);
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
     root.dataset.speed = String(s.speed);
@@ -434,6 +435,15 @@
     box.textContent = p.state === "failed"
       ? t("preparing.failed", { engine: p.name, message: p.message })
       : t("preparing.engine", { engine: p.name, share: percent(p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
+  }
+
+  // the server cannot keep this run at its speed (its minutes cost more than the machine has): it plays slower,
+  // and the other runs keep theirs (web/workers.py)
+  function showSlowed(slowed, speed) {
+    const box = $("slowed");
+    root.dataset.slowed = slowed === null || slowed === undefined ? "" : String(slowed);
+    box.hidden = slowed === null || slowed === undefined;
+    if (!box.hidden) box.textContent = t("run.slowed", { actual: number(slowed, 1), speed });
   }
 
   function act(control, value) {
