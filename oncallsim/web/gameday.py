@@ -164,6 +164,7 @@ async def create_room(request: Request, new: NewRoom) -> dict[str, Any]:
     sim = await asyncio.to_thread(build)
     title = new.title.strip() or scenario.title
     room, facilitator = await manager.create(sim, title, new.speed, client)
+    request.app.state.room_gate.count(client)
     return {
         "id": room.id,
         "title": title,

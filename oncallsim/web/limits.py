@@ -13,7 +13,9 @@ after a restart (``RunManager.get``, ``RoomManager.get``).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
+import gc
 import logging
 import math
 import time
@@ -111,14 +113,18 @@ class Gate:
         self.recent: dict[str, deque[float]] = {}
 
     def check(self, client: str) -> None:
-        """Refuse (``Busy``) a client that created ``per_minute`` in the last 60 s; else count this one."""
+        """Refuse (``Busy``) a client that created ``per_minute`` in the last 60 s (a refused input does not
+        count: only what ``count`` was told of)."""
         now = time.monotonic()
-        times = self.recent.setdefault(client, deque())
+        times = self.recent.get(client)
         while times and now - times[0] > 60.0:
             times.popleft()
-        if len(times) >= self.per_minute:
+        if times and len(times) >= self.per_minute:
             raise Busy(self.kind, 60.0 - (now - times[0]), max=self.per_minute)
-        times.append(now)
+
+    def count(self, client: str) -> None:
+        """One more created by ``client``."""
+        self.recent.setdefault(client, deque()).append(time.monotonic())
 
     def forget_old(self) -> None:
         now = time.monotonic()
@@ -139,8 +145,31 @@ async def sweep_forever(limits: Limits, sweeps: Callable[[], list[Awaitable[int]
     log = logging.getLogger("oncallsim.web")
     while True:
         await asyncio.sleep(limits.sweep_s)
+        gone = 0
         for sweep in sweeps():
             try:
-                await sweep
+                gone += await sweep
             except Exception:
                 log.exception("a memory sweep failed")
+        if gone:
+            await asyncio.to_thread(give_back)
+
+
+def give_back() -> None:
+    """Free what left memory now and hand the heap's free pages back to the system. A live run is a reference
+    cycle (its bound methods, its tasks), so it is freed by the cyclic collector, whose thresholds count objects,
+    not the 30 MB of arrays one holds: a full collection here, not whenever. Then glibc's ``malloc_trim``: freed
+    pages otherwise stay in each thread's arena for reuse (nothing on other C libraries)."""
+    global _libc
+    gc.collect()
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL("libc.so.6")
+            _libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _libc = False
+    if _libc:
+        _libc.malloc_trim(0)
+
+
+_libc: Any = None

@@ -613,6 +613,7 @@ class RunManager:
             engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
         live.client = client
+        self.gate.count(client)
         self.runs[run_id] = live
         live.start()
         return live
