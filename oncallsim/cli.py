@@ -121,6 +121,16 @@ def params() -> None:
             s.name, "" if s.default is None else str(s.default), s.describe_range(), s.help_text(DEFAULT_PARAMS)
         )
     print_trimmed(out, controls)
+    for s in CONTROL_SPECS.values():  # every control whose choices are presets: what each sets
+        if not s.presets:
+            continue
+        columns, rows = s.preset_table(DEFAULT_PARAMS)
+        presets = Table(title=f"Presets of {s.name} (default {s.default})")
+        for col in ("preset", *columns):
+            presets.add_column(col, no_wrap=col == "preset")
+        for row in rows:
+            presets.add_row(*row)
+        print_trimmed(out, presets)
 
 
 # The table's columns: (header, how to show a record's value).

@@ -41,6 +41,13 @@ def template_messages() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
     return found
 
 
+def _words(text: str) -> bool:
+    """A text with a letter outside its ⟪placeholders⟫: something to translate (not "1.5", not "⟪throttle_k⟫")."""
+    from oncallsim.model.placeholders import PLACEHOLDER
+
+    return any(c.isalpha() for c in PLACEHOLDER.sub("", text))
+
+
 def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, OF_MINUTES, UNIT_MESSAGES
     from oncallsim.debrief.postmortem import MOVES
@@ -60,6 +67,8 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     for spec in CONTROL_SPECS.values():
         texts += [(spec.label, "control"), (spec.help, "control")]
         texts += [(spec.unit, "unit")] if spec.unit else []
+        for values in spec.presets.values():  # the presets' columns and their values in words (not bare numbers)
+            texts += [(t, "preset") for pair in values.items() for t in pair if _words(t)]
     for f in FORMULAS:
         texts += [(f.title, "formula")] + ([(f.note, "formula")] if f.note else [])
     texts += [(p.doc, "parameter") for p in param_info()]
@@ -126,7 +135,9 @@ def page_events() -> dict[str, str]:
         else:
             entries[f"event.{code}"] = singular
     for name, spec in CONTROL_SPECS.items():
-        label = spec.label[0].lower() + spec.label[1:]  # the log's lines start in lower case
+        # the log's lines start in lower case, unless the label starts with a name ("CoDel")
+        named = any(c.isupper() for c in spec.label.split()[0][1:])
+        label = spec.label if named else spec.label[0].lower() + spec.label[1:]
         if spec.kind == "bool":
             entries[f"event.setting.{name}.on"] = f"{label} on"
             entries[f"event.setting.{name}.off"] = f"{label} off"

@@ -115,7 +115,14 @@ def test_a_person_who_acts_at_the_page_passes(scenario: str) -> None:
         assert report.passed, (scenario, seed, [(o.name, o.value) for o in report.objectives if not o.passed])
 
 
-@pytest.mark.parametrize("scenario", MINUTE_SCENARIOS + REQUEST_SCENARIOS)
+# Model version 2: gRPC drops the unreachable zone within ~20 s, hands-off loses what the playbook loses; the
+# zone-outage scenario awaits a redesign (tests/test_fleet.py says the same of its objectives).
+_UNTAUGHT = {"zone-outage": pytest.mark.xfail(strict=True, reason="version 2: hands-off passes zone-outage")}
+
+
+@pytest.mark.parametrize(
+    "scenario", [pytest.param(s, marks=_UNTAUGHT.get(s, ())) for s in MINUTE_SCENARIOS + REQUEST_SCENARIOS]
+)
 def test_the_score_puts_the_playbook_near_90_and_hands_off_near_the_bottom(scenario: str) -> None:
     """Each scenario's score scale ([score] in its file) is calibrated: the playbook's play near 90, doing nothing
     near the bottom (medians over the seeds; the surge's smallest waves leave hands-off little to lose)."""

@@ -19,13 +19,15 @@ from oncallsim.verify.fleet import discovery_checks, eviction_delays
 SMALL = {"workers_per_instance": 4, "max_fleet": 8, "hot_objects": 2000.0, "base_requests_per_s": 100.0}
 
 
-def small_sim(scenario: str = "free-play", **overrides: object) -> Simulation:
+def small_sim(scenario: str = "free-play", model_version: str | None = None, **overrides: object) -> Simulation:
+    version = {} if model_version is None else {"model_version": model_version}
     return Simulation(
         scenario,
         seed=3,
         overrides={**SMALL, "floor": 4, "autoscaler": False, **overrides},
         minutes=30,
         engine="request",
+        **version,
     )
 
 
@@ -72,7 +74,7 @@ def test_without_self_protection_the_registry_evicts_the_dead() -> None:
     for i in range(8):
         world.fleet.health[i] = OFFLINE
     codes: list[str] = []
-    for t in range(1, 5):
+    for t in range(1, 7):  # at most 15 % of the registry a round: 3, 3, 2 (tests/test_discovery.py)
         codes += [e.code for e in registry_minute(world, t, 20, params, False)]
     assert codes.count("instance_evicted") == 8 and "self_protection_engaged" not in codes
 
@@ -88,9 +90,11 @@ def test_a_zone_is_an_even_spread_of_the_slots() -> None:
 
 
 def test_a_crashed_instance_refuses_at_once_and_p2c_routes_around_it() -> None:
+    """Version 1's rules (a version-1 run file): the balancer kept a crashed instance until the registry and its
+    long poll dropped it. Since version 2 gRPC drops it at once (tests/test_discovery.py)."""
     rates = {}
     for balancer in ("round-robin", "p2c"):
-        sim = small_sim(balancer=balancer)
+        sim = small_sim(balancer=balancer, model_version="1")
         sim.run(until=5)
         sim.inject({"kind": "instance", "what": "crash", "at_between": ["08:06", "08:06"], "instance": 1})
         records = sim.run(until=12)
@@ -165,7 +169,16 @@ def test_fleet_runs_are_deterministic() -> None:
 # --- the scenarios on held-out seeds -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario", ["slow-instance", "zone-outage", "flash-crowd", "retry-storm"])
+# Since model version 2 gRPC drops an unreachable zone's connections within ~20 s (connections.py), so hands-off
+# spends what the playbook spends (0.19–0.26 % of the budget on seeds 0–2, against 17–26 % before): the zone-outage
+# scenario teaches nothing until it is redesigned (issue 23 item 8). Strict: it fails the day it teaches again.
+_ZONE_OUTAGE_UNTAUGHT = pytest.mark.xfail(strict=True, reason="version 2: hands-off passes zone-outage; redesign due")
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    ["slow-instance", pytest.param("zone-outage", marks=_ZONE_OUTAGE_UNTAUGHT), "flash-crowd", "retry-storm"],
+)
 def test_hands_off_fails_and_textbook_passes_on_held_out_seeds(scenario: str) -> None:
     seeds = [101, 202]
     hands_off = run_seeds(scenario, seeds)

@@ -59,6 +59,10 @@ class ControlSpec:
     moves: Mapping[str, str] = field(default_factory=dict)  # the debrief: what an action did (past tense)
     in_force: Mapping[str, str] = field(default_factory=dict)  # the zoom: the setting in force (a phrase)
     only_with: str = ""  # in_force is said only while this other control is on (not 0, not off)
+    # a choice that stands for a set of values (a preset, as Kratos's versions of one mechanism): per choice,
+    # what it sets, in words ({column: value}; ⟪param⟫ filled from the parameters in force). ``oncallsim params``
+    # and the model page list every control that declares some, so a new preset shows without code there.
+    presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def is_setting(self) -> bool:
@@ -84,6 +88,16 @@ class ControlSpec:
     def help_text(self, params: Any, gettext: Callable[[str], str] = str) -> str:
         """The help, translated, with the parameters in force filled in."""
         return fill(gettext(self.help), params)
+
+    def preset_table(self, params: Any, gettext: Callable[[str], str] = str) -> tuple[list[str], list[list[str]]]:
+        """The presets as a table: the columns (every column any preset declares, in declaration order) and a row
+        per preset, its name first; a value a preset does not declare is "—"."""
+        columns = list(dict.fromkeys(column for values in self.presets.values() for column in values))
+        rows = [
+            [choice, *(fill(gettext(values[c]), params) if c in values else "—" for c in columns)]
+            for choice, values in self.presets.items()
+        ]
+        return [gettext(c) for c in columns], rows
 
     def value_text(self, value: Any) -> str:
         """A value as people read it, with its unit: "30 %", "300 s", "12 instances", "on", "p2c", "i-09"."""

@@ -115,8 +115,10 @@ class Params:
         60.0, "s", "ref", "The registry looks for instances to evict this often. Request engine.", 1.0, 3600.0
     )
     registry_poll_s: float = _p(
-        30.0, "s", "ref", "Balancers learn of a registry change within this long (long-poll). Request engine.", 0.0,
-        600.0,
+        30.0, "s", "ref",
+        "Model version 1 only: balancers learn of a registry change within this long (long-poll). Since version 2 "
+        "a long poll hears of it at once. Request engine.",
+        0.0, 600.0,
     )  # fmt: skip
     throttle_k: float = _p(
         2.0, "×", "ref", "Adaptive client throttling's K: clients send up to K times what the backend accepts. "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from oncallsim.verify.engines import EngineRow, Timeline
+from oncallsim.verify.kratos import kratos_finding
 
 if TYPE_CHECKING:
     from oncallsim.verify.report import Results
@@ -178,6 +179,7 @@ def summary(res: Results, cov: dict[str, tuple[int, int]]) -> str:
             "cache refills in seconds, the minute model's warmth in tens of minutes) and past saturation (a "
             "FIFO queue turns overload into timeouts of nearly everything). Section 4 has the numbers.",
             *_cliff_finding(res),
+            *kratos_finding(res.kratos),
         ]
     )
 

@@ -100,6 +100,29 @@ CONTROLS = (
         moves={"": "set the throttling preset to %(value)s"},
         in_force={"v3": "", "": "%(value)s's throttling"},
         only_with="breaker",
+        presets={
+            "warden": {
+                "source": "kratos v1.0.1 (warden)",
+                "K": f"{_WARDEN_K:g}",
+                "minimum requests": f"{_WARDEN_MIN:g}",
+                "what counts as a failure": "every error: 500, 429, 503, a deadline, a refused connection",
+                "a request it rejected itself": "not counted",
+            },
+            "aegis": {
+                "source": "aegis v0.2.0",
+                "K": f"1/0.6 ≈ {_AEGIS_K:.3g}",
+                "minimum requests": f"{_AEGIS_MIN:g}",
+                "what counts as a failure": "500, 503, a deadline, a refused connection (a 429 is accepted)",
+                "a request it rejected itself": "counted as not accepted",
+            },
+            "v3": {
+                "source": "kratos v3",
+                "K": "⟪throttle_k⟫",
+                "minimum requests": f"{_V3_MIN:g}",
+                "what counts as a failure": "500, 503, a deadline, a refused connection (a 429 is accepted)",
+                "a request it rejected itself": "counted as not accepted",
+            },
+        },
     ),
 )
 

@@ -1,10 +1,16 @@
 """Queue disciplines: which waiting request a free worker takes, and which it drops (reference §4).
 
 - ``fifo``: the oldest; nothing dropped (a queue past saturation grows until every request times out).
-- ``codel``: the oldest, with CoDel's drops (Nichols & Jacobson; RFC 8289, its Linux re-entry rule): once
-  the oldest request's sojourn has stayed above ``target`` (5 ms) for ``interval`` (100 ms), drop it and
-  the next ones at times interval/√count apart, until a sojourn falls below the target; back above it
-  within 16 intervals, the drop count resumes from the last episode's.
+- ``codel``: the oldest, with CoDel's drops (Nichols & Jacobson): once the oldest request's sojourn has stayed
+  above ``target`` for ``interval``, drop it and the next ones at times interval/√count apart, until a sojourn
+  falls below the target. ``codel_preset`` says whose code: ``rfc8289`` (5 ms / 100 ms; RFC 8289's Linux re-entry
+  rule: back above the target within 16 intervals, the count resumes from the last episode's) or ``kratos``
+  (Kratos v1's ``pkg/container/queue/aqm/codel.go``: 50 ms / 500 ms; a request is judged only while 40 or more
+  are outstanding at the instance — Kratos lets a request through unqueued below its ``MaxOutstanding`` of 40,
+  here that is counted at the moment a worker takes the next request, busy workers and waiting requests
+  together; a new dropping state starts only within an interval of the last drop or after a second interval
+  above the target — ACM Queue's original rule — and a recent one resumes from count − 2).
+  ``codel_target_ms`` and ``codel_interval_ms`` replace the preset's pair (0: the preset's).
 - ``adaptive-lifo``: Facebook's adaptive LIFO with its CoDel (folly ``Codel.cpp``, HBase's
   ``AdaptiveLifoCoDelCallQueue``): the newest request first while the queue is longer than ``LIFO_THRESHOLD``
   (0.8) × its limit, else the oldest; the queue is overloaded for an interval when the smallest delay of the
@@ -13,6 +19,15 @@
 
 A dropped request answers at once with an error (a 503); its client learns of it. ``queue_limit`` caps each
 queue (0: none); a request arriving to a full queue is dropped too.
+
+Deadlines, as gRPC carries them: every attempt travels with its deadline (sent + ``timeout_s``). With
+``server_timeout_ms`` (Kratos warden's server ``Timeout``, 1 s by default there) an instance caps its own work on a
+request at min(that, deadline − 20 ms) from its arrival (warden's ``handle``: 20 ms are left for the answer's way
+back, unless less than that remains): past the cap it starts nothing and reads nothing more for it and answers
+504 at once (counted with the drops), so its client hears an error before its deadline and may retry elsewhere.
+``deadline_propagation`` keeps its own meaning: work whose client has already given up is abandoned (no answer:
+its client has gone). The checks are made where a worker would spend more on the request: before it starts and
+before each database read (a read already begun completes).
 """
 
 from __future__ import annotations
@@ -36,20 +51,43 @@ from oncallsim.model.request.queues import (
     CQ_LASTCOUNT,
     CQ_MIN_DELAY,
     CQ_OVERLOADED,
+    I_CODEL_INTERVAL_MS,
+    I_CODEL_PRESET,
+    I_CODEL_TARGET_MS,
     I_DEADLINES,
     I_DISCIPLINE,
     I_QUEUE_LIMIT,
+    I_SERVER_TIMEOUT_MS,
     Q_LEN,
     dequeue,
     dequeue_tail,
 )
 
-__all__ = ["ADAPTIVE_LIFO", "CODEL", "CONTROLS", "DISCIPLINES", "FIFO", "TARGET_S", "drop", "full", "take"]
+__all__ = [
+    "ADAPTIVE_LIFO",
+    "CODEL",
+    "CODEL_PRESETS",
+    "CONTROLS",
+    "DISCIPLINES",
+    "FIFO",
+    "KRATOS",
+    "codel_target",
+    "drop",
+    "full",
+    "server_cap",
+    "take",
+]
 
 DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
 FIFO, CODEL, ADAPTIVE_LIFO = range(len(DISCIPLINES))
+CODEL_PRESETS = ("rfc8289", "kratos")
+RFC8289, KRATOS = range(len(CODEL_PRESETS))
 TARGET_S = 5.0 / 1000.0  # CoDel's target sojourn (RFC 8289's 5 ms; adaptive LIFO's too)
 INTERVAL_S = 100.0 / 1000.0  # CoDel's interval (100 ms)
+KRATOS_TARGET_S = 50.0 / 1000.0  # Kratos's aqm defaultConf: Target 50 ms
+KRATOS_INTERVAL_S = 500.0 / 1000.0  # … Internal 500 ms
+KRATOS_OUTSTANDING = 40  # … MaxOutstanding: below it a request passes unjudged
+ANSWER_MARGIN_S = 20.0 / 1000.0  # warden's server leaves 20 ms of the client's deadline for the answer
 LIFO_THRESHOLD = 0.8  # adaptive LIFO serves the newest first past this share of the queue's limit
 
 
@@ -69,9 +107,10 @@ CONTROLS = (
         "queue_discipline",
         "choice",
         "Queue discipline",
-        "How each instance's queue is served: fifo; codel (drops a request that waited past 5 ms while the "
-        "queue has stood above that for 100 ms: it answers 503 at once); adaptive-lifo (newest first once "
-        "the queue is past 80 % of its limit, with CoDel). A drop is an error at once, not a timeout.",
+        "How each instance's queue is served: fifo; codel (drops a request that waited past its target — 5 ms, "
+        "or Kratos's 50 ms — while the queue has stood above it for an interval: it answers 503 at once); "
+        "adaptive-lifo (newest first once the queue is past 80 % of its limit, with CoDel). A drop is an error "
+        "at once, not a timeout.",
         "fifo",
         choices=DISCIPLINES,
         engines=REQUEST_ONLY,
@@ -104,8 +143,9 @@ CONTROLS = (
         "deadline_propagation",
         "bool",
         "Deadline propagation",
-        "Requests carry their client's deadline: an instance drops work whose client has given up, before "
-        "starting it and before each database read, instead of spending capacity on answers nobody waits for.",
+        "Every request carries its client's deadline; with this on, an instance abandons work whose client has "
+        "already given up, before starting it and before each database read, instead of spending capacity on "
+        "answers nobody waits for (no answer is sent: the client has gone).",
         False,
         engines=REQUEST_ONLY,
         section="overload",
@@ -114,7 +154,142 @@ CONTROLS = (
         moves={"on": "switched deadline propagation on", "off": "switched deadline propagation off"},
         in_force={"on": "deadlines propagated", "off": ""},
     ),
+    ControlSpec(
+        "server_timeout_ms",
+        "int",
+        "Server timeout",
+        "Each instance caps its own work on a request at min(this, the client's deadline − 20 ms) from its "
+        "arrival, as Kratos's warden server does (1,000 ms there): past it, it answers 504 at once instead of "
+        "working on, so its client hears an error before its deadline and may retry. 0: no cap.",
+        0,
+        0,
+        60_000,
+        "ms",
+        step=50,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_SERVER_TIMEOUT_MS,
+        moves={"0": "removed the server timeout", "": "set the server timeout to %(value)s"},
+        in_force={"0": "", "": "a server timeout of %(value)s"},
+    ),
+    ControlSpec(
+        "codel_preset",
+        "choice",
+        "CoDel's code",
+        "Whose CoDel the codel queues run: rfc8289 (target 5 ms, interval 100 ms, Linux's re-entry rule) or "
+        "kratos (Kratos's aqm: 50 ms, 500 ms, and only while 40 or more requests are outstanding at the "
+        "instance).",
+        "rfc8289",
+        choices=CODEL_PRESETS,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_CODEL_PRESET,
+        moves={"": "set CoDel's code to %(value)s"},
+        in_force={"rfc8289": "", "kratos": "Kratos's CoDel (50 ms, 500 ms, from 40 outstanding)"},
+        only_with="queue_discipline",
+        presets={
+            "rfc8289": {
+                "source": "RFC 8289",
+                "target (ms)": f"{1000 * TARGET_S:g}",
+                "interval (ms)": f"{1000 * INTERVAL_S:g}",
+                "requests judged": "every request",
+                "back above the target soon after": "the count resumes from the last episode's (within 16 intervals)",
+            },
+            "kratos": {
+                "source": "kratos v1.0.1 (aqm)",
+                "target (ms)": f"{1000 * KRATOS_TARGET_S:g}",
+                "interval (ms)": f"{1000 * KRATOS_INTERVAL_S:g}",
+                "requests judged": f"only while {KRATOS_OUTSTANDING} or more are outstanding",
+                "back above the target soon after": "the count resumes from count − 2 (within an interval of the "
+                "last drop)",
+            },
+        },
+    ),
+    ControlSpec(
+        "codel_target_ms",
+        "int",
+        "CoDel target",
+        "The sojourn CoDel tolerates (the queue disciplines' target); 0: the preset's (5 ms; Kratos's 50 ms).",
+        0,
+        0,
+        10_000,
+        "ms",
+        step=5,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_CODEL_TARGET_MS,
+        moves={"0": "set CoDel's target to its preset's", "": "set CoDel's target to %(value)s"},
+        in_force={"0": "", "": "a CoDel target of %(value)s"},
+        only_with="queue_discipline",
+    ),
+    ControlSpec(
+        "codel_interval_ms",
+        "int",
+        "CoDel interval",
+        "How long the sojourn must stay above the target before CoDel drops, and the base of its drop times "
+        "(interval/√count); 0: the preset's (100 ms; Kratos's 500 ms).",
+        0,
+        0,
+        60_000,
+        "ms",
+        step=50,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_CODEL_INTERVAL_MS,
+        moves={"0": "set CoDel's interval to its preset's", "": "set CoDel's interval to %(value)s"},
+        in_force={"0": "", "": "a CoDel interval of %(value)s"},
+        only_with="queue_discipline",
+    ),
 )
+
+
+@step
+def codel_target(queues: Any) -> float:
+    """The queue disciplines' target sojourn (s): the operator's, else the preset's (Kratos's for its codel)."""
+    ms = queues.ints[I_CODEL_TARGET_MS]
+    if ms > 0:
+        return ms / 1000.0
+    if queues.ints[I_DISCIPLINE] == CODEL and queues.ints[I_CODEL_PRESET] == KRATOS:
+        return KRATOS_TARGET_S
+    return TARGET_S
+
+
+@step
+def codel_interval(queues: Any) -> float:
+    """The queue disciplines' interval (s): the operator's, else the preset's."""
+    ms = queues.ints[I_CODEL_INTERVAL_MS]
+    if ms > 0:
+        return ms / 1000.0
+    if queues.ints[I_DISCIPLINE] == CODEL and queues.ints[I_CODEL_PRESET] == KRATOS:
+        return KRATOS_INTERVAL_S
+    return INTERVAL_S
+
+
+@step
+def server_cap(queues: Any, timeout: float) -> float:
+    """How long after its arrival an instance works on a request at most (s; ∞ without a server timeout):
+    min(the server's timeout, the deadline − 20 ms), the 20 ms kept only while more than that remains."""
+    ms = queues.ints[I_SERVER_TIMEOUT_MS]
+    if ms == 0:
+        return math.inf
+    left = timeout - ANSWER_MARGIN_S if timeout > ANSWER_MARGIN_S else timeout
+    own = ms / 1000.0
+    return own if own < left else left
+
+
+@step
+def kratos_bypass(queues: Any, busy: int, qid: int) -> bool:
+    """Kratos's codel judges nothing while fewer than 40 requests are outstanding (``busy`` in service at the
+    queue's instance, and the waiting ones)."""
+    return (
+        queues.ints[I_DISCIPLINE] == CODEL
+        and queues.ints[I_CODEL_PRESET] == KRATOS
+        and busy + queues.qs[Q_LEN, qid] < KRATOS_OUTSTANDING
+    )
 
 
 @step
@@ -179,7 +354,7 @@ def _drop_slot(
 
 
 @step
-def _codel_head(queues: Any, qid: int, now: float) -> tuple[int, bool]:
+def _codel_head(queues: Any, qid: int, now: float, target: float, interval: float) -> tuple[int, bool]:
     """CoDel's dodequeue: the oldest request, and whether it may be dropped."""
     cq = queues.cq
     if queues.qs[Q_LEN, qid] == 0:
@@ -187,11 +362,11 @@ def _codel_head(queues: Any, qid: int, now: float) -> tuple[int, bool]:
         return -1, False
     slot = dequeue(queues, qid)
     sojourn = now - queues.s_arrival[slot]
-    if sojourn < TARGET_S:
+    if sojourn < target:
         cq[CQ_FIRST_ABOVE, qid] = 0.0
         return slot, False
     if cq[CQ_FIRST_ABOVE, qid] == 0.0:
-        cq[CQ_FIRST_ABOVE, qid] = now + INTERVAL_S
+        cq[CQ_FIRST_ABOVE, qid] = now + interval
         return slot, False
     return slot, now >= cq[CQ_FIRST_ABOVE, qid]
 
@@ -210,8 +385,9 @@ def _codel(
     t0: float,
 ) -> int:
     cq = queues.cq
-    interval = INTERVAL_S
-    slot, ok_to_drop = _codel_head(queues, qid, now)
+    target = codel_target(queues)
+    interval = codel_interval(queues)
+    slot, ok_to_drop = _codel_head(queues, qid, now, target, interval)
     if cq[CQ_DROPPING, qid] != 0.0:
         if not ok_to_drop:
             cq[CQ_DROPPING, qid] = 0.0
@@ -219,14 +395,14 @@ def _codel(
             while now >= cq[CQ_DROP_NEXT, qid] and cq[CQ_DROPPING, qid] != 0.0:
                 _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
                 cq[CQ_COUNT, qid] += 1.0
-                slot, ok_to_drop = _codel_head(queues, qid, now)
+                slot, ok_to_drop = _codel_head(queues, qid, now, target, interval)
                 if not ok_to_drop:
                     cq[CQ_DROPPING, qid] = 0.0
                 else:
                     cq[CQ_DROP_NEXT, qid] += interval / math.sqrt(cq[CQ_COUNT, qid])
     elif ok_to_drop:
         _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
-        slot, ok_to_drop = _codel_head(queues, qid, now)
+        slot, ok_to_drop = _codel_head(queues, qid, now, target, interval)
         cq[CQ_DROPPING, qid] = 1.0
         # back above target soon after the last episode: start from the drop rate that controlled it then
         delta = cq[CQ_COUNT, qid] - cq[CQ_LASTCOUNT, qid]
@@ -235,6 +411,56 @@ def _codel(
         cq[CQ_DROP_NEXT, qid] = now + interval / math.sqrt(cq[CQ_COUNT, qid])
         cq[CQ_LASTCOUNT, qid] = cq[CQ_COUNT, qid]
     return slot
+
+
+@step
+def _kratos_codel(
+    queues: Any,
+    views: Any,
+    breaker: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    qid: int,
+    now: float,
+    t0: float,
+) -> int:
+    """Kratos's aqm ``Pop``: each waiting request in turn is judged (``judge``) until one is served. Its rules
+    differ from RFC 8289's where overload starts and ends: a dropping state starts only within an interval of the
+    last drop time or a second interval above the target, resuming from count − 2 when recent; an emptied queue
+    resets nothing (the time above the target is forgotten only by a request below it)."""
+    cq = queues.cq
+    target = codel_target(queues)
+    interval = codel_interval(queues)
+    while queues.qs[Q_LEN, qid] > 0:
+        slot = dequeue(queues, qid)
+        sojourn = now - queues.s_arrival[slot]
+        over = False
+        if sojourn < target:
+            cq[CQ_FIRST_ABOVE, qid] = 0.0
+        elif cq[CQ_FIRST_ABOVE, qid] == 0.0:
+            cq[CQ_FIRST_ABOVE, qid] = now + interval
+        elif now >= cq[CQ_FIRST_ABOVE, qid]:
+            over = True
+        if cq[CQ_DROPPING, qid] != 0.0:
+            if not over:
+                cq[CQ_DROPPING, qid] = 0.0
+            elif now > cq[CQ_DROP_NEXT, qid]:
+                cq[CQ_COUNT, qid] += 1.0
+                cq[CQ_DROP_NEXT, qid] += interval / math.sqrt(cq[CQ_COUNT, qid])
+                _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
+                continue
+        elif over:
+            recent = now - cq[CQ_DROP_NEXT, qid] < interval
+            if recent or now - cq[CQ_FIRST_ABOVE, qid] >= interval:
+                cq[CQ_DROPPING, qid] = 1.0
+                cq[CQ_COUNT, qid] = cq[CQ_COUNT, qid] - 2.0 if recent and cq[CQ_COUNT, qid] > 2.0 else 1.0
+                cq[CQ_DROP_NEXT, qid] = now + interval / math.sqrt(cq[CQ_COUNT, qid])
+                _drop_slot(queues, views, breaker, calls, meter, fleet, gen, qid, slot, now, t0)
+                continue
+        return slot
+    return -1
 
 
 @step
@@ -251,7 +477,8 @@ def _adaptive_lifo(
     t0: float,
 ) -> int:
     cq = queues.cq
-    target = TARGET_S
+    target = codel_target(queues)
+    interval = codel_interval(queues)
     while queues.qs[Q_LEN, qid] > 0:
         newest = queues.qs[Q_LEN, qid] > LIFO_THRESHOLD * queues.ints[I_QUEUE_LIMIT]
         slot = dequeue_tail(queues, qid) if newest else dequeue(queues, qid)
@@ -259,7 +486,7 @@ def _adaptive_lifo(
         if now >= cq[CQ_INTERVAL_END, qid]:  # a new interval: judge the last one; this request is served
             cq[CQ_OVERLOADED, qid] = 1.0 if cq[CQ_MIN_DELAY, qid] > target else 0.0
             cq[CQ_MIN_DELAY, qid] = delay
-            cq[CQ_INTERVAL_END, qid] = now + INTERVAL_S
+            cq[CQ_INTERVAL_END, qid] = now + interval
             return slot
         if delay < cq[CQ_MIN_DELAY, qid]:
             cq[CQ_MIN_DELAY, qid] = delay
@@ -286,6 +513,8 @@ def take(
     """The waiting request a free worker takes from queue ``qid`` now (its slot), after the discipline's
     drops; −1 when none is left."""
     kind = queues.ints[I_DISCIPLINE]
+    if kind == CODEL and queues.ints[I_CODEL_PRESET] == KRATOS:
+        return _kratos_codel(queues, views, breaker, calls, meter, fleet, gen, qid, now, t0)
     if kind == CODEL:
         return _codel(queues, views, breaker, calls, meter, fleet, gen, qid, now, t0)
     if kind == ADAPTIVE_LIFO:

@@ -125,7 +125,7 @@ def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s
     for k in range(workers):
         if not w.workers.w_busy[k]:
             free_add(w.workers, k)
-    refresh_views(w.views, w.registry, w.fleet, t0, serving)
+    refresh_views(w.views, w.registry, w.fleet, w.conns, t0, serving)
     if w.views.ints[I_BALANCER] == POOLED:
         sync_free(w.workers, w.registry, w.fleet, int(p[P.workers_per_instance]))
     if mode == MODE_PIPELINE:

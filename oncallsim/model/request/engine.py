@@ -20,6 +20,7 @@ from oncallsim.model.plan import RunPlan
 from oncallsim.model.record import MinuteRecord
 from oncallsim.model.request.balancers import BALANCERS, I_BALANCER, I_CLIENTS
 from oncallsim.model.request.calls import I_BUDGET_OUT
+from oncallsim.model.request.connections import connections_minute
 from oncallsim.model.request.discovery import I_PROTECTING, I_SELF_PROTECTION, register_initial, registry_minute
 from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action, lay_out_fleet
@@ -148,6 +149,7 @@ class RequestEngine:
         serving = int(vec[ST.serving])
         events.extend(apply_faults(world, state.plan.faults, t, serving, wpi))
         events.extend(registry_minute(world, t, serving, params, bool(world.registry.ints[I_SELF_PROTECTION])))
+        connections_minute(world, t, serving)
         values, slots = k.values, k.slots
         z_count = z_scale = 0.0
         if rng is not None:  # the minute model's one draw: both engines see the same traffic

@@ -19,6 +19,8 @@ from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import step
 from oncallsim.model.request.balancers import I_CLIENTS, MAX_CLIENTS, R_NEXT_VIEW
+from oncallsim.model.request.connections import I_REVISION as C_REVISION
+from oncallsim.model.request.connections import loss_time
 from oncallsim.model.request.workers import I_ENABLED, free_add, free_remove
 
 __all__ = ["POOL", "in_pool", "refresh_views", "sync_free"]
@@ -101,7 +103,7 @@ def in_pool(registry: Any, fleet: Any, i: int, serving: int) -> bool:
 
 
 @step
-def refresh_views(views: Any, registry: Any, fleet: Any, x: float, serving: int) -> None:
+def refresh_views(views: Any, registry: Any, fleet: Any, conns: Any, x: float, serving: int) -> None:
     """Apply the registry's evictions due by ``x``, rebuild every balancer's rotation as it sees things at
     ``x``, and note when the next view changes (``reals[R_NEXT_VIEW]``)."""
     nxt = _INF
@@ -113,6 +115,23 @@ def refresh_views(views: Any, registry: Any, fleet: Any, x: float, serving: int)
             registry.evict_at[i] = _INF
         elif registry.evict_at[i] < nxt:
             nxt = registry.evict_at[i]
+    if conns.ints[C_REVISION] >= 2:
+        nxt = _client_views(views, registry, fleet, conns, x, serving, nxt)
+    else:
+        nxt = _long_polled_views(views, registry, fleet, x, serving, nxt)
+    m = 0
+    for i in range(serving):
+        if in_pool(registry, fleet, i, serving):
+            views.rot[POOL, m] = i
+            m += 1
+    views.nrot[POOL] = m
+    views.reals[R_NEXT_VIEW] = nxt
+
+
+@step
+def _long_polled_views(views: Any, registry: Any, fleet: Any, x: float, serving: int, nxt: float) -> float:
+    """Revision 1: each client's rotation is the registry as its long poll saw it, ``view_lag`` late, less
+    the ejected. Returns the next time a view changes (``nxt`` if none sooner)."""
     for c in range(views.ints[I_CLIENTS]):
         lag = views.view_lag[c]
         m = 0
@@ -127,13 +146,42 @@ def refresh_views(views: Any, registry: Any, fleet: Any, x: float, serving: int)
                 views.rot[c, m] = i
                 m += 1
         views.nrot[c] = m
-    m = 0
-    for i in range(serving):
-        if in_pool(registry, fleet, i, serving):
-            views.rot[POOL, m] = i
+    return nxt
+
+
+@step
+def _client_views(views: Any, registry: Any, fleet: Any, conns: Any, x: float, serving: int, nxt: float) -> float:
+    """Since revision 2 (connections.py): each client's SDK lists what the registry lists — a long poll hears of
+    a change at once — unless that would be nothing (it keeps its list); its picker holds those it is connected
+    to, less the ejected. Returns the next time a view changes (``nxt`` if none sooner)."""
+    for c in range(views.ints[I_CLIENTS]):
+        listed = 0
+        for i in range(serving):
+            if registry.reg_at[i] > x:  # a registration due later in the minute (a renewal's 404)
+                if registry.reg_at[i] < nxt:
+                    nxt = registry.reg_at[i]
+                listed += registry.reg_prev[i] != 0
+            else:
+                listed += registry.reg[i] != 0
+        if listed > 0:  # an update that empties the list is ignored: the SDK keeps its cache
+            for i in range(serving):
+                conns.addr[c, i] = registry.reg_prev[i] if registry.reg_at[i] > x else registry.reg[i]
+        m = 0
+        for i in range(serving):
+            if conns.addr[c, i] == 0 or fleet.ejected[i] != 0:
+                continue
+            lost = loss_time(conns, c, i)
+            if x < lost:
+                if lost < nxt:
+                    nxt = lost
+            elif x < conns.back_at[i]:
+                if conns.back_at[i] < nxt:
+                    nxt = conns.back_at[i]
+                continue
+            views.rot[c, m] = i
             m += 1
-    views.nrot[POOL] = m
-    views.reals[R_NEXT_VIEW] = nxt
+        views.nrot[c] = m
+    return nxt
 
 
 @step

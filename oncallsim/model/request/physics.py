@@ -124,7 +124,9 @@ def request_minute(
                 int(p[P.workers_per_instance]),
             )
         if x >= w.views.reals[R_NEXT_VIEW]:  # a balancer learns of a registry change
-            refresh_views(w.views, w.registry, w.fleet, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance]))
+            refresh_views(
+                w.views, w.registry, w.fleet, w.conns, x, w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance])
+            )
             if w.views.ints[I_BALANCER] == POOLED:
                 sync_free(w.workers, w.registry, w.fleet, int(p[P.workers_per_instance]))
         while x >= sec_next and sec < 60:

@@ -38,8 +38,19 @@ Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
     CQ_LASTCOUNT,
 ) = range(8)
 # ints[...]: free slots; requests waiting in all; the discipline (``disciplines.DISCIPLINES``); each queue's limit
-# (0: none); 1 when requests carry their client's deadline
-I_SFREE, I_QLEN, I_DISCIPLINE, I_QUEUE_LIMIT, I_DEADLINES = range(5)
+# (0: none); 1 when an instance abandons work whose client gave up; CoDel's code (``disciplines.CODEL_PRESETS``),
+# its target and interval (ms; 0: the preset's); the server's own cap on a request's work (ms; 0: none)
+(
+    I_SFREE,
+    I_QLEN,
+    I_DISCIPLINE,
+    I_QUEUE_LIMIT,
+    I_DEADLINES,
+    I_CODEL_PRESET,
+    I_CODEL_TARGET_MS,
+    I_CODEL_INTERVAL_MS,
+    I_SERVER_TIMEOUT_MS,
+) = range(9)
 
 
 @by_reference
@@ -62,7 +73,7 @@ class Queues(NamedTuple):
 
 def new_queues(instances: int, capacity: int = QUEUE_START) -> Queues:
     """Empty queues, one per instance slot and the balancer's, over a pool of ``capacity`` slots."""
-    ints = np.zeros(5, dtype=np.int64)
+    ints = np.zeros(9, dtype=np.int64)
     ints[I_SFREE] = capacity
     qs = np.full((4, instances + 1), -1, dtype=np.int64)
     qs[Q_LEN] = 0

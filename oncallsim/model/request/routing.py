@@ -30,10 +30,12 @@ from oncallsim.model.request.calls import (
     sent,
     take_retry,
 )
+from oncallsim.model.request.connections import I_REVISION as C_REVISION
+from oncallsim.model.request.connections import unacknowledged
 from oncallsim.model.request.disciplines import drop, full
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.heap import push
-from oncallsim.model.request.instances import REFUSE, REFUSED_S
+from oncallsim.model.request.instances import OFFLINE, REFUSE, REFUSED_S
 from oncallsim.model.request.limiter import I_LIMITER, limited
 from oncallsim.model.request.outcomes import (
     I_NSAMPLES,
@@ -176,6 +178,8 @@ def _dispatch(p: Any, w: Any, x: float, t0: float, obj: int, tag: int, call: int
     picked(w.views, client, i)
     if call >= 0:
         w.calls.c_picked[call] = i
+    if w.fleet.health[i] == OFFLINE and w.conns.ints[C_REVISION] >= 2:  # nothing comes back: TCP's clock runs
+        unacknowledged(w.conns, w.views, client, i, x)
     if w.fleet.health[i] == REFUSE:  # connection refused: the client learns at once
         answered(w.views, w.breaker, client, i, x, REFUSED_S, A_REFUSED, 0.0)
         if tag >= 0:

@@ -17,7 +17,16 @@ from oncallsim.model.request.calls import (
     reply,
     succeeded,
 )
-from oncallsim.model.request.disciplines import CODEL, FIFO, TARGET_S, take
+from oncallsim.model.request.disciplines import (
+    CODEL,
+    FIFO,
+    KRATOS,
+    codel_target,
+    drop,
+    kratos_bypass,
+    server_cap,
+    take,
+)
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
 from oncallsim.model.request.instances import REFUSE, REFUSED_S, UP, in_pool
@@ -60,6 +69,7 @@ from oncallsim.model.request.outcomes import (
 from oncallsim.model.request.queues import (
     CQ_DROPPING,
     CQ_FIRST_ABOVE,
+    I_CODEL_PRESET,
     I_DEADLINES,
     I_DISCIPLINE,
     Q_HEAD,
@@ -243,7 +253,12 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
             w.queues.s_client[slot],
         )
         call = w.queues.s_call[slot]
-        if w.queues.ints[I_DEADLINES] != 0 and x >= arrival + timeout:  # its client gave up: no work is started
+        over_cap = x >= arrival + server_cap(w.queues, timeout)  # the server's own cap on its work
+        gone = x >= arrival + timeout
+        if over_cap and not gone:  # 504 at once, no work
+            drop(w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, qid, client, tag, x, t0, call, arrival)
+            continue
+        if gone and (over_cap or w.queues.ints[I_DEADLINES] != 0):  # its client gave up: no work is started
             where = WHERE_QUEUE if qid == pooled else where_spent(w.fleet, own, 1.0, 0.0)
             _abandoned(w, own, client, call, arrival, tag, x, t0, timeout, where)
             continue
@@ -258,19 +273,21 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     the big one."""
     kind = w.queues.ints[I_DISCIPLINE]
     if w.queues.qs[Q_LEN, qid] == 0:
-        if kind == CODEL:  # an empty queue: CoDel's timer resets and it leaves its dropping state
+        if kind == CODEL and w.queues.ints[I_CODEL_PRESET] != KRATOS:  # RFC 8289: an empty queue resets CoDel
             w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
             w.queues.cq[CQ_DROPPING, qid] = 0.0
         return -1
     if kind == FIFO:
         return dequeue(w.queues, qid)
-    if (
-        kind == CODEL
-        and w.queues.cq[CQ_DROPPING, qid] == 0.0
-        and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < TARGET_S
-    ):
-        w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
-        return dequeue(w.queues, qid)
+    if kind == CODEL:
+        busy = w.workers.ints[I_BUSY] if qid == w.queues.qs.shape[1] - 1 else w.workers.inst_busy[qid]
+        if kratos_bypass(w.queues, busy, qid):  # Kratos's codel: too few outstanding to judge
+            return dequeue(w.queues, qid)
+        if w.queues.cq[CQ_DROPPING, qid] == 0.0 and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < codel_target(
+            w.queues
+        ):
+            w.queues.cq[CQ_FIRST_ABOVE, qid] = 0.0
+            return dequeue(w.queues, qid)
     return take(w.queues, w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, qid, x, t0)
 
 
@@ -379,17 +396,22 @@ def read_or_abandon(
     propagation): then the work stops here, wasted, and the worker is done with it (``RELEASE``)."""
     arrival = w.workers.w_arrival[k]
     timeout = p[P.timeout_s]
-    if w.queues.ints[I_DEADLINES] != 0 and x >= arrival + timeout:
+    over_cap = x >= arrival + server_cap(w.queues, timeout)  # the server's own cap on its work
+    gone = x >= arrival + timeout  # its client gave up
+    capped = over_cap and not gone  # it answers 504 now
+    if capped or (gone and (over_cap or w.queues.ints[I_DEADLINES] != 0)):
         start = w.workers.w_start[k]
         w.meter.measures[M_WASTED] += x - start
         w.meter.measures[M_CUT_SHORT] += x - start  # work, though no answer: the share's denominator counts it
         if k < w.workers.ints[I_ENABLED]:
             w.meter.measures[M_BUSY] += x - (start if start > t0 else t0)
         instance = w.workers.w_instance[k]
-        where = where_spent(w.fleet, instance, start - arrival, x - start)
-        _abandoned(
-            w, instance, w.workers.w_client[k], w.workers.w_call[k], arrival, w.workers.w_tag[k], x, t0, timeout, where
-        )
+        client, call, tag = w.workers.w_client[k], w.workers.w_call[k], w.workers.w_tag[k]
+        if capped:
+            drop(w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, instance, client, tag, x, t0, call, arrival)
+        else:
+            where = where_spent(w.fleet, instance, start - arrival, x - start)
+            _abandoned(w, instance, client, call, arrival, tag, x, t0, timeout, where)
         return RELEASE
     w.workers.w_queries[k] -= 1
     return query(w.backend, w.gen, w.meter, x, part_s)

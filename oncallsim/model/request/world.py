@@ -27,7 +27,9 @@ from oncallsim.model.plan import REVISION
 from oncallsim.model.request import balancers as _balancers
 from oncallsim.model.request import breaker as _breaker
 from oncallsim.model.request import calls as _calls
+from oncallsim.model.request import connections as _connections
 from oncallsim.model.request import cpu as _cpu
+from oncallsim.model.request import discovery as _discovery
 from oncallsim.model.request import limiter as _limiter
 from oncallsim.model.request import queues as _queues
 from oncallsim.model.request import stream as _stream
@@ -35,6 +37,7 @@ from oncallsim.model.request.backend import MAX_OBJECTS, WARMUP_CONCURRENCY, Bac
 from oncallsim.model.request.balancers import MAX_CLIENTS, Views, new_views
 from oncallsim.model.request.breaker import Breaker, new_breaker
 from oncallsim.model.request.calls import Calls, new_calls
+from oncallsim.model.request.connections import Conns, new_conns
 from oncallsim.model.request.cpu import Cpu, new_cpu
 from oncallsim.model.request.discovery import Registry, new_registry
 from oncallsim.model.request.generator import seeded
@@ -68,6 +71,7 @@ class World(NamedTuple):
     calls: Calls
     views: Views
     registry: Registry
+    conns: Conns
     fleet: Fleet
     cpu: Cpu
     limiter: Limiter
@@ -112,6 +116,7 @@ def new_world(params: Params, seed: int, queue_capacity: int = QUEUE_START, revi
         calls=new_calls(MAX_CLIENTS),
         views=new_views(slots, params.clients),
         registry=new_registry(slots),
+        conns=new_conns(slots),
         fleet=new_fleet(slots),
         cpu=new_cpu(slots),
         limiter=new_limiter(slots),
@@ -131,6 +136,8 @@ def set_revision(world: World, revision: int) -> None:
     world.views.ints[_balancers.I_REVISION] = revision
     world.calls.ints[_calls.I_REVISION] = revision
     world.breaker.ints[_breaker.I_REVISION] = revision
+    world.registry.ints[_discovery.I_REVISION] = revision
+    world.conns.ints[_connections.I_REVISION] = revision
 
 
 def revision_of(world: World) -> int:
