@@ -83,6 +83,8 @@ class SharedRun(Protocol):
     report: Report | None
     figure_json: str | None
     room: Any
+    max_backlog: int  # a seat this many messages behind is closed, not buffered (it reconnects to a snapshot)
+    subscribers: set[asyncio.Queue[str | None]]
     _writing: asyncio.Lock
 
     @property
@@ -219,6 +221,11 @@ class Room:
             self.debrief_soon()
         texts: dict[str, str] = {}
         for queue, seat in list(self.seats.items()):
+            if queue.qsize() >= self.live.max_backlog:  # a stalled tab, a client that never reads: closed
+                self.seats.pop(queue, None)
+                self.live.subscribers.discard(queue)
+                queue.put_nowait(None)  # its socket ends (and unsubscribes); a reconnect gets a snapshot
+                continue
             audience = "facilitator" if seat.facilitator or self.live.done else "player"
             if kind == "log" and not self.visible(_entry(message["entry"]), seat):
                 continue
@@ -360,8 +367,10 @@ class Room:
             queue.put_nowait(orjson.dumps(self.snapshot(s)).decode())
 
     async def control(self, seat: Seat, kind: str, value: Any = None) -> None:
-        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's."""
+        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's; refused once the
+        room is closed (nothing is logged after its close)."""
         roles.require(seat.role, "facilitate")
+        self._open()
         live = self.live
         if kind == "speed":
             await live.set_speed(value)
@@ -373,7 +382,6 @@ class Room:
             await live.step_once()
             return
         elif kind == "close":
-            self._open()
             await self._log("close", seat.name, seat.role, {})
             await live.end("ended")
             return

@@ -176,6 +176,8 @@ async def import_file(manager: RunManager, file: UploadFile) -> str:
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "run file")[:100]
     run = RunFile.parse_bytes(data, name)
+    if manager.workers is not None:  # vetted, replayed and debriefed in a worker process, never on the loop
+        return await manager.import_in_worker(run, name)
     sim = await asyncio.to_thread(vet_run_file, run, name)
     return await manager.import_run(sim, run.difficulty)
 
@@ -214,6 +216,10 @@ async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, l
         "rooms_evicted": rooms.evicted if rooms is not None else 0,
         "ticking": sum(not r.paused and not r.done for r in runs),
         "viewers": sum(len(r.subscribers) for r in runs),
+        # request-engine runs whose minutes a worker process computes, and those it cannot keep at their speed
+        "in_workers": sum(r.remote is not None and not r.remote.released for r in runs),
+        "slowed": sum(r.pacer.slowed is not None for r in runs),
+        "workers": manager.workers.status() if manager.workers is not None else [],
         "max_lag_ms": max((r.max_lag_s for r in runs), default=0.0) * 1000.0,
         "minutes_in_window": len(recent),
         "lateness_p50_ms": quantile(0.5),

@@ -24,9 +24,10 @@ from oncallsim.alerting.pagerduty import Pager, PagerConfig
 from oncallsim.i18n import translations
 from oncallsim.store import RunStore, default_db_path
 from oncallsim.web import api, engines, gameday, metrics, pages, zoom
-from oncallsim.web.limits import Busy, Gate, Limits, sweep_forever
+from oncallsim.web.limits import Full, Gate, Limits, sweep_forever
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
+from oncallsim.web.workers import Busy, Workers
 
 __all__ = ["create_app", "plotly_js_path"]
 
@@ -64,7 +65,8 @@ def create_app(
     warmer = engines.EngineWarmer()
     pager = Pager(pagerduty) if pagerduty is not None else None
     limits = limits or Limits()
-    manager = RunManager(store, engine_state=warmer.readiness, pager=pager, limits=limits)
+    workers = Workers()  # processes started on first use: request-engine minutes, debriefs, imports, replays
+    manager = RunManager(store, engine_state=warmer.readiness, pager=pager, limits=limits, workers=workers)
 
     def sweeps() -> list[Any]:
         rooms = getattr(app.state, "rooms", None)
@@ -78,6 +80,7 @@ def create_app(
         sweeper.cancel()
         app.state.engines.stop()
         await manager.shutdown()
+        workers.close()
         if pager is not None:
             pager.close()  # the events already queued are posted
         store.close()
@@ -105,6 +108,14 @@ def create_app(
 
     @app.exception_handler(Busy)
     async def busy(request: Request, exc: Busy) -> Response:
+        """The heavy workers' queue is full: one line, nothing started; a page says it in its language."""
+        if _wants_html(request):
+            message = str(pages.refusal(request, "server", "busy", waiting=exc.waiting))
+            return pages.render(request, "error.html", status=429, message=message)
+        return JSONResponse({"error": str(exc), "field": "server"}, status_code=429, headers={"Retry-After": "60"})
+
+    @app.exception_handler(Full)
+    async def full(request: Request, exc: Full) -> Response:
         """A limit reached (web/limits.py): 429, saying what to do, in the page's language."""
         message = exc.text(translations(pages.language_of(request)).gettext)
         headers = {"Retry-After": str(exc.wait_s)}

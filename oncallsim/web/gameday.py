@@ -32,7 +32,7 @@ from oncallsim.store.rooms import RoomStore
 from oncallsim.web.api import NewRun, random_seed
 from oncallsim.web.clock import Clock
 from oncallsim.web.labels import resilience_controls
-from oncallsim.web.limits import Busy, Limits, client_of
+from oncallsim.web.limits import Full, Limits, client_of
 from oncallsim.web.live import PROGRESS_EVERY_MIN, SPEEDS, LiveRun, check_speed, wire_record
 from oncallsim.web.pages import render
 from oncallsim.web.sockets import serve_socket
@@ -119,12 +119,12 @@ class ExportBody(BaseModel):
 
 
 def admit_room(request: Request, manager: RoomManager, client: str) -> None:
-    """Refuse (``Busy``, a 429) a new room past a limit (web/limits.py), before its run is built."""
+    """Refuse (``Full``, a 429) a new room past a limit (web/limits.py), before its run is built."""
     limits: Limits = request.app.state.limits
     if manager.open_rooms() >= limits.rooms:
-        raise Busy("rooms", 60.0, max=limits.rooms)
+        raise Full("rooms", 60.0, max=limits.rooms)
     if manager.open_rooms(client) >= limits.rooms_per_client:
-        raise Busy("rooms_per_client", 60.0, max=limits.rooms_per_client)
+        raise Full("rooms_per_client", 60.0, max=limits.rooms_per_client)
     request.app.state.room_gate.check(client)
 
 

@@ -5,7 +5,7 @@ A live run costs memory while it is in memory (a minute-engine run about 1 MB, a
 more), and a client could otherwise create them as fast as the loop answers (an audit made 300 runs in 0.7 s and
 200 rooms in 1.9 s). So a new run or room is admitted only while its client has fewer than its share in memory
 and has not created too many in the last minute, and while the server has room; a refusal is a 429 whose text
-says what to do (``Busy``, translated on the page and in the JSON). What nobody watches leaves memory after a
+says what to do (``Full``, translated on the page and in the JSON). What nobody watches leaves memory after a
 while — a finished run soon, an unfinished one after longer — and stays in SQLite, to be rebuilt on demand as
 after a restart (``RunManager.get``, ``RoomManager.get``).
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 from oncallsim.model import InvalidInput
 
-__all__ = ["BUSY", "Busy", "Gate", "Limits", "client_of", "sweep_forever"]
+__all__ = ["BUSY", "Full", "Gate", "Limits", "client_of", "sweep_forever"]
 
 # What a refusal says (gettext msgids; scripts/update_catalogs.py extracts them): what the limit is and what to do.
 BUSY = {
@@ -45,7 +45,7 @@ BUSY = {
 }
 
 
-class Busy(Exception):
+class Full(Exception):
     """A new run or room refused because a limit is reached: answered 429 (``Retry-After``: ``wait_s``), its
     text (``BUSY[kind] % args``) translated into the page's language. Not an ``InvalidInput``: the input is
     fine, the server is full."""
@@ -113,14 +113,14 @@ class Gate:
         self.recent: dict[str, deque[float]] = {}
 
     def check(self, client: str) -> None:
-        """Refuse (``Busy``) a client that created ``per_minute`` in the last 60 s (a refused input does not
+        """Refuse (``Full``) a client that created ``per_minute`` in the last 60 s (a refused input does not
         count: only what ``count`` was told of)."""
         now = time.monotonic()
         times = self.recent.get(client)
         while times and now - times[0] > 60.0:
             times.popleft()
         if times and len(times) >= self.per_minute:
-            raise Busy(self.kind, 60.0 - (now - times[0]), max=self.per_minute)
+            raise Full(self.kind, 60.0 - (now - times[0]), max=self.per_minute)
 
     def count(self, client: str) -> None:
         """One more created by ``client``."""

@@ -69,6 +69,7 @@ from oncallsim.web.pacing import (
     minute_seconds,
 )
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
+from oncallsim.web.workers import job_call
 
 __all__ = ["REFUSALS", "router"]
 
@@ -165,6 +166,7 @@ REFUSALS = {
     "one_of": "must be one of %(allowed)s, got %(got)s",
     "no_run": "no run %(run)s",
     "whole_index": "index and minutes must be whole numbers",
+    "busy": "busy (%(waiting)s imports and debriefs waiting for a worker); try again in a minute",
 }
 
 
@@ -419,7 +421,12 @@ async def whatif_page(
     if index_value is None or minutes_value is None or index_value < 0 or minutes_value < 0:
         return error_page(request, refusal(request, "index", "whole_index"))
     try:
-        result = await asyncio.to_thread(what_if, live.sim, kind, index_value, minutes_value)
+        args = (live.sim, kind, index_value, minutes_value)
+        workers = manager_of(request).workers  # a replay: in a worker process when the server has them
+        if workers is not None:
+            result = await workers.call(job_call, what_if, *args, bounded=True)
+        else:
+            result = await asyncio.to_thread(what_if, *args)
     except InvalidInput as exc:
         return error_page(request, exc)
     return render(request, "whatif.html", live=live, r=live.report, w=result)
