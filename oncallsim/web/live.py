@@ -37,6 +37,7 @@ from oncallsim.readiness import Readiness
 from oncallsim.simulation import Action, RunFile, Simulation
 from oncallsim.store import RunStore
 from oncallsim.web.clock import Clock, spawn
+from oncallsim.web.limits import Full, Gate, Limits
 from oncallsim.web.pacing import (
     DEFAULT_DIFFICULTY,
     REALTIME,
@@ -160,6 +161,8 @@ class LiveRun:
         self.cliff_ratio: float | None = None
         self._measuring: asyncio.Task[None] | None = None
         self.gauge = self._gauge if request else None
+        self.client = ""  # who created it (the limits per client); "" for a run rebuilt from the store
+        self.last_used = time.monotonic()  # last watched or asked for: what nobody uses leaves memory
         # a request-engine run held by a worker process (its minutes computed there; ``sim`` is its mirror),
         # and the server's workers for its debrief and pilot run (None: threads here)
         self.remote: Held | None = None
@@ -596,6 +599,7 @@ class RunManager:
         store: RunStore,
         engine_state: Callable[[str], Readiness] | None = None,
         pager: Pager | None = None,
+        limits: Limits | None = None,
         workers: Workers | None = None,
     ) -> None:
         self.store = store
@@ -604,6 +608,70 @@ class RunManager:
         self.clock = Clock(store)
         self.engine_state = engine_state  # which engines are loaded here (web/engines.py); None: all
         self.pager = pager  # where the runs' pages go (PagerDuty), if anywhere
+        self.limits = limits or Limits()
+        self.gate = Gate(self.limits.new_runs_per_minute, "new_runs_per_minute")
+        self.evicted = 0  # runs that left memory (they stay in the store): /api/stats says how many
+
+    def admit(self, client: str, engine: str) -> None:
+        """Refuse (``Full``, a 429) a new run past a limit (web/limits.py), before anything is built for it."""
+        live = [r for r in self.runs.values() if not r.done]
+        limits = self.limits
+        if len(live) >= limits.runs:
+            raise Full("runs", 60.0, max=limits.runs)
+        if engine == "request" and sum(r.sim.engine.name == "request" for r in live) >= limits.request_runs:
+            raise Full("request_runs", 60.0, max=limits.request_runs)
+        if client and sum(r.client == client for r in live) >= limits.runs_per_client:
+            raise Full("runs_per_client", 60.0, max=limits.runs_per_client)
+        self.gate.check(client)
+
+    def _evictable(self, live: LiveRun, now: float) -> bool:
+        """Nobody watches it, nothing is being written or computed for it, and it is still (paused or over)
+        and untouched for the idle time of its kind."""
+        if live.subscribers:
+            live.last_used = now
+            return False
+        tasks = (live._finishing, live._stepping)  # a debrief, a worker's minute under way
+        if live._writing.locked() or any(t is not None and not t.done() for t in tasks):
+            return False
+        if live.done:
+            return live.report is not None or live.ended == "abandoned"
+        return live.paused and now - live.last_used >= self.limits.idle_s
+
+    async def evict(self, live: LiveRun) -> bool:
+        """Out of memory, kept in the store (its position written first): ``get`` rebuilds it from its log
+        on demand, as after a restart. False when someone came for it meanwhile."""
+        if not live.done:
+            await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
+        # someone may have come for it while the position was written
+        if self.runs.get(live.id) is not live or live.subscribers or live._writing.locked():
+            return False
+        if not (live.done or live.paused):
+            return False
+        del self.runs[live.id]
+        live.clock.remove(live)
+        if live.remote is not None:
+            live.remote.release()  # its world leaves its worker process too
+        self.evicted += 1
+        return True
+
+    async def sweep(self) -> int:
+        """Evict what nobody used for its idle time (finished: ``finished_s``; unfinished and paused:
+        ``idle_s``), then the least recently used past ``resident``; returns how many left."""
+        now = time.monotonic()
+        gone = 0
+        for live in list(self.runs.values()):
+            wait = self.limits.finished_s if live.done else self.limits.idle_s
+            if now - live.last_used >= wait and self._evictable(live, now):
+                gone += await self.evict(live)
+        extra = len(self.runs) - self.limits.resident
+        if extra > 0:
+            oldest = sorted(
+                (r for r in self.runs.values() if r.done and self._evictable(r, now)), key=lambda r: r.last_used
+            )
+            for live in oldest[:extra]:
+                gone += await self.evict(live)
+        self.gate.forget_old()
+        return gone
 
     async def create(
         self,
@@ -612,6 +680,7 @@ class RunManager:
         paused: bool = False,
         difficulty: str = DEFAULT_DIFFICULTY,
         player: str | None = None,
+        client: str = "",
     ) -> LiveRun:
         speed = check_speed(speed)
         check_speed_for(check_difficulty(difficulty), speed)
@@ -624,6 +693,8 @@ class RunManager:
             run_id, held.mirror if held else sim, self.store, speed, paused, clock=self.clock,
             difficulty=difficulty, engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
+        live.client = client
+        self.gate.count(client)
         live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         self.runs[run_id] = live
         live.start()
@@ -658,6 +729,7 @@ class RunManager:
     async def get(self, run_id: str) -> LiveRun | None:
         live = self.runs.get(run_id)
         if live is not None:
+            live.last_used = time.monotonic()
             return live
         if not (len(run_id) == 12 and all(c in "0123456789abcdef" for c in run_id)):
             return None
@@ -704,6 +776,8 @@ class RunManager:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
         self.runs[run_id] = live
+        if len(self.runs) > self.limits.resident:  # many old runs asked for at once: the oldest leave
+            spawn(self.sweep(), name="sweep-runs")
         if not live.done:
             live.start()
         elif live.report is None and live.ended != "abandoned":

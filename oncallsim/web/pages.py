@@ -57,6 +57,7 @@ from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
 from oncallsim.web.labels import control_label, main_control, resilience_controls
+from oncallsim.web.limits import client_of
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import (
     DEFAULT_DIFFICULTY,
@@ -283,7 +284,7 @@ async def start(
             clock=clock or None,
             overrides={k: str(v) for k, v in overrides.items()},
         )
-        live = await start_run(manager_of(request), new)
+        live = await start_run(manager_of(request), new, client_of(request))
     except (InvalidInput, ValueError) as exc:
         if not isinstance(exc, InvalidInput):
             exc = InvalidInput("run", str(exc).splitlines()[0])
@@ -322,7 +323,7 @@ async def leaderboard(
 async def start_tutorial(request: Request) -> Response:
     """The tutorial's card: a guided run of the built-in tutorial scenario, opening on its tour."""
     new = NewRun(scenario=TUTORIAL_ID, seed=TUTORIAL_SEED, speed=2, paused=True, difficulty="guided")
-    live = await start_run(manager_of(request), new)
+    live = await start_run(manager_of(request), new, client_of(request))
     return RedirectResponse(f"/runs/{live.id}", status_code=303)
 
 
