@@ -26,7 +26,7 @@ from pathlib import Path
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.server import running_server
+from tests.server import start_server
 
 SPEED = 16
 
@@ -85,8 +85,16 @@ async def load(base: str, runs: int, seconds: float) -> tuple[dict[str, int], di
 
 
 def measure(runs: int, seconds: float) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp, running_server(Path(tmp) / "runs.sqlite3") as base:
-        counts, stats = asyncio.run(load(base, runs, seconds))
+    # one client creates every run here: the limits per client (web/limits.py) raised to the runs measured
+    limits = [f"runs={runs}", f"runs_per_client={runs}", f"new_runs_per_minute={runs}", f"resident={runs}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        process, base, log = start_server(Path(tmp) / "runs.sqlite3", extra=[a for x in limits for a in ("--limit", x)])
+        try:
+            counts, stats = asyncio.run(load(base, runs, seconds))
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            log.close()
     received = [counts.get(k, 0) for k in counts] or [0]
     return {
         "runs": runs,

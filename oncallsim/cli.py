@@ -310,6 +310,15 @@ def serve(
     pagerduty_routing_key: Annotated[
         str | None, typer.Option(envvar="ONCALLSIM_PAGERDUTY_ROUTING_KEY", help="The PagerDuty integration's key.")
     ] = None,
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--limit",
+            help="NAME=VALUE: change one of the server's limits (runs, request_runs, runs_per_client, "
+            "new_runs_per_minute, rooms, rooms_per_client, new_rooms_per_minute, resident) or idle times in "
+            "seconds (idle_s, finished_s, room_idle_s); docs/web.md.",
+        ),
+    ] = None,
 ) -> None:
     """Start the web console: play scenarios live in the browser, debrief, replay, share."""
     import secrets
@@ -319,11 +328,13 @@ def serve(
     from oncallsim.alerting.pagerduty import PagerConfig
     from oncallsim.store import default_db_path
     from oncallsim.web.app import create_app
+    from oncallsim.web.limits import Limits
     from oncallsim.web.ports import check_port_free
     from oncallsim.web.security import is_loopback
 
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
+    limits = Limits.parse(limit)
     pagerduty = PagerConfig.checked(pagerduty_url, pagerduty_routing_key)
     check_port_free(host, port)  # a busy port: one line naming --port, before any line that says it serves
     if token is not None and len(token) < 16:
@@ -348,7 +359,7 @@ def serve(
     if pagerduty is not None:
         err.print(f"pages (PagerDuty Events v2) go to {pagerduty.url}", soft_wrap=True)
     uvicorn.run(
-        create_app(path, host=host, allow_hosts=allow_host or [], token=token, pagerduty=pagerduty),
+        create_app(path, host=host, allow_hosts=allow_host or [], token=token, pagerduty=pagerduty, limits=limits),
         host=host,
         port=port,
         log_level="warning",

@@ -58,6 +58,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.policies import COUNTERFACTUAL_POLICIES
     from oncallsim.scenarios import builtin_scenarios
     from oncallsim.scenarios.spec import LABELS
+    from oncallsim.web.limits import BUSY
     from oncallsim.web.pages import REFUSALS
 
     texts: list[tuple[str, str]] = []
@@ -81,6 +82,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
     texts += [(move, "debrief") for move in MOVES.values()]
     texts += [(text, "refusal") for text in REFUSALS.values()]
+    texts += [(text, "limit") for text in BUSY.values()]
     found: dict[str, list[tuple[str, int]]] = {}
     for text, origin in texts:
         found.setdefault(text, []).append((f"data:{origin}", 0))

@@ -87,6 +87,12 @@ def test_bad_deploy_page_rollback_and_debrief(server: str) -> None:
         # the page fires at 09:28 and the rollback is clean five minutes after it is pressed: 75 minutes leave
         # ~3 s of wall clock at 16x for the click, and nothing waits for the scenario's other 45 minutes
         run_id = start_short(page, server, "bad-deploy", seed=7, minutes=75)
+        # the end is said at once ("over": the debrief is being computed), then the debrief when it is ready
+        page.evaluate(
+            """() => { const root = document.querySelector('main.console'); window.debriefStates = [];
+            new MutationObserver(() => window.debriefStates.push(root.dataset.debrief))
+              .observe(root, {attributes: true, attributeFilter: ['data-debrief']}); }"""
+        )
         page.get_by_role("alert").filter(has_text="PAGE").wait_for()
         charts_drew(page)
         if os.environ.get("ONCALLSIM_UPDATE_SCREENSHOTS") == "1":
@@ -112,6 +118,8 @@ def test_bad_deploy_page_rollback_and_debrief(server: str) -> None:
         clean = next(r["minute"] for r in records if r["minute"] > pressed and r["bad_build_share"] == 0.0)
         assert clean == pressed + 5
         page.get_by_role("link", name="Debrief").wait_for()
+        page.wait_for_function("() => document.querySelector('main.console').dataset.debrief === 'ready'")
+        assert page.evaluate("window.debriefStates") == ["computing", "ready"]
         with page.expect_navigation(timeout=120_000):  # the debrief computes its counterfactuals first
             page.get_by_role("link", name="Debrief").click()
         page.get_by_role("heading", name="Score card").wait_for()

@@ -1,16 +1,19 @@
 """Durability (issue 13, finding 11): kill the real server with SIGKILL while actions arrive; after a restart every
 acknowledged action is in the run's log, in order, and the database is intact.
 
-``kill_trial`` is shared with ``scripts/fuzz_campaign.py``, which runs it a hundred times and more."""
+``kill_trial`` (live runs) and ``room_kill_trial`` (a game-day room's players acting) are shared with
+``scripts/fuzz_campaign.py``, which runs them a hundred times and more."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import random
 import signal
 import sqlite3
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -141,3 +144,107 @@ def test_every_acknowledged_action_survives_sigkill(tmp_path: Path) -> None:
     for seed in (1, 2, 3):
         total += kill_trial(tmp_path, seed)["acknowledged"]
     assert total > 0
+
+
+def room_player(
+    base: str, room_id: str, token: str, acked: list[tuple[int, str, Any]], limit: int, seed: int, stop: threading.Event
+) -> None:
+    """A player of the operations role acting as fast as the room answers; an action is acknowledged when its log
+    line comes back (the room sends it after the line is on disk)."""
+    from websockets.sync.client import connect
+
+    rng = random.Random(seed)
+    url = base.replace("http://", "ws://") + f"/gameday/{room_id}/ws"
+    try:
+        with connect(url, origin=base, open_timeout=10, max_size=None) as ws:  # type: ignore[arg-type]
+            ws.send(json.dumps({"type": "join", "token": token, "name": f"ops{seed}", "role": "operations"}))
+            sent = 0
+            while not stop.is_set() and len(acked) < limit:
+                if sent == len(acked):
+                    control, value = rng.choice([("floor", rng.randint(1, 40)), ("ttl_s", rng.randint(0, 600))])
+                    ws.send(json.dumps({"type": "action", "control": control, "value": value}))
+                    sent += 1
+                message = json.loads(ws.recv(timeout=5))
+                entry = message.get("entry") if message.get("type") == "log" else None
+                if entry and entry["kind"] == "action" and entry["name"] == f"ops{seed}":
+                    data = entry["data"]
+                    acked.append((entry["minute"], data["control"], data.get("value")))
+                elif message.get("type") == "error":
+                    sent -= 1  # refused (the rate limit): not logged, sent again
+    except Exception:  # the server was killed: the player's end
+        return
+
+
+def room_kill_trial(tmp: Path, seed: int, players: int = 2, per_player: int = 60) -> dict[str, int]:
+    """One trial with a game-day room: its facilitator starts it at 16x, ``players`` act through their sockets,
+    SIGKILL after a random number of acknowledged actions, restart; every acknowledged action must be in the
+    room's log, in order (the facilitator's export), and the database intact. Raises on a loss."""
+    from websockets.sync.client import connect
+
+    rng = random.Random(seed)
+    db = tmp / f"room-trial-{seed}.sqlite3"
+    process, base, log = start_server(db)
+    stop = threading.Event()
+    acked: list[list[tuple[int, str, Any]]] = [[] for _ in range(players)]
+    threads: list[threading.Thread] = []
+    try:
+        # a day of free play at 16x: 90 s, longer than any trial (a room whose run is over takes no action)
+        room = post(base, "/api/gameday/rooms", {"scenario": "free-play", "seed": seed, "speed": 16})
+        facilitator = room["facilitator_url"].split("#key=")[1]
+        player = room["player_url"].split("#key=")[1]
+        url = base.replace("http://", "ws://") + f"/gameday/{room['id']}/ws"
+        with connect(url, origin=base, open_timeout=10, max_size=None) as ws:  # type: ignore[arg-type]
+            ws.send(json.dumps({"type": "join", "token": facilitator}))
+            ws.recv(timeout=10)  # the snapshot
+            ws.send(json.dumps({"type": "resume"}))
+            threads = [
+                threading.Thread(
+                    target=room_player, args=(base, room["id"], player, acked[k], per_player, seed * 31 + k, stop),
+                    daemon=True,
+                )
+                for k in range(players)
+            ]  # fmt: skip
+            for t in threads:
+                t.start()
+            target = rng.randint(3, players * per_player - 3)
+            deadline = time.monotonic() + 60
+            while sum(map(len, acked)) < target and any(t.is_alive() for t in threads):
+                if time.monotonic() > deadline:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    ws.recv(timeout=1)  # the facilitator watches (the room ticks while someone is in it)
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
+    finally:
+        stop.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+    for t in threads:
+        t.join(timeout=10)
+    seen = [list(a) for a in acked]
+
+    with sqlite3.connect(db) as check:
+        assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    process, base, log = start_server(db)
+    try:
+        exported = post(base, f"/api/gameday/rooms/{room['id']}/export", {"token": facilitator, "what": "room"})
+        for k, mine in enumerate(seen):
+            stored = [
+                (e["minute"], e["data"]["control"], e["data"].get("value"))
+                for e in exported["log"]
+                if e["kind"] == "action" and e["name"] == f"ops{seed * 31 + k}"
+            ]
+            assert stored[: len(mine)] == mine, f"room {room['id']}: an acknowledged action was lost (seed {seed})"
+            assert len(stored) - len(mine) <= 1  # at most the one in flight when the server died
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+    return {"acknowledged": sum(map(len, seen))}
+
+
+def test_every_acknowledged_room_action_survives_sigkill(tmp_path: Path) -> None:
+    assert room_kill_trial(tmp_path, 1)["acknowledged"] > 0

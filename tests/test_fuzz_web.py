@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from oncallsim import Simulation
 from oncallsim.web.app import create_app
+from oncallsim.web.limits import Limits
 
 BASE = "http://testserver"
 HEADERS = {"Origin": BASE}
@@ -116,7 +117,11 @@ def report_counts() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     db = tmp_path_factory.mktemp("fuzz") / "runs.sqlite3"
-    with TestClient(create_app(db, allow_hosts=["testserver"]), base_url=BASE, headers=HEADERS) as c:
+    # limits far above what the fuzz creates: refusals for being full (429) would hide the inputs' own checks
+    limits = Limits(runs_per_client=10**6, new_runs_per_minute=10**6, runs=10**6, rooms_per_client=10**6,
+                    new_rooms_per_minute=10**6, rooms=10**6, idle_s=5.0, finished_s=5.0)  # fmt: skip
+    app = create_app(db, allow_hosts=["testserver"], limits=limits)
+    with TestClient(app, base_url=BASE, headers=HEADERS) as c:
         yield c
 
 
@@ -281,6 +286,126 @@ def test_fuzz_socket_messages_keep_the_socket_open(
                 assert {"field", "message"} <= set(message)
             if message["type"] == "state" and message["paused"]:
                 break
+
+
+# --- game-day room messages -------------------------------------------------------------------------------
+
+ROOM_TYPES = ["action", "message", "status", "note", "speed", "pause", "step", "inject", "reveal", "join", "x"]
+FAULTS = ["bad_deploy", "slow_instance", "cache_flush", "surge", "db_slow", "zone_outage", "x"]
+
+
+@st.composite
+def room_frames(draw: Any) -> tuple[str, Any]:
+    """What a facilitator's (or a forger's) socket may send a room: wrong types, wrong fields, nasty values."""
+    kind = draw(st.integers(0, 6))
+    if kind == 0:
+        return "bytes", draw(st.binary(max_size=50))
+    if kind == 1:
+        return "text", draw(st.one_of(st.text(max_size=50), st.sampled_from(["", "{", "[" * 3000, "null", "1e999"])))
+    message: dict[str, Any] = {"type": draw(st.one_of(st.sampled_from(ROOM_TYPES), texts))}
+    for key, values in (
+        ("control", st.one_of(st.sampled_from(CONTROLS), texts)),
+        ("value", json_values),
+        ("text", st.one_of(texts, st.sampled_from(["\u202eevil", "a\u200bb", "x" * 300, "ok"]))),
+        ("kind", st.one_of(st.sampled_from(FAULTS), texts)),
+        ("at", st.one_of(st.sampled_from(["", "09:30", "25:00", "9:3", "00:00"]), texts)),
+        ("values", st.dictionaries(texts, scalars, max_size=3)),
+        ("hidden", scalars),
+        ("seq", numbers),
+    ):
+        if draw(st.integers(0, 3)) == 0:
+            message[key] = draw(values)
+    if message["type"] in ("resume", "close"):
+        message["type"] = "pause"  # the room stays open and still, so the probe below answers at once
+    return "text", json.dumps(message, default=str)
+
+
+@pytest.fixture(scope="module")
+def room_key(client: TestClient) -> tuple[str, str]:
+    response = client.post("/api/gameday/rooms", json={"scenario": "bad-deploy", "seed": 2})
+    assert response.status_code == 201, response.text
+    room = response.json()
+    return room["id"], room["facilitator_url"].split("#key=")[1]
+
+
+@FUZZ
+@given(sent=st.lists(room_frames(), min_size=1, max_size=5))
+def test_fuzz_room_messages_keep_the_socket_open(
+    client: TestClient, room_key: tuple[str, str], sent: list[tuple[str, Any]]
+) -> None:
+    room_id, key = room_key
+    with client.websocket_connect(f"/gameday/{room_id}/ws", headers=HEADERS) as ws:
+        ws.send_json({"type": "join", "token": key})
+        assert ws.receive_json()["type"] == "snapshot"
+        for kind, payload in sent:
+            COUNTS["room"] += 1
+            if kind == "bytes":
+                ws.send_bytes(payload)
+            else:
+                ws.send_text(payload)
+        probe = 10**6 + COUNTS["room"]  # the probe: the socket still answers (a speed it refuses, naming it)
+        ws.send_json({"type": "speed", "value": probe})
+        for _ in range(10_000):
+            message = ws.receive_json()
+            assert message.get("field") != "server", message  # an internal error: a bug
+            if message["type"] == "error" and f"got {probe}" in message["message"]:
+                break
+
+
+# --- scenario and rule files, by the CLI ------------------------------------------------------------------
+
+scenario_files = st.one_of(
+    st.text(max_size=300),
+    st.sampled_from(
+        [
+            'id = "x"\ntitle = "x"\nminutes = 99999999999',
+            'id = "x"\ntitle = "x"\n[[events]]\nkind = "surge"\nat = "25:00"',
+            'id = "x"\ntitle = "x"\nseed = 1e999',
+            'id = "x"\ntitle = "x"\nengine = "request"\n[params]\nbase_requests_per_s = 1e400',
+            'id = "x"\ntitle = "x"\n[params]\nfloor = "³"',
+            "a = " + "[" * 3000,
+        ]
+    ),
+)
+rule_files = st.one_of(
+    st.text(max_size=300),
+    st.sampled_from(
+        [
+            "groups: []",
+            "groups:\n- name: x\n  rules:\n  - alert: A\n    expr: up ==\n",
+            "groups:\n- name: x\n  rules:\n  - alert: A\n    expr: vector(1)\n    for: 99999999999h\n",
+            "groups: &a [*a]",
+            "!!python/object/apply:os.system ['true']",
+            "groups:\n" + "- " * 2000,
+        ]
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def small_run_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fuzzfiles") / "run.json"
+    path.write_text(Simulation("bad-deploy", seed=1, minutes=5).run_file().model_dump_json())
+    return path
+
+
+@FUZZ
+@given(content=st.one_of(scenario_files, rule_files), which=st.sampled_from(["scenario", "rules"]))
+def test_fuzz_scenario_and_rule_files_never_print_a_traceback(small_run_file: Path, content: str, which: str) -> None:
+    """A scenario file for ``run``, a Prometheus rule file for ``alerts``: refused in one line, never a traceback
+    (the rules go to promtool only once they parse)."""
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    COUNTS["files"] += 1
+    path = small_run_file.with_name("scenario.toml" if which == "scenario" else "rules.yml")
+    path.write_text(content, encoding="utf-8", errors="surrogatepass")
+    args = ["run", str(path), "--minutes", "3"] if which == "scenario" else ["alerts", str(path), str(small_run_file)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 1, 2), result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
 
 
 # --- the CLI --------------------------------------------------------------------------------------------------

@@ -246,6 +246,9 @@ def test_close_debrief_postmortem_and_offline_export(client: TestClient, tmp_pat
         debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
         ann.send_json({"type": "action", "control": "rollback"})
         assert "over" in until(ann, lambda m: m["type"] == "error")["message"]
+        for message in ({"type": "pause"}, {"type": "speed", "value": 4}, {"type": "resume"}, {"type": "step"}):
+            fac.send_json(message)  # a closed room's clock is still: nothing to pause, speed up or log
+            assert "over" in until(fac, lambda m: m["type"] == "error")["message"], message
     kinds = [(r["kind"], r["who"]) for r in debrief["timeline"]]
     assert ("inject", "facilitator") in kinds and ("status", "Cat") in kinds and ("action", "Ann") in kinds
     assert ("note", "facilitator") in kinds
@@ -261,6 +264,7 @@ def test_close_debrief_postmortem_and_offline_export(client: TestClient, tmp_pat
     assert "Investigating slow pages \\| degraded" in text and "Ann (operations): Warm up cache" in text
     assert text.index("hidden from the players: cache flush at 08:03") < text.index("status page (Cat)")
     room_file = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": player, "what": "room"})
+    assert [e["kind"] for e in room_file.json()["log"]][-1] == "close"  # the refused controls were not logged
     path_file = tmp_path / "room.json"
     path_file.write_text(room_file.text)
     RoomFile.load(path_file)
@@ -501,3 +505,22 @@ def test_a_room_closed_before_its_debrief_was_written_stays_closed_and_gets_it(d
         assert snap["state"]["done"] is True and snap["state"]["pause_reason"] is None
         debrief = until(ann, lambda m: m["type"] == "debrief")["debrief"]
         assert debrief["timeline"] is not None
+
+
+def test_a_seat_that_never_reads_is_closed_not_buffered(client: TestClient) -> None:
+    """A stalled tab (a socket nobody reads) holds at most the run's backlog of the room's messages, then is
+    closed (a reconnect gets a snapshot); the other seats and the room go on."""
+    from oncallsim.gameday.room import Seat
+
+    room_id = new_room(client)["id"]
+    room = client.app.state.rooms.rooms[room_id]  # type: ignore[attr-defined]
+    stalled = room.subscribe(Seat("Ann", "operations", "player"))
+    reader = room.subscribe(Seat("Bob", "operations", "player"))
+    for _ in range(room.live.max_backlog + 1):
+        room.relay({"type": "players", "players": room.player_list()})
+        while not reader.empty():
+            reader.get_nowait()
+    held = [stalled.get_nowait() for _ in range(stalled.qsize())]
+    assert len(held) == room.live.max_backlog + 1 and held[-1] is None  # its socket ends here
+    assert stalled not in room.seats and stalled not in room.live.subscribers
+    assert reader in room.seats and reader in room.live.subscribers

@@ -2,7 +2,8 @@
 the states stream in, and the server killed (kill -9) and restarted on the same database while the pages stay
 open. The pages follow the restarted server at once (its states are numbered afresh, under another epoch), the
 room comes back paused until its facilitator resumes it, and a page on a closed room never enables its controls
-again. Minute engine only (no request-engine compile)."""
+again; a single-player console open meanwhile follows the restarted server too. Minute engine only (no
+request-engine compile)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,20 @@ def open_page(browser: Any) -> tuple[Any, list[dict[str, Any]]]:
     return page, sent
 
 
+def open_console(browser: Any, base: str) -> Any:
+    """A single-player run at 16x (minute engine, long enough for the test), its console open and running."""
+    body = {"scenario": "free-play", "seed": 4, "minutes": 1440, "speed": 16, "difficulty": "hard"}
+    request = urllib.request.Request(
+        base + "/api/runs", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        run_id = json.loads(response.read())["id"]
+    page, _ = open_page(browser)
+    page.goto(f"{base}/runs/{run_id}")
+    page.wait_for_function("() => Number(document.querySelector('main.console').dataset.minute) > 2")
+    return page
+
+
 def state_is(page: Any, text: str, timeout: float = 30_000) -> None:
     page.wait_for_function("(t) => document.getElementById('run-state').textContent === t", arg=text, timeout=timeout)
 
@@ -109,6 +124,7 @@ def test_typed_values_survive_16x_and_pages_follow_a_restarted_server(
 
     facilitator.locator("#f-pause").click()  # resume, at 16x
     state_is(ann, "running")
+    solo = open_console(browser, server.base)  # a single-player run's console, open across the restarts too
 
     # a floor typed while states stream in (one every 60 ms) stays typed, focused or not, until Apply
     floor = ann.locator('#controls input[data-value="floor"]')
@@ -133,9 +149,17 @@ def test_typed_values_survive_16x_and_pages_follow_a_restarted_server(
     server.kill()
     state_is(ann, "connection lost; reconnecting…")
     before = ann.locator("#clock").inner_text()
+    solo.wait_for_function("() => document.querySelector('main.console').dataset.connected === 'false'")
+    solo_before = int(solo.evaluate("document.querySelector('main.console').dataset.minute"))
     server.start()
     state_is(ann, RESTORED)
     state_is(facilitator, RESTORED)
+    # the console follows the restarted server's states (numbered from 1 again): its run goes on from where it was
+    # written (every 15 minutes between actions), past the minute the page showed before the kill
+    solo.wait_for_function(
+        "(m) => Number(document.querySelector('main.console').dataset.minute) > m", arg=solo_before + 1
+    )
+    assert solo.evaluate("document.querySelector('main.console').dataset.paused") == "false"
     ann.screenshot(path=str(tmp_path / "restored-player.png"), full_page=True)
     after = ann.locator("#clock").inner_text()
     minutes = [int(c[:2]) * 60 + int(c[3:]) for c in (before, after)]

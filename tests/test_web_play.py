@@ -175,7 +175,9 @@ def test_end_a_run_early_and_read_its_debrief(client: TestClient) -> None:
         receive_until(ws, lambda m: m["type"] == "snapshot")
     report = client.get(f"/api/runs/{run_id}/debrief").json()
     assert report["minutes"] == 12
-    assert client.post(f"/api/runs/{run_id}/control", json={"type": "resume"}).status_code == 422
+    for control in ({"type": "resume"}, {"type": "pause"}, {"type": "speed", "value": 4}):  # one check for all
+        refused = client.post(f"/api/runs/{run_id}/control", json=control)
+        assert refused.status_code == 422 and refused.json()["error"] == "run: the run is over", control
     assert client.post(f"/api/runs/{run_id}/actions", json={"control": "rollback"}).status_code == 422
 
 

@@ -83,6 +83,8 @@ class SharedRun(Protocol):
     report: Report | None
     figure_json: str | None
     room: Any
+    max_backlog: int  # a seat this many messages behind is closed, not buffered (it reconnects to a snapshot)
+    subscribers: set[asyncio.Queue[str | None]]
     _writing: asyncio.Lock
 
     @property
@@ -219,6 +221,11 @@ class Room:
             self.debrief_soon()
         texts: dict[str, str] = {}
         for queue, seat in list(self.seats.items()):
+            if queue.qsize() >= self.live.max_backlog:  # a stalled tab, a client that never reads: closed
+                self.seats.pop(queue, None)
+                self.live.subscribers.discard(queue)
+                queue.put_nowait(None)  # its socket ends (and unsubscribes); a reconnect gets a snapshot
+                continue
             audience = "facilitator" if seat.facilitator or self.live.done else "player"
             if kind == "log" and not self.visible(_entry(message["entry"]), seat):
                 continue
@@ -360,8 +367,10 @@ class Room:
             queue.put_nowait(orjson.dumps(self.snapshot(s)).decode())
 
     async def control(self, seat: Seat, kind: str, value: Any = None) -> None:
-        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's."""
+        """Pause, resume, step one minute, speed (for everyone) and close: the facilitator's; refused once the
+        room is closed (nothing is logged after its close)."""
         roles.require(seat.role, "facilitate")
+        self._open()
         live = self.live
         if kind == "speed":
             await live.set_speed(value)
@@ -373,7 +382,6 @@ class Room:
             await live.step_once()
             return
         elif kind == "close":
-            self._open()
             await self._log("close", seat.name, seat.role, {})
             await live.end("ended")
             return
@@ -456,8 +464,11 @@ class RoomManager:
         self.rooms: dict[str, Room] = {}
         self.created: dict[str, str] = {}
         self._lock = asyncio.Lock()
+        self.owners: dict[str, str] = {}  # room → the client that created it (the limits per client)
+        self.used: dict[str, float] = {}  # room → when someone was last in it or asked for it
+        self.evicted = 0
 
-    async def create(self, sim: Simulation, title: str, speed: int) -> tuple[Room, str]:
+    async def create(self, sim: Simulation, title: str, speed: int, client: str = "") -> tuple[Room, str]:
         """A new room, paused at its first minute (the facilitator starts it); returns it and the facilitator's
         token (kept only as its hash)."""
         facilitator, player = tokens.new_token(), tokens.new_token()
@@ -466,12 +477,14 @@ class RoomManager:
         live = self.runs.new(room_id, sim, self.store, speed, True)
         room = Room(room_id, title, live, self.store, tokens.digest(facilitator), player, self.runs.wire)
         self.rooms[room_id] = room
+        self.owners[room_id], self.used[room_id] = client, time.monotonic()
         live.start()
         return room, facilitator
 
     async def get(self, room_id: str) -> Room | None:
         room = self.rooms.get(room_id)
         if room is not None:
+            self.used[room_id] = time.monotonic()
             return room
         if not (len(room_id) == 12 and all(c in "0123456789abcdef" for c in room_id)):
             return None
@@ -483,6 +496,7 @@ class RoomManager:
                     return None
                 room = await asyncio.to_thread(self._rebuild, row)
                 self.rooms[room_id] = room
+                self.used[room_id] = time.monotonic()
                 if not room.live.done:
                     room.live.start()
                 else:  # the debrief as kept, or computed now (the server went away before it was written)
@@ -527,6 +541,45 @@ class RoomManager:
             row = await self.store.read(self.store.get_room, room_id)
             self.created[room_id] = row.created_at if row is not None else ""
         return self.created[room_id]
+
+    def open_rooms(self, client: str | None = None) -> int:
+        """Rooms in memory whose run is not over (``client``'s only, when given): what the limits count."""
+        return sum(
+            not room.live.done and (client is None or self.owners.get(room_id) == client)
+            for room_id, room in self.rooms.items()
+        )
+
+    def _idle(self, room: Room, now: float, idle_s: float) -> bool:
+        """Nobody in it, nothing being written or computed, its clock still, untouched for ``idle_s``."""
+        if room.seats:
+            self.used[room.id] = now
+            return False
+        live = room.live
+        tasks = (room._debriefing, getattr(live, "_finishing", None))
+        busy = live._writing.locked() or any(t is not None and not t.done() for t in tasks)
+        still = live.done or getattr(live, "paused", True)
+        return not busy and still and now - self.used.get(room.id, 0.0) >= idle_s
+
+    async def sweep(self, idle_s: float) -> int:
+        """Rooms nobody was in for ``idle_s`` leave memory (their position written first; the store keeps
+        everything): ``get`` rebuilds one on demand, back paused for its facilitator, as after a restart."""
+        gone = 0
+        for room in list(self.rooms.values()):
+            if not self._idle(room, time.monotonic(), idle_s):
+                continue
+            live = room.live
+            if not live.done:
+                await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
+            async with self._lock:  # not while ``get`` rebuilds; someone may have come in meanwhile
+                if self.rooms.get(room.id) is not room or not self._idle(room, time.monotonic(), idle_s):
+                    continue
+                del self.rooms[room.id]
+                for table in (self.used, self.owners, self.created):
+                    table.pop(room.id, None)
+            await live.stop()
+            self.evicted += 1
+            gone += 1
+        return gone
 
     async def shutdown(self) -> None:
         for room in list(self.rooms.values()):

@@ -75,10 +75,12 @@ class State(NamedTuple):
     @property
     def controls(self) -> Controls:
         controls = Controls.from_vector(self.vec)
-        if self.world is not None:  # the request engine's own settings live in its world
+        if self.world is not None:  # the request engine's own settings live in its world (or its view)
             from oncallsim.model.request.settings import world_settings
+            from oncallsim.model.request.view import WorldView
 
-            controls = replace(controls, **world_settings(self.world))
+            held = self.world.settings if isinstance(self.world, WorldView) else world_settings(self.world)
+            controls = replace(controls, **held)
         return controls
 
     @property

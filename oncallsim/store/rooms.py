@@ -104,6 +104,7 @@ class RoomStore(RunStore):
         self._lock = base._lock
         self._db = base._db
         self._writer = base._writer
+        self._readers = base._readers
         with self._lock:
             self._db.executescript(SCHEMA)
 

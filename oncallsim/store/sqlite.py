@@ -119,17 +119,20 @@ class RunStore:
             if column not in columns:
                 self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {declaration}")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oncallsim-writer")
+        # reads on threads of their own: never behind other work of the process's default pool (issue 30)
+        self._readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="oncallsim-reader")
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a store method on the one writer thread; returns once it is committed (and on disk)."""
         return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a read off the event loop (on a worker thread; the connection's lock serializes it)."""
-        return await asyncio.to_thread(fn, *args)
+        """Run a read off the event loop (on the store's reader threads; the connection's lock serializes it)."""
+        return await asyncio.get_running_loop().run_in_executor(self._readers, fn, *args)
 
     def close(self) -> None:
         self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
         with self._lock:
             self._db.close()
 

@@ -38,6 +38,7 @@ from oncallsim.scenarios.spec import Scenario
 from oncallsim.simulation import MAX_SEED, RunFile, Simulation
 from oncallsim.store.runfiles import vet_run_file
 from oncallsim.validation import MAX_FILE_BYTES, invalid_input
+from oncallsim.web.limits import client_of
 from oncallsim.web.live import SPEEDS, LiveRun, RunManager, check_speed
 from oncallsim.web.sockets import serve_socket
 
@@ -145,18 +146,22 @@ def random_seed() -> int:
     return secrets.randbelow(MAX_SEED + 1)
 
 
-async def start_run(manager: RunManager, new: NewRun) -> LiveRun:
-    """Build the simulation first (it validates everything), then store and start it."""
+async def start_run(manager: RunManager, new: NewRun, client: str = "") -> LiveRun:
+    """Build the simulation first (it validates everything), then store and start it; past a limit (web/limits.py)
+    ``client``'s run is refused (``Busy``: 429) before anything is built."""
     check_speed(new.speed)
     scenario = new.resolve()
     seed = random_seed() if new.seed is None else new.seed
     engine = get_engine(new.engine or scenario.engine or DEFAULT_ENGINE).name
+    manager.admit(client, engine)
     sim = await asyncio.to_thread(  # a request-engine run lays out its world here: off the event loop
         Simulation, scenario, seed=seed, overrides=new.overrides, clock=new.clock or None, minutes=new.minutes,
         engine=engine,
     )  # fmt: skip
     player = check_player(new.player)
-    return await manager.create(sim, new.speed, paused=new.paused, difficulty=new.difficulty, player=player)
+    return await manager.create(
+        sim, new.speed, paused=new.paused, difficulty=new.difficulty, player=player, client=client
+    )
 
 
 async def get_live(request: Request | WebSocket, run_id: str) -> LiveRun:
@@ -171,6 +176,8 @@ async def import_file(manager: RunManager, file: UploadFile) -> str:
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "run file")[:100]
     run = RunFile.parse_bytes(data, name)
+    if manager.workers is not None:  # vetted, replayed and debriefed in a worker process, never on the loop
+        return await manager.import_in_worker(run, name)
     sim = await asyncio.to_thread(vet_run_file, run, name)
     return await manager.import_run(sim, run.difficulty)
 
@@ -201,10 +208,18 @@ async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, l
     def quantile(q: float) -> float:
         return recent[min(len(recent) - 1, int(q * len(recent)))] * 1000.0 if recent else 0.0
 
+    rooms = getattr(request.app.state, "rooms", None)
     return {
         "runs_in_memory": len(runs),
+        "runs_evicted": manager.evicted,
+        "rooms_in_memory": len(rooms.rooms) if rooms is not None else 0,
+        "rooms_evicted": rooms.evicted if rooms is not None else 0,
         "ticking": sum(not r.paused and not r.done for r in runs),
         "viewers": sum(len(r.subscribers) for r in runs),
+        # request-engine runs whose minutes a worker process computes, and those it cannot keep at their speed
+        "in_workers": sum(r.remote is not None and not r.remote.released for r in runs),
+        "slowed": sum(r.pacer.slowed is not None for r in runs),
+        "workers": manager.workers.status() if manager.workers is not None else [],
         "max_lag_ms": max((r.max_lag_s for r in runs), default=0.0) * 1000.0,
         "minutes_in_window": len(recent),
         "lateness_p50_ms": quantile(0.5),
@@ -215,7 +230,7 @@ async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, l
 
 @router.post("/runs", status_code=201)
 async def create_run(request: Request, new: NewRun) -> dict[str, Any]:
-    live = await start_run(manager_of(request), new)
+    live = await start_run(manager_of(request), new, client_of(request))
     return {"id": live.id, "url": f"/runs/{live.id}", "seed": live.sim.seed}
 
 

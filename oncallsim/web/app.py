@@ -5,6 +5,7 @@ A thin surface: every number on a page comes from the core (Simulation, debrief,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
@@ -20,10 +21,13 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.alerting.pagerduty import Pager, PagerConfig
+from oncallsim.i18n import translations
 from oncallsim.store import RunStore, default_db_path
 from oncallsim.web import api, engines, gameday, metrics, pages, zoom
+from oncallsim.web.limits import Full, Gate, Limits, sweep_forever
 from oncallsim.web.live import RunManager
 from oncallsim.web.security import Guard, SecurityConfig
+from oncallsim.web.workers import Busy, Workers
 
 __all__ = ["create_app", "plotly_js_path"]
 
@@ -52,20 +56,31 @@ def create_app(
     allow_hosts: Iterable[str] = (),
     token: str | None = None,
     pagerduty: PagerConfig | None = None,
+    limits: Limits | None = None,
 ) -> FastAPI:
     """The app. ``host`` and ``allow_hosts`` make the Host allow-list; ``token`` (required by the CLI when
-    binding beyond loopback) is asked of every request; ``pagerduty``: where the runs' and rooms' pages go."""
+    binding beyond loopback) is asked of every request; ``pagerduty``: where the runs' and rooms' pages go;
+    ``limits``: how many runs and rooms it holds, and when what nobody uses leaves memory (web/limits.py)."""
     store = RunStore(db_path or default_db_path())
     warmer = engines.EngineWarmer()
     pager = Pager(pagerduty) if pagerduty is not None else None
-    manager = RunManager(store, engine_state=warmer.readiness, pager=pager)
+    limits = limits or Limits()
+    workers = Workers()  # processes started on first use: request-engine minutes, debriefs, imports, replays
+    manager = RunManager(store, engine_state=warmer.readiness, pager=pager, limits=limits, workers=workers)
+
+    def sweeps() -> list[Any]:
+        rooms = getattr(app.state, "rooms", None)
+        return [manager.sweep()] + ([rooms.sweep(limits.room_idle_s)] if rooms is not None else [])
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.engines.start()
+        sweeper = asyncio.get_running_loop().create_task(sweep_forever(limits, sweeps), name="memory-sweeper")
         yield
+        sweeper.cancel()
         app.state.engines.stop()
         await manager.shutdown()
+        workers.close()
         if pager is not None:
             pager.close()  # the events already queued are posted
         store.close()
@@ -74,6 +89,8 @@ def create_app(
     app = FastAPI(title="oncallsim", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.store = store
     app.state.manager = manager
+    app.state.limits = limits
+    app.state.room_gate = Gate(limits.new_rooms_per_minute, "new_rooms_per_minute")
     app.state.boot_token = secrets.token_hex(4)
     app.state.engines = warmer
     app.state.pager = pager
@@ -88,6 +105,25 @@ def create_app(
     @app.exception_handler(api.InvalidInput)
     async def invalid_input(request: Request, exc: api.InvalidInput) -> JSONResponse:
         return JSONResponse({"error": str(exc), "field": exc.field}, status_code=422)
+
+    @app.exception_handler(Busy)
+    async def busy(request: Request, exc: Busy) -> Response:
+        """The heavy workers' queue is full: one line, nothing started; a page says it in its language."""
+        if _wants_html(request):
+            message = str(pages.refusal(request, "server", "busy", waiting=exc.waiting))
+            return pages.render(request, "error.html", status=429, message=message)
+        return JSONResponse({"error": str(exc), "field": "server"}, status_code=429, headers={"Retry-After": "60"})
+
+    @app.exception_handler(Full)
+    async def full(request: Request, exc: Full) -> Response:
+        """A limit reached (web/limits.py): 429, saying what to do, in the page's language."""
+        message = exc.text(translations(pages.language_of(request)).gettext)
+        headers = {"Retry-After": str(exc.wait_s)}
+        if _wants_html(request):
+            page = pages.render(request, "error.html", status=429, message=message)
+            page.headers.update(headers)
+            return page
+        return JSONResponse({"error": message, "field": "limit"}, status_code=429, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:

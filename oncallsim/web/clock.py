@@ -1,6 +1,8 @@
 """The simulated clocks of the live runs: one ticker per speed steps every running run of that speed together
 (one timer for hundreds of runs), and the background tasks the console keeps until they end. A run's failure
-ends that run's minute and pauses it (its viewers told); the ticker and the other runs go on."""
+ends that run's minute and pauses it (its viewers told); the ticker and the other runs go on. A run a worker
+process holds (a request-engine run, web/workers.py) is only asked for its minute here: the loop never waits
+for it, and a run that cannot keep up misses ticks rather than holding the others."""
 
 from __future__ import annotations
 
@@ -81,6 +83,9 @@ class Clock:
                 progress: list[tuple[str, int]] = []
                 for run in list(self.groups.get(speed, {}).values()):
                     if run.paused or run.done or run.speed != speed:
+                        continue
+                    if run.remote is not None:  # its minute is computed by a worker process, never here
+                        run.remote_tick(due)
                         continue
                     if run._writing.locked():  # an action is being written: this run steps right after it
                         spawn(run._advance_after_write(due), name=f"late-{run.id}")

@@ -32,6 +32,7 @@ from oncallsim.store.rooms import RoomStore
 from oncallsim.web.api import NewRun, random_seed
 from oncallsim.web.clock import Clock
 from oncallsim.web.labels import resilience_controls
+from oncallsim.web.limits import Full, Limits, client_of
 from oncallsim.web.live import PROGRESS_EVERY_MIN, SPEEDS, LiveRun, check_speed, wire_record
 from oncallsim.web.pages import render
 from oncallsim.web.sockets import serve_socket
@@ -117,6 +118,16 @@ class ExportBody(BaseModel):
     what: Literal["room", "run", "markdown"]
 
 
+def admit_room(request: Request, manager: RoomManager, client: str) -> None:
+    """Refuse (``Full``, a 429) a new room past a limit (web/limits.py), before its run is built."""
+    limits: Limits = request.app.state.limits
+    if manager.open_rooms() >= limits.rooms:
+        raise Full("rooms", 60.0, max=limits.rooms)
+    if manager.open_rooms(client) >= limits.rooms_per_client:
+        raise Full("rooms_per_client", 60.0, max=limits.rooms_per_client)
+    request.app.state.room_gate.check(client)
+
+
 async def get_room(request: Request | WebSocket, room_id: str) -> Room:
     room = await rooms_of(request).get(room_id[:40])
     if room is None:
@@ -148,9 +159,12 @@ async def create_room(request: Request, new: NewRoom) -> dict[str, Any]:
         return Simulation(scenario, seed=seed, clock=new.clock or None, minutes=new.minutes, engine=engine)
 
     check_speed(new.speed)
+    manager, client = rooms_of(request), client_of(request)
+    admit_room(request, manager, client)
     sim = await asyncio.to_thread(build)
     title = new.title.strip() or scenario.title
-    room, facilitator = await rooms_of(request).create(sim, title, new.speed)
+    room, facilitator = await manager.create(sim, title, new.speed, client)
+    request.app.state.room_gate.count(client)
     return {
         "id": room.id,
         "title": title,

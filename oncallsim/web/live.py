@@ -5,8 +5,10 @@ disk when it returns), and only then acknowledged and queued for the next minute
 action being written, so the action applies to the minute it is stamped with. A run with nobody watching
 pauses; a run not in memory is rebuilt by replaying its log (off the event loop).
 
-CPU work (the debrief and its counterfactuals, a replay) runs on worker threads, once per run; its results
-are kept in the store.
+CPU work (the debrief and its counterfactuals, a replay) runs in worker processes (web/workers.py) when the
+manager has them, else on worker threads, once per run; its results are kept in the store. A request-engine
+run's minutes are computed in a worker process too (``LiveRun.remote``): the clock asks, the run's mirror takes
+the minute on when it comes, and a run its worker cannot keep at its speed plays slower and says so (``slowed``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from oncallsim.readiness import Readiness
 from oncallsim.simulation import Action, RunFile, Simulation
 from oncallsim.store import RunStore
 from oncallsim.web.clock import Clock, spawn
+from oncallsim.web.limits import Full, Gate, Limits
 from oncallsim.web.pacing import (
     DEFAULT_DIFFICULTY,
     REALTIME,
@@ -43,6 +46,7 @@ from oncallsim.web.pacing import (
     incident_kind,
     pause_reason,
 )
+from oncallsim.web.workers import Held, Pacer, WorkerLost, Workers, job_call, job_debrief, job_import, job_rebuild
 
 __all__ = ["EPOCH", "SPEEDS", "LiveRun", "RunManager"]
 
@@ -104,6 +108,8 @@ def check_speed(speed: Any) -> int:
 
 
 class LiveRun:
+    max_backlog = MAX_BACKLOG  # a viewer's queue beyond this is closed (a game-day room's seats too)
+
     def __init__(
         self,
         run_id: str,
@@ -155,6 +161,16 @@ class LiveRun:
         self.cliff_ratio: float | None = None
         self._measuring: asyncio.Task[None] | None = None
         self.gauge = self._gauge if request else None
+        self.client = ""  # who created it (the limits per client); "" for a run rebuilt from the store
+        self.last_used = time.monotonic()  # last watched or asked for: what nobody uses leaves memory
+        # a request-engine run held by a worker process (its minutes computed there; ``sim`` is its mirror),
+        # and the server's workers for its debrief and pilot run (None: threads here)
+        self.remote: Held | None = None
+        self.workers: Workers | None = None
+        self._stepping: asyncio.Task[None] | None = None
+        self.pacer = Pacer()
+        self._warm = False  # a minute computed by its worker already
+        self.on_lost: Callable[[LiveRun], None] | None = None  # its worker process ended (RunManager._lost)
 
     def _gauge(self, record: MinuteRecord) -> dict[str, Any] | None:
         minutes = self.cliff_trigger.minutes if self.cliff_trigger is not None else 0
@@ -167,10 +183,12 @@ class LiveRun:
         trigger = self.cliff_trigger
 
         async def measure() -> None:
+            args = (self.sim.scenario, self.sim.overrides, trigger)
             try:
-                self.cliff_ratio = await asyncio.to_thread(
-                    trigger_ratio, self.sim.scenario, self.sim.overrides, trigger
-                )
+                if self.workers is not None:
+                    self.cliff_ratio = await self.workers.call(job_call, trigger_ratio, *args)
+                else:
+                    self.cliff_ratio = await asyncio.to_thread(trigger_ratio, *args)
             except Exception:  # the gauge then says nothing of the trigger; the run goes on
                 log.exception("run %s: the cliff gauge's trigger could not be measured", self.id)
 
@@ -207,6 +225,8 @@ class LiveRun:
             },
             "pending": [a.to_dict() for a in self.pending],
             "preparing": self.preparing,
+            # the speed it actually plays at when the server cannot keep it at its own (web/workers.py)
+            "slowed": self.pacer.slowed,
         }
 
     async def snapshot_text(self) -> str:
@@ -249,7 +269,7 @@ class LiveRun:
             return
         text = orjson.dumps(message).decode()  # ~15x json.dumps: a third of a live minute's cost was encoding
         for queue in list(self.subscribers):
-            if queue.qsize() >= MAX_BACKLOG:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
+            if queue.qsize() >= self.max_backlog:  # a viewer that does not read: dropped (a reconnect gets a snapshot)
                 self.subscribers.discard(queue)
                 queue.put_nowait(None)
                 continue
@@ -314,6 +334,7 @@ class LiveRun:
             raise InvalidInput("run", "the run is over")
 
     async def pause(self, held_by: str = "user") -> None:
+        self._open()  # an over run's clock is still: nothing to pause, nothing to write over its end
         self.paused = True
         self.held_by = held_by
         self._changed()
@@ -322,16 +343,17 @@ class LiveRun:
             await self.store.write(self.store.set_held, self.id, True, self.sim.minute)
 
     async def resume(self) -> None:
-        if self.done:
-            raise InvalidInput("run", "the run is over")
+        self._open()
         self.paused = False
         self.pause_reason = None
         self._changed()
         await self.store.write(self.store.set_held, self.id, False, self.sim.minute)
 
     async def set_speed(self, speed: Any) -> None:
+        self._open()
         check_speed_for(self.difficulty, check_speed(speed))
         self.speed = speed
+        self.pacer.reset()
         self._changed()
         await self.store.write(self.store.set_progress, self.id, self.sim.minute, self.speed)
 
@@ -344,6 +366,8 @@ class LiveRun:
             self.ended = how
             self.paused = True
             self.clock.remove(self)
+            if self.remote is not None:
+                self.remote.release()  # nothing steps it again: the world leaves its worker
             if how == "abandoned":
                 await self.store.write(self.store.abandon, self.id, self.sim.minute)
                 self.broadcast({"type": "finished", "debrief_url": None, "state": self.state()})
@@ -358,6 +382,9 @@ class LiveRun:
             raise InvalidInput("run", "the run is over")
         if not self.paused:
             raise InvalidInput("step", "pause the run first")
+        if self.remote is not None:
+            await self._remote_minute(None, paused_too=True)
+            return
         async with self._writing:
             self.tick()
 
@@ -413,6 +440,46 @@ class LiveRun:
         self._measure_trigger()
         actions, self.pending = self.pending, []
         record = self.sim.step(actions)
+        self._after_minute(record, progress)
+
+    def remote_tick(self, due: float) -> None:
+        """The clock's tick for a run a worker holds: its next minute asked for, unless the last is still being
+        computed (the run misses this tick: it is slowed, and its state says so)."""
+        started = self._stepping is None or self._stepping.done()
+        # the first minute in a fresh worker loads the engine (a second or so): not a sign of a busy machine
+        if self._warm and self.pacer.tick(started, self.speed):
+            self.broadcast(self.state())
+        if started:
+            self._stepping = spawn(self._remote_minute(due), name=f"minute-{self.id}")
+
+    async def _remote_minute(self, due: float | None, paused_too: bool = False) -> None:
+        """One minute computed by the run's worker, the actions held meanwhile (an action is checked against the
+        state it applies to); a failure is this run's alone (``_failed``)."""
+        assert self.remote is not None
+        async with self._writing:
+            if self.done or (self.paused and not paused_too):
+                return
+            if self.engine_state is not None and self._waits_for_engine():
+                return
+            self._measure_trigger()
+            actions, self.pending = self.pending, []
+            try:
+                record = await self.remote.step(actions)
+            except WorkerLost:
+                if self.on_lost is None:
+                    raise
+                self.on_lost(self)  # the run leaves memory; its log brings it back (every action in it)
+                return
+            except Exception as exc:
+                self._failed(exc)
+                return
+            self._warm = True
+            if due is not None and self.pacer.slowed is None:
+                self._note_lateness(asyncio.get_running_loop().time() - due)
+            self._after_minute(record, None)
+
+    def _after_minute(self, record: MinuteRecord, progress: list[tuple[str, int]] | None) -> None:
+        """What follows a computed minute: the page, the pacing, the position, the viewers, the end."""
         if self.pager is not None:
             self.pager.minute(self.id, self.sim.scenario.title, self.sim.timeline, self.sim.plan.clock)
         self._pace(record)
@@ -426,6 +493,8 @@ class LiveRun:
         )
         if self.done:
             self.clock.remove(self)
+            if self.remote is not None:
+                self.remote.release()  # the world leaves the worker; the mirror keeps what the debrief reads
             self._over()
 
     def _waits_for_engine(self) -> bool:
@@ -488,7 +557,10 @@ class LiveRun:
             message = {"type": "debrief_progress", "done": done, "total": total}
             loop.call_soon_threadsafe(self.broadcast, message)
 
-        report, self.figure_json = await asyncio.to_thread(debrief_with_figure, self.sim, progress)
+        if self.workers is not None:
+            report, self.figure_json = await self.workers.call(job_debrief, self.sim, progress=self.broadcast_progress)
+        else:
+            report, self.figure_json = await asyncio.to_thread(debrief_with_figure, self.sim, progress)
         self.report = report
         await self.store.write(
             self.store.finish, self.id, self.sim.minute, report.model_dump(mode="json"), self.figure_json
@@ -496,6 +568,9 @@ class LiveRun:
         self.broadcast({"type": "finished", "debrief_url": f"/runs/{self.id}/debrief", "state": self.state()})
         if self._on_finish is not None:
             self._on_finish(self)
+
+    def broadcast_progress(self, done: int, total: int) -> None:
+        self.broadcast({"type": "debrief_progress", "done": done, "total": total})
 
     async def debrief_ready(self) -> bool:
         """Whether the debrief exists, waiting for it when the run is over and it is being computed."""
@@ -508,7 +583,10 @@ class LiveRun:
     async def figure(self) -> str:
         """The debrief's charts: computed once, off the event loop, and kept in the store."""
         if self.figure_json is None:
-            self.figure_json = (await asyncio.to_thread(debrief_with_figure, self.sim))[1]
+            if self.workers is not None:
+                self.figure_json = (await self.workers.call(job_debrief, self.sim))[1]
+            else:
+                self.figure_json = (await asyncio.to_thread(debrief_with_figure, self.sim))[1]
             await self.store.write(self.store.set_figure, self.id, self.figure_json)
         return self.figure_json
 
@@ -517,13 +595,83 @@ class RunManager:
     """The live runs in memory, backed by the store; rebuilds any run from its log on demand."""
 
     def __init__(
-        self, store: RunStore, engine_state: Callable[[str], Readiness] | None = None, pager: Pager | None = None
+        self,
+        store: RunStore,
+        engine_state: Callable[[str], Readiness] | None = None,
+        pager: Pager | None = None,
+        limits: Limits | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.store = store
+        self.workers = workers  # worker processes for request-engine minutes and heavy work (None: threads here)
         self.runs: dict[str, LiveRun] = {}
         self.clock = Clock(store)
         self.engine_state = engine_state  # which engines are loaded here (web/engines.py); None: all
         self.pager = pager  # where the runs' pages go (PagerDuty), if anywhere
+        self.limits = limits or Limits()
+        self.gate = Gate(self.limits.new_runs_per_minute, "new_runs_per_minute")
+        self.evicted = 0  # runs that left memory (they stay in the store): /api/stats says how many
+
+    def admit(self, client: str, engine: str) -> None:
+        """Refuse (``Full``, a 429) a new run past a limit (web/limits.py), before anything is built for it."""
+        live = [r for r in self.runs.values() if not r.done]
+        limits = self.limits
+        if len(live) >= limits.runs:
+            raise Full("runs", 60.0, max=limits.runs)
+        if engine == "request" and sum(r.sim.engine.name == "request" for r in live) >= limits.request_runs:
+            raise Full("request_runs", 60.0, max=limits.request_runs)
+        if client and sum(r.client == client for r in live) >= limits.runs_per_client:
+            raise Full("runs_per_client", 60.0, max=limits.runs_per_client)
+        self.gate.check(client)
+
+    def _evictable(self, live: LiveRun, now: float) -> bool:
+        """Nobody watches it, nothing is being written or computed for it, and it is still (paused or over)
+        and untouched for the idle time of its kind."""
+        if live.subscribers:
+            live.last_used = now
+            return False
+        tasks = (live._finishing, live._stepping)  # a debrief, a worker's minute under way
+        if live._writing.locked() or any(t is not None and not t.done() for t in tasks):
+            return False
+        if live.done:
+            return live.report is not None or live.ended == "abandoned"
+        return live.paused and now - live.last_used >= self.limits.idle_s
+
+    async def evict(self, live: LiveRun) -> bool:
+        """Out of memory, kept in the store (its position written first): ``get`` rebuilds it from its log
+        on demand, as after a restart. False when someone came for it meanwhile."""
+        if not live.done:
+            await self.store.write(self.store.set_progress, live.id, live.sim.minute, live.speed)
+        # someone may have come for it while the position was written
+        if self.runs.get(live.id) is not live or live.subscribers or live._writing.locked():
+            return False
+        if not (live.done or live.paused):
+            return False
+        del self.runs[live.id]
+        live.clock.remove(live)
+        if live.remote is not None:
+            live.remote.release()  # its world leaves its worker process too
+        self.evicted += 1
+        return True
+
+    async def sweep(self) -> int:
+        """Evict what nobody used for its idle time (finished: ``finished_s``; unfinished and paused:
+        ``idle_s``), then the least recently used past ``resident``; returns how many left."""
+        now = time.monotonic()
+        gone = 0
+        for live in list(self.runs.values()):
+            wait = self.limits.finished_s if live.done else self.limits.idle_s
+            if now - live.last_used >= wait and self._evictable(live, now):
+                gone += await self.evict(live)
+        extra = len(self.runs) - self.limits.resident
+        if extra > 0:
+            oldest = sorted(
+                (r for r in self.runs.values() if r.done and self._evictable(r, now)), key=lambda r: r.last_used
+            )
+            for live in oldest[:extra]:
+                gone += await self.evict(live)
+        self.gate.forget_old()
+        return gone
 
     async def create(
         self,
@@ -532,6 +680,7 @@ class RunManager:
         paused: bool = False,
         difficulty: str = DEFAULT_DIFFICULTY,
         player: str | None = None,
+        client: str = "",
     ) -> LiveRun:
         speed = check_speed(speed)
         check_speed_for(check_difficulty(difficulty), speed)
@@ -539,26 +688,48 @@ class RunManager:
         run_id = await self.store.write(self.store.create_run, run_file, speed, "live", False, player)
         if paused:
             await self.store.write(self.store.set_held, run_id, True, 0)
+        held = await self._hold(run_id, sim)
         live = LiveRun(
-            run_id, sim, self.store, speed, paused, clock=self.clock, difficulty=difficulty,
-            engine_state=self.engine_state, pager=self.pager,
+            run_id, held.mirror if held else sim, self.store, speed, paused, clock=self.clock,
+            difficulty=difficulty, engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
+        live.client = client
+        self.gate.count(client)
+        live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         self.runs[run_id] = live
         live.start()
         return live
+
+    async def _hold(self, run_id: str, sim: Simulation) -> Held | None:
+        """A request-engine run that is not over goes to a worker process (with workers)."""
+        if self.workers is None or sim.engine.name != "request" or sim.done:
+            return None
+        return await self.workers.hold(run_id, sim)
 
     async def import_run(self, sim: Simulation, difficulty: str = DEFAULT_DIFFICULTY) -> str:
         """A run file uploaded for replay (vetted and replayed by the caller, off the loop): stored as a
         finished run with its debrief, marked imported."""
         report, figure = await asyncio.to_thread(debrief_with_figure, sim)
         run_file = sim.run_file().model_copy(update={"difficulty": difficulty})
+        return await self._store_import(run_file, sim.minute, report, figure)
+
+    async def import_in_worker(self, run: RunFile, name: str) -> str:
+        """A run file uploaded for replay, vetted, replayed and debriefed in a worker process (``Busy`` when
+        too many wait already: nothing is stored then), then stored as ``import_run`` stores it."""
+        assert self.workers is not None
+        replayed, minute, report, figure = await self.workers.call(job_import, run, name, bounded=True)
+        run_file = replayed.model_copy(update={"difficulty": run.difficulty})
+        return await self._store_import(run_file, minute, report, figure)
+
+    async def _store_import(self, run_file: RunFile, minute: int, report: Report, figure: str) -> str:
         run_id = await self.store.write(self.store.create_run, run_file, 1, "live", True)
-        await self.store.write(self.store.finish, run_id, sim.minute, report.model_dump(mode="json"), figure)
+        await self.store.write(self.store.finish, run_id, minute, report.model_dump(mode="json"), figure)
         return run_id
 
     async def get(self, run_id: str) -> LiveRun | None:
         live = self.runs.get(run_id)
         if live is not None:
+            live.last_used = time.monotonic()
             return live
         if not (len(run_id) == 12 and all(c in "0123456789abcdef" for c in run_id)):
             return None
@@ -574,16 +745,30 @@ class RunManager:
                 log.warning("run %s: a logged action skipped on restore: %s", run_id, line)
             return sim, pending
 
-        sim, pending = await asyncio.to_thread(rebuild)
+        if self.workers is not None:  # replayed in a worker process; a request-engine run then held by one
+            over = row.status in ("finished", "abandoned")
+            sim, pending, skipped = await self.workers.call(job_rebuild, run, over)
+            for line in skipped:
+                log.warning("run %s: a logged action skipped on restore: %s", run_id, line)
+        else:
+            sim, pending = await asyncio.to_thread(rebuild)
         live = self.runs.get(run_id)  # another request rebuilt it meanwhile
         if live is not None:
             return live
+        held = None if row.status in ("finished", "abandoned") else await self._hold(run_id, sim)
+        if held is not None:
+            sim = held.mirror
+            live = self.runs.get(run_id)
+            if live is not None:
+                held.release()
+                return live
         # a run the operator paused stays paused; any other waits for someone to watch
         live = LiveRun(
             run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty,
             engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
         live.model_version = row.model_version
+        live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         live.pending = pending  # logged, not yet applied
         if row.status in ("finished", "abandoned") and not sim.done:
             live.ended = "ended" if row.status == "finished" else "abandoned"
@@ -591,17 +776,34 @@ class RunManager:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
         self.runs[run_id] = live
+        if len(self.runs) > self.limits.resident:  # many old runs asked for at once: the oldest leave
+            spawn(self.sweep(), name="sweep-runs")
         if not live.done:
             live.start()
         elif live.report is None and live.ended != "abandoned":
             live.finish_soon()
         return live
 
+    def _lost(self, live: LiveRun) -> None:
+        """The worker process holding a run ended (killed, out of memory): the run leaves memory as after a
+        restart, and its viewers are told and disconnected; the console reconnects and the run comes back from
+        its log, every acknowledged action in it (a few quiet minutes earlier at most)."""
+        log.error("run %s: its worker process ended; it comes back from its log", live.id)
+        if self.runs.get(live.id) is live:
+            del self.runs[live.id]
+        live.clock.remove(live)
+        live.broadcast({"type": "error", "field": "run", "message": "run: its worker stopped; reconnecting"})
+        for queue in list(live.subscribers):
+            queue.put_nowait(None)
+        live.subscribers.clear()
+
     async def delete(self, run_id: str) -> bool:
         """A run gone for good: out of memory (its clock stopped, its viewers told) and out of the store."""
         live = self.runs.pop(run_id, None)
         if live is not None:
             await live.stop()
+            if live.remote is not None:
+                live.remote.release()
             live.broadcast({"type": "error", "field": "run", "message": "run: deleted"})
         return await self.store.write(self.store.delete_run, run_id)
 

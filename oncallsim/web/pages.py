@@ -57,6 +57,7 @@ from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
 from oncallsim.web.labels import control_label, main_control, resilience_controls
+from oncallsim.web.limits import client_of
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import (
     DEFAULT_DIFFICULTY,
@@ -68,6 +69,7 @@ from oncallsim.web.pacing import (
     minute_seconds,
 )
 from oncallsim.web.tutorial import TUTORIAL_ID, TUTORIAL_SEED, is_tutorial, tutorial_scenario
+from oncallsim.web.workers import job_call
 
 __all__ = ["REFUSALS", "router"]
 
@@ -164,6 +166,7 @@ REFUSALS = {
     "one_of": "must be one of %(allowed)s, got %(got)s",
     "no_run": "no run %(run)s",
     "whole_index": "index and minutes must be whole numbers",
+    "busy": "busy (%(waiting)s imports and debriefs waiting for a worker); try again in a minute",
 }
 
 
@@ -281,7 +284,7 @@ async def start(
             clock=clock or None,
             overrides={k: str(v) for k, v in overrides.items()},
         )
-        live = await start_run(manager_of(request), new)
+        live = await start_run(manager_of(request), new, client_of(request))
     except (InvalidInput, ValueError) as exc:
         if not isinstance(exc, InvalidInput):
             exc = InvalidInput("run", str(exc).splitlines()[0])
@@ -320,7 +323,7 @@ async def leaderboard(
 async def start_tutorial(request: Request) -> Response:
     """The tutorial's card: a guided run of the built-in tutorial scenario, opening on its tour."""
     new = NewRun(scenario=TUTORIAL_ID, seed=TUTORIAL_SEED, speed=2, paused=True, difficulty="guided")
-    live = await start_run(manager_of(request), new)
+    live = await start_run(manager_of(request), new, client_of(request))
     return RedirectResponse(f"/runs/{live.id}", status_code=303)
 
 
@@ -418,7 +421,12 @@ async def whatif_page(
     if index_value is None or minutes_value is None or index_value < 0 or minutes_value < 0:
         return error_page(request, refusal(request, "index", "whole_index"))
     try:
-        result = await asyncio.to_thread(what_if, live.sim, kind, index_value, minutes_value)
+        args = (live.sim, kind, index_value, minutes_value)
+        workers = manager_of(request).workers  # a replay: in a worker process when the server has them
+        if workers is not None:
+            result = await workers.call(job_call, what_if, *args, bounded=True)
+        else:
+            result = await asyncio.to_thread(what_if, *args)
     except InvalidInput as exc:
         return error_page(request, exc)
     return render(request, "whatif.html", live=live, r=live.report, w=result)

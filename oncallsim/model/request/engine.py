@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
+from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
 from oncallsim.model.fields import EXT, REC, ST, extras_by_name
 from oncallsim.model.kernel import P
@@ -38,7 +39,13 @@ from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import make_record
 from oncallsim.model.traffic import diurnal_rate, surge_factor
 
-__all__ = ["RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
+__all__ = ["MAX_BASE_REQUESTS_PER_S", "RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
+
+# The request engine simulates every request: a minute's cost grows with its traffic (a busy minute of 2,500 req/s
+# ~30 ms; 50,000 req/s ~1 s). Past this base rate one minute holds a worker process for over a second and a live
+# run could not be served at the console's speeds; the minute engine's formulas take up to the parameter's own
+# range (1e7). Refused when the run is built, so every surface (web, rooms, CLI, files, Gym) refuses it alike.
+MAX_BASE_REQUESTS_PER_S = 20_000.0
 
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
 
@@ -120,6 +127,12 @@ class RequestEngine:
     vectorized = False
 
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
+        if params.base_requests_per_s > MAX_BASE_REQUESTS_PER_S:
+            raise InvalidInput(
+                "base_requests_per_s",
+                f"must be from 0 to {MAX_BASE_REQUESTS_PER_S:,.0f} req/s on the request engine, which simulates every "
+                f"request (the minute engine takes up to 10,000,000), got {params.base_requests_per_s:g}",
+            )
         state = initial_state(plan, controls, params)
         world = new_world(params, seed, revision=plan.revision)
         configure_world(world, controls, params)

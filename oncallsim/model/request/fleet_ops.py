@@ -26,9 +26,18 @@ from oncallsim.model.plan import InstanceFault
 from oncallsim.model.request.balancers import B_CPU, B_LAG, B_PICK, B_STAMP, B_SUCCESS, CPU_START, SUCCESS_START
 from oncallsim.model.request.instances import HANG, I_ZONE_END, OFFLINE, R_ZONE_SHARE, REFUSE, UP
 from oncallsim.model.request.settings import check, world_settings, write
+from oncallsim.model.request.view import WorldView
 from oncallsim.model.request.world import World
 
-__all__ = ["apply_faults", "apply_world_actions", "check_instance_action", "in_zone", "lay_out_fleet", "zone_slots"]
+__all__ = [
+    "apply_faults",
+    "apply_world_actions",
+    "check_instance_action",
+    "in_zone",
+    "lay_out_fleet",
+    "view_of",
+    "zone_slots",
+]
 
 _GOLDEN = 0.6180339887498949
 _FAULT_EVENTS = {
@@ -52,11 +61,22 @@ def _rotating(w: World, serving: int) -> list[int]:
     return [i for i in range(serving) if w.registry.reg[i] and not w.fleet.ejected[i]]
 
 
-def check_instance_action(w: World, serving: int, control: str, value: Any) -> None:
+def view_of(w: World, serving: int) -> WorldView:
+    """What ``check_instance_action`` reads of the world, as a value that crosses processes cheaply."""
+    return WorldView(
+        settings=world_settings(w),
+        ejected=tuple(bool(e) for e in w.fleet.ejected[:serving].tolist()),
+        replacing=tuple(bool(r) for r in w.fleet.replacing[:serving].tolist()),
+        rotating=tuple(_rotating(w, serving)),
+    )
+
+
+def check_instance_action(w: World | WorldView, serving: int, control: str, value: Any) -> None:
     """Refuse a setting that breaks a rule with the settings in force, an action on an instance the fleet does
-    not have, or one that cannot take it now."""
+    not have, or one that cannot take it now; against the world itself or its view (``view_of``)."""
     if control in WORLD_SETTINGS:
-        check({**world_settings(w), control: value}, control)
+        settings = w.settings if isinstance(w, WorldView) else world_settings(w)
+        check({**settings, control: value}, control)
         return
     if control not in ("eject", "readmit", "replace"):
         return
@@ -64,19 +84,20 @@ def check_instance_action(w: World, serving: int, control: str, value: Any) -> N
         raise InvalidInput(
             control, f"no instance {value!r}: the serving instances are {instance_id(0)} to {instance_id(serving - 1)}"
         )
+    view = w if isinstance(w, WorldView) else view_of(w, serving)
     if control == "eject":
-        if w.fleet.ejected[value]:
+        if view.ejected[value]:
             raise InvalidInput(
                 control, f"instance {instance_id(value)} is already out of rotation (readmit puts it back)"
             )
-        if _rotating(w, serving) == [value]:
+        if list(view.rotating) == [value]:
             raise InvalidInput(
                 control,
                 f"instance {instance_id(value)} is the last one in rotation: ejecting it would stop all traffic",
             )
-    elif control == "readmit" and not w.fleet.ejected[value]:
+    elif control == "readmit" and not view.ejected[value]:
         raise InvalidInput(control, f"instance {instance_id(value)} is not ejected")
-    elif control == "replace" and w.fleet.replacing[value]:
+    elif control == "replace" and view.replacing[value]:
         raise InvalidInput(control, f"instance {instance_id(value)} is already being replaced")
 
 

@@ -138,7 +138,7 @@
       type: "line", xref: "x", yref: "paper", x0: m.x, x1: m.x, y0: 0, y1: 1,
       line: { color: m.color, width: 1, dash: m.dash },
     }));
-    const half = Math.max(1, records.length) / 2;
+    const half = Math.max(1, charted) / 2;
     const annotations = withLabels
       ? markers.map((m, i) => ({
           x: m.x, xref: "x", yref: "paper", y: 1 - 0.12 * (i % 3), text: m.text, showarrow: false,
@@ -172,18 +172,24 @@
   const rtl = document.documentElement.dir === "rtl";
   const isolate = (text) => (rtl ? text.split("<br>").map((line) => "\u2067" + line + "\u2069").join("<br>") : text);
 
-  function drawCharts() {
-    markers = markersOf(records);
+  // The records the charts hold: the first ``charted`` of ``records`` (minutes arrive in ``records`` before they
+  // are charted, a frame and a chart interval later).
+  let charted = 0;
+
+  function drawCharts(rows = records) {
+    charted = rows.length;
+    root.dataset.charted = String(charted);
+    markers = markersOf(rows);
     root.dataset.markers = String(markers.length);
     // the server's axis label (with the day on long runs); before the first minute, the run's start on a real axis
     // (not plotly's −0.4…0.4 of an empty chart)
-    const x = records.length ? records.map((r) => r.label) : [root.dataset.startLabel];
+    const x = rows.length ? rows.map((r) => r.label) : [root.dataset.startLabel];
     for (const [id, chart] of Object.entries(CHARTS)) {
       const narrow = document.getElementById(id).clientWidth < 300; // three charts abreast: a tighter legend
       // hover texts and tick labels in the page's number symbols (layout.separators), the name isolated (bidi)
       const hover = (digits) => "%{x}: %{y:,." + digits + "f}<extra>%{fullData.name}</extra>";
       const data = chart.traces.map((spec) => ({
-        x, y: seriesOf(spec, records), name: isolate(spec[1]), mode: "lines", yaxis: spec[5] || "y",
+        x, y: seriesOf(spec, rows), name: isolate(spec[1]), mode: "lines", yaxis: spec[5] || "y",
         line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[6] || (spec[0] === "error_rate" ? 2 : 1)),
       }));
       for (const [value, name, color] of chart.lines || []) {
@@ -195,7 +201,7 @@
         margin: { l: 42, r: 8, t: title.lines === 1 ? 24 : 34, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
         xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) },
-        yaxis: records.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
+        yaxis: rows.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
@@ -208,6 +214,7 @@
   }
 
   function extendCharts(batch) {
+    charted += batch.length;
     const x = batch.map((r) => r.label);
     for (const [id, chart] of Object.entries(CHARTS)) {
       const xs = [], ys = [], idx = [];
@@ -218,7 +225,7 @@
     const fresh = markersOf(batch);
     markers.push(...fresh);
     for (const id of Object.keys(CHARTS)) {
-      const update = { "xaxis.range": timeRange(records.length) };
+      const update = { "xaxis.range": timeRange(charted) };
       // the labels are placed again as the axis grows (a label at the right edge moves to the left of its line)
       Plotly.relayout(id, fresh.length || (id === "chart-traffic" && markers.length) ? { ...update, ...markerLayout(id === "chart-traffic") } : update);
     }
@@ -389,6 +396,7 @@
   function showState(s, fresh) {
     if (!fresh && s.seq !== undefined && s.epoch === shownEpoch && s.seq < shownSeq) return;
     if (s.seq !== undefined) shownSeq = s.seq;
+    if (s.epoch !== shownEpoch) noteShownFor = 0; // a restarted server's stops are numbered afresh too
     shownEpoch = s.epoch;
     state = s;
     $("clock").textContent = s.clock;
@@ -406,6 +414,7 @@
     $("pause").hidden = over;
     $("step").hidden = over;
     showPreparing(s.done ? null : s.preparing);
+    showSlowed(s.done || s.paused ? null : s.slowed, s.speed);
     root.dataset.minute = String(s.minute);
     root.dataset.paused = String(s.paused);
     root.dataset.speed = String(s.speed);
@@ -426,6 +435,15 @@
     box.textContent = p.state === "failed"
       ? t("preparing.failed", { engine: p.name, message: p.message })
       : t("preparing.engine", { engine: p.name, share: percent(p.share, 0), left: p.seconds_left === null ? "?" : number(p.seconds_left, 0) });
+  }
+
+  // the server cannot keep this run at its speed (its minutes cost more than the machine has): it plays slower,
+  // and the other runs keep theirs (web/workers.py)
+  function showSlowed(slowed, speed) {
+    const box = $("slowed");
+    root.dataset.slowed = slowed === null || slowed === undefined ? "" : String(slowed);
+    box.hidden = slowed === null || slowed === undefined;
+    if (!box.hidden) box.textContent = t("run.slowed", { actual: number(slowed, 1), speed });
   }
 
   function act(control, value) {
@@ -681,9 +699,12 @@
     if (!chartPending.length) return;
     const batch = chartPending;
     chartPending = [];
-    if (records.length === batch.length) drawCharts(); else extendCharts(batch);
+    // Charts drawn empty (no minute yet, or a replay's start) are drawn again with their first minutes: extended,
+    // they would keep the empty chart's fixed 0–1 axis and its placeholder point. Counted by what the charts
+    // hold, not by ``records``: a minute arriving between the frame and this flush is in ``records`` already.
+    if (charted === 0) drawCharts(records.slice(0, batch.length)); else extendCharts(batch);
     lastChartDraw = performance.now();
-    root.dataset.charted = String(records.length);
+    root.dataset.charted = String(charted);
   }
 
   // ---- the socket ----------------------------------------------------------------------------------------
