@@ -248,25 +248,26 @@ CONTROLS = (
 
 
 @step
-def codel_target(queues: Any) -> float:
-    """The queue disciplines' target sojourn (s): the operator's, else the preset's (Kratos's for its codel)."""
-    ms = queues.ints[I_CODEL_TARGET_MS]
+def _codel_time(queues: Any, slot: int, rfc_s: float, kratos_s: float) -> float:
+    """One of CoDel's times (s): the operator's (ms in ``slot``), else the preset's (Kratos's for its codel)."""
+    ms = queues.ints[slot]
     if ms > 0:
         return ms / 1000.0
     if queues.ints[I_DISCIPLINE] == CODEL and queues.ints[I_CODEL_PRESET] == KRATOS:
-        return KRATOS_TARGET_S
-    return TARGET_S
+        return kratos_s
+    return rfc_s
+
+
+@step
+def codel_target(queues: Any) -> float:
+    """The queue disciplines' target sojourn (s)."""
+    return _codel_time(queues, I_CODEL_TARGET_MS, TARGET_S, KRATOS_TARGET_S)
 
 
 @step
 def codel_interval(queues: Any) -> float:
-    """The queue disciplines' interval (s): the operator's, else the preset's."""
-    ms = queues.ints[I_CODEL_INTERVAL_MS]
-    if ms > 0:
-        return ms / 1000.0
-    if queues.ints[I_DISCIPLINE] == CODEL and queues.ints[I_CODEL_PRESET] == KRATOS:
-        return KRATOS_INTERVAL_S
-    return INTERVAL_S
+    """The queue disciplines' interval (s)."""
+    return _codel_time(queues, I_CODEL_INTERVAL_MS, INTERVAL_S, KRATOS_INTERVAL_S)
 
 
 @step
