@@ -77,7 +77,8 @@ __all__ = [
 # a call's state: its slot is free; it waits for its current attempt; it waits out a backoff
 C_FREE, C_WAITING, C_BACKOFF = range(3)
 MAX_RETRIES = 5
-CALLS_START = 1 << 10  # call slots at first; grown before a minute that could need more (``with_room``)
+CALLS_START = 1 << 10  # call slots at first; grown before a minute that could need more (``with_room``), shrunk
+# back after a burst (``shrunk``)
 # ints[...]: free call slots; the deadline ring's head and length; backoffs waiting; the clients' retries and
 # backoff (``BACKOFFS``); 1 while the retry budget denies retries (for the events); the model revision's rules
 I_CFREE, I_DHEAD, I_DLEN, I_RHEAP, I_RETRIES, I_BACKOFF, I_BUDGET_OUT, I_REVISION = range(8)
@@ -175,6 +176,66 @@ def with_room(calls: Calls, arrivals: int, every_request: bool) -> Calls:
     fresh["d_call"][:count] = calls.d_call[order]
     calls.ints[I_DHEAD] = 0
     return calls._replace(**fresh)
+
+
+def shrunk(calls: Calls, arrivals: int, every_request: bool) -> tuple[Calls, npt.NDArray[np.int64] | None]:
+    """After a burst, the calls in smaller arrays: once what the minute could need (as ``with_room`` counts it) is
+    an eighth of the call slots or of the deadline ring or less, each goes back to twice that need rounded up to a
+    power of two (at least its first size), as ``queues.shrunk`` does for the waiting requests. Returns the calls
+    and, when the slots were renumbered, ``renumber`` (old call → new, ``renumber[-1]`` = −1): the caller maps the
+    calls named elsewhere (a queued attempt's ``s_call``, a worker's ``w_call``) through it, ``None`` when
+    nothing moved.
+
+    The open calls move to the lowest slots in the order of their old ones; a slot's number is only an index (no
+    draw, no order, no outcome depends on it). An attempt whose call has ended may still be named somewhere (in a
+    queue, a worker, the deadline ring); it is never its call's current one again (a slot's next call sends later
+    than any attempt of the one before), so every such name maps to one free slot, the last (taken last)."""
+    retries = int(calls.ints[I_RETRIES])
+    capacity, ring = len(calls.c_state), len(calls.d_time)
+    free = int(calls.ints[I_CFREE])
+    live = capacity - free
+    opening = arrivals if retries > 0 or every_request else 0
+    need_calls = live + opening
+    count = int(calls.ints[I_DLEN])
+    need_deadlines = count + opening * (retries + 1) + live * (MAX_RETRIES + 1)
+    size = CALLS_START
+    while size < 2 * need_calls:
+        size *= 2
+    ring_size = 4 * CALLS_START
+    while ring_size < 2 * need_deadlines:
+        ring_size *= 2
+    small_calls = capacity > CALLS_START and 8 * need_calls <= capacity and size < capacity
+    small_ring = ring > 4 * CALLS_START and 8 * need_deadlines <= ring and ring_size < ring
+    if not (small_calls or small_ring):
+        return calls, None
+    size = size if small_calls else capacity
+    ring_size = ring_size if small_ring else ring
+    fresh = _slots(size, ring_size)
+    renumber: npt.NDArray[np.int64] | None = None
+    if small_calls:
+        taken = np.ones(capacity, dtype=np.bool_)
+        taken[calls.c_free[:free]] = False
+        used = np.flatnonzero(taken)  # ascending
+        renumber = np.full(capacity + 1, size - 1, dtype=np.int64)  # an ended call's names: the last slot
+        renumber[used] = np.arange(live, dtype=np.int64)
+        renumber[capacity] = -1  # index −1: none stays none
+        for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_picked", "c_object", "c_tag", "c_client",
+                     "c_attempt", "c_state", "c_sleep"):  # fmt: skip
+            fresh[name][:live] = getattr(calls, name)[used]
+        waiting = int(calls.ints[I_RHEAP])  # the backoff heap's entries keep their places: only ids change
+        fresh["r_time"][:waiting] = calls.r_time[:waiting]
+        fresh["r_id"][:waiting] = renumber[calls.r_id[:waiting]]
+        fresh["c_free"][: size - live] = np.arange(size - 1, live - 1, -1, dtype=np.int64)  # taken lowest first
+        calls.ints[I_CFREE] = size - live
+    else:
+        for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_picked", "c_object", "c_tag", "c_client",
+                     "c_attempt", "c_state", "c_sleep", "c_free", "r_time", "r_id"):  # fmt: skip
+            fresh[name] = getattr(calls, name)
+    order = (int(calls.ints[I_DHEAD]) + np.arange(count)) % ring  # the ring unrolled from its head
+    fresh["d_time"][:count] = calls.d_time[order]
+    fresh["d_call"][:count] = calls.d_call[order] if renumber is None else renumber[calls.d_call[order]]
+    calls.ints[I_DHEAD] = 0
+    return calls._replace(**fresh), renumber
 
 
 BACKOFFS = ("none", "exponential", "full-jitter", "equal-jitter", "decorrelated-jitter")

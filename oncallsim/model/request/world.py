@@ -10,7 +10,8 @@ is registered ``@by_reference`` (``jit.py``): compiled code holds it as one poin
 Sizes are fixed when the run starts: workers = max fleet × workers per instance, the warm-up job's queries in
 flight ``WARMUP_CONCURRENCY``. The arrival buffer, the waiting requests' slots and the calls grow before a
 minute that needs more (``with_room``), up to ``QUEUE_CAPACITY`` waiting in all (one arriving then is rejected
-at once, as overload); the queues' pool shrinks back once a burst is over (``queues.shrunk``).
+at once, as overload); the queues' pool and the calls shrink back once a burst is over (``queues.shrunk``,
+``calls.shrunk``).
 """
 
 from __future__ import annotations
@@ -157,8 +158,9 @@ def with_room(world: World, arrivals: int) -> World:
     """The world with room for a minute of ``arrivals``: its arrival buffer, its queues should they all wait,
     and its calls (compiled code does not allocate)."""
     every_request = world.views.ints[_balancers.I_BALANCER] != _balancers.POOLED and revision_of(world) >= 2
-    return world._replace(
-        stream=_stream.with_room(world.stream, arrivals),
-        queues=_queues.with_room(world.queues, arrivals),
-        calls=_calls.with_room(world.calls, arrivals, every_request),
-    )
+    queues = _queues.with_room(world.queues, arrivals)
+    calls, renumber = _calls.shrunk(_calls.with_room(world.calls, arrivals, every_request), arrivals, every_request)
+    if renumber is not None:  # the calls moved to other slots: the attempts waiting or in service follow them
+        queues.s_call[:] = renumber[queues.s_call]
+        world.workers.w_call[:] = renumber[world.workers.w_call]
+    return world._replace(stream=_stream.with_room(world.stream, arrivals), queues=queues, calls=calls)
