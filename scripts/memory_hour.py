@@ -41,6 +41,25 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def children_rss_mib(pid: int) -> tuple[int, float]:
+    """The server's descendants (the worker pools, the engines' preparer): how many, and their summed VmRSS.
+    Workers are fresh interpreters (not forks), so their resident pages are their own but for shared libraries."""
+    import psutil
+
+    total, count = 0.0, 0
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0, 0.0
+    for child in children:
+        try:
+            total += child.memory_info().rss / 2**20
+            count += 1
+        except psutil.NoSuchProcess:
+            continue  # ended between the listing and the reading
+    return count, total
+
+
 def call(base: str, method: str, path: str, body: Any = None, timeout: float = 120.0) -> tuple[int, bytes]:
     headers = {"Origin": base}
     data = None
@@ -147,18 +166,22 @@ def main() -> None:
         started = time.monotonic()
         deadline = started + args.minutes * 60
         samples: list[tuple[float, float]] = []
+        workers: list[tuple[int, float]] = []  # per sample: the server's child processes and their RSS
         try:
             players = [Player(base, k, deadline, args) for k in range(args.players)]
             for p in players:
                 p.start()
-            print("t_s  rss_mib  runs_in_memory  evicted  rooms_in_memory  load1", flush=True)
+            print("t_s  rss_mib  children  children_mib  total_mib  runs_in_memory  evicted  rooms  load1", flush=True)
             while time.monotonic() < deadline + 2 * args.idle_s:
                 t = time.monotonic() - started
                 stats = json.loads(call(base, "GET", "/api/stats")[1])
                 rss = rss_mib(process.pid)
                 samples.append((t, rss))
+                workers.append(children_rss_mib(process.pid))
+                n, mib = workers[-1]
                 print(
-                    f"{t:5.0f}  {rss:7.1f}  {stats['runs_in_memory']:5d}  {stats['runs_evicted']:5d}  "
+                    f"{t:5.0f}  {rss:7.1f}  {n:3d}  {mib:7.1f}  {rss + mib:7.1f}  "
+                    f"{stats['runs_in_memory']:5d}  {stats['runs_evicted']:5d}  "
                     f"{stats['rooms_in_memory']:5d}  {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
@@ -175,6 +198,7 @@ def main() -> None:
             counts[key] = counts.get(key, 0) + value
     errors = [e for p in players for e in p.errors]
     played = [rss for t, rss in samples if t <= args.minutes * 60]
+    totals = [rss + mib for (_, rss), (_, mib) in zip(samples, workers, strict=True)]
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "wall_minutes": args.minutes,
@@ -185,6 +209,12 @@ def main() -> None:
         "rss_mib_peak": round(max(r for _, r in samples), 1),
         "rss_mib_end_of_play": round(played[-1], 1) if played else None,
         "rss_mib_after_idle": round(samples[-1][1], 1),
+        "workers_max": max(n for n, _ in workers),
+        "workers_rss_mib_peak": round(max(mib for _, mib in workers), 1),
+        "workers_rss_mib_after_idle": round(workers[-1][1], 1),
+        "total_rss_mib_peak": round(max(totals), 1),
+        "total_rss_mib_end_of_play": round(totals[len(played) - 1], 1) if played else None,
+        "total_rss_mib_after_idle": round(totals[-1], 1),
         "load1_at_end": round(os.getloadavg()[0], 1),
     }
     for e in errors[:10]:
