@@ -122,7 +122,7 @@ def patient_trials() -> None:
         with urllib.request.urlopen(base + path, timeout=180) as response:
             return json.loads(response.read())
 
-    durability.start_server = functools.partial(start_server, startup_timeout_s=300)  # type: ignore[assignment]
+    durability.start_server = functools.partial(start_server, startup_timeout_s=900)  # type: ignore[assignment]
     durability.get = get  # type: ignore[assignment]
 
 
