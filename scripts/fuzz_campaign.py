@@ -124,6 +124,7 @@ def patient_trials() -> None:
 
     durability.start_server = functools.partial(start_server, startup_timeout_s=900)  # type: ignore[assignment]
     durability.get = get  # type: ignore[assignment]
+    durability.post = functools.partial(durability.post, timeout=180)  # type: ignore[assignment]
 
 
 def kills(trials: int) -> dict[str, int]:
