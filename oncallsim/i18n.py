@@ -177,7 +177,7 @@ def format_number(value: float | int | None, language: str = DEFAULT_LANGUAGE, d
 def number_formatter(language: str = DEFAULT_LANGUAGE) -> Callable[[float | int | None, int], str]:
     """``format_number`` for a table of hundreds of numbers (the zoom's sampled requests): the same text, written
     by Python's own grouping then given the language's symbols (CLDR's standard ``#,##0`` grouping, the only one
-    the console's languages use), ~50× faster than a Babel call each."""
+    the console's languages use), ~15× faster than a Babel call each (8 against 131 µs, 2026-12-02, load 25)."""
     symbols = number_symbols(language)
     table = str.maketrans({",": symbols["group"], ".": symbols["decimal"]})
 
