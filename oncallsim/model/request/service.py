@@ -371,7 +371,7 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
         succeeded(w.calls, w.meter, call, arrival, response, waited, second, tag, x, t0)
         inst_hist_add(w.meter, instance, response)
     if w.limiter.ints[I_LIMITER] != 0:
-        completed(w.limiter, instance, x, response)
+        completed(w.limiter, instance, x, response, service)
     return RELEASE
 
 
