@@ -202,3 +202,33 @@ def test_bad_priorities_are_refused_in_one_line_naming_the_field() -> None:
         sim.step([("queue_priority", "strict")])
     assert err.value.field == "queue_priority" and "belongs to the request engine" in str(err.value)
     assert "\n" not in str(err.value) and sim.minute == 0
+
+
+def test_a_full_queue_makes_room_for_a_critical_request_by_dropping_the_newest_sheddable_one() -> None:
+    """Strict priority, a queue limit of 3 holding (oldest first) critical c0, sheddable s1 and s2: a critical
+    arrival drops s2 (503 at once) and joins; a sheddable arrival is refused; once only critical requests wait,
+    a critical arrival is refused too. The critical line then holds c0, c3 and the sheddable one s1, each in
+    arrival order (which line a worker takes first is the engine's: Cobham's test above)."""
+    from oncallsim.model.kernel import from_python
+    from oncallsim.model.request import disciplines, queues
+
+    world = new_world(Params(max_fleet=1, hot_objects=1.0), 0)
+    set_world(world, queue_priority="strict", queue_limit=3)
+    q = world.queues
+    join = from_python(queues.enqueue_as)
+    room = from_python(disciplines.make_room)
+    args = (world.views, world.breaker, world.calls, world.meter, world.fleet, world.gen)
+    for n, low in enumerate((False, True, True)):
+        join(q, 0, float(n), n, -1, -1, -1, low)
+    assert room(q, *args, 0, True, 3.0, 0.0) is False and world.meter.measures[o.M_DROPPED] == 0
+    assert room(q, *args, 0, False, 3.0, 0.0) is True and world.meter.measures[o.M_DROPPED] == 1
+    join(q, 0, 3.0, 3, -1, -1, -1, False)
+    assert from_python(queues.waiting)(q, 0) == 3
+    served = []
+    for column in (0, 0, from_python(queues.sheddable)(q, 0)):
+        slot = from_python(queues.dequeue)(q, column)
+        served.append(int(q.s_object[slot]))
+    assert served == [0, 3, 1]
+    for n in (4, 5, 6):
+        join(q, 0, float(n), n, -1, -1, -1, False)
+    assert room(q, *args, 0, False, 7.0, 0.0) is False and world.meter.measures[o.M_DROPPED] == 1
