@@ -19,12 +19,15 @@ def zoom(
     minute: Annotated[int, typer.Option(help="The minute to zoom into, counted from 0.")],
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the zoomed minute as JSON here.")] = None,
+    lang: Annotated[str, typer.Option("--lang", help="The HTML page's language: en, da, zu, hy or ar.")] = "en",
 ) -> None:
     """Re-simulate one minute of a run request by request: latency histogram, seconds, instances, samples."""
+    from oncallsim.cli_debrief import check_language
     from oncallsim.store.runfiles import vet_run_file
     from oncallsim.zoom import zoom_run
     from oncallsim.zoom.html import render_zoom_html
 
+    language = check_language(lang)  # refused before anything is replayed
     run = load_run_file(run_file)
     played = vet_run_file(run, str(run_file), until=0)  # checked before anything is replayed
     length = played.length if run.played is None else run.played
@@ -43,4 +46,4 @@ def zoom(
     if json_out is not None:
         write_whole(json_out, json.dumps(z.to_dict(), indent=1) + "\n")
     if html is not None:
-        write_whole(html, render_zoom_html(z))
+        write_whole(html, render_zoom_html(z, language=language))

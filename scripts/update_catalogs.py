@@ -26,6 +26,7 @@ LOCALES = ROOT / "oncallsim" / "locales"
 TEMPLATES = [
     *sorted((ROOT / "oncallsim" / "web" / "templates").glob("*.html")),
     *sorted((ROOT / "oncallsim" / "debrief" / "templates").glob("*.j2")),  # the offline HTML report
+    *sorted((ROOT / "oncallsim" / "zoom" / "templates").glob("*.j2")),  # the zoomed minute's page
 ]
 
 
@@ -58,8 +59,9 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.policies import COUNTERFACTUAL_POLICIES
     from oncallsim.scenarios import builtin_scenarios
     from oncallsim.scenarios.spec import LABELS
-    from oncallsim.web.limits import BUSY
+    from oncallsim.web.limits import BUSY as LIMIT_BUSY
     from oncallsim.web.pages import REFUSALS
+    from oncallsim.zoom.html import BUSY, IN_FORCE_JOIN
 
     texts: list[tuple[str, str]] = []
     for sc in builtin_scenarios().values():
@@ -67,6 +69,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     for spec in CONTROL_SPECS.values():
         texts += [(spec.label, "control"), (spec.help, "control")]
         texts += [(spec.unit, "unit")] if spec.unit else []
+        texts += [(phrase, "zoom") for phrase in spec.in_force.values() if phrase]  # the zoom's "In force: …"
         for values in spec.presets.values():  # the presets' columns and their values in words (not bare numbers)
             texts += [(t, "preset") for pair in values.items() for t in pair if _words(t)]
     for f in FORMULAS:
@@ -82,7 +85,8 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
     texts += [(move, "debrief") for move in MOVES.values()]
     texts += [(text, "refusal") for text in REFUSALS.values()]
-    texts += [(text, "limit") for text in BUSY.values()]
+    texts += [(text, "limit") for text in LIMIT_BUSY.values()]
+    texts += [(BUSY, "zoom"), (IN_FORCE_JOIN, "zoom")]
     found: dict[str, list[tuple[str, int]]] = {}
     for text, origin in texts:
         found.setdefault(text, []).append((f"data:{origin}", 0))

@@ -23,7 +23,7 @@ def free_port() -> int:
 def start_server(
     db: Path,
     port: int | None = None,
-    startup_timeout_s: float = 30.0,
+    startup_timeout_s: float = 90.0,
     extra: list[str] | None = None,
     expect_status: int = 200,
 ) -> tuple[subprocess.Popen[str], str, IO[str]]:
@@ -59,7 +59,7 @@ def start_server(
 
 
 @contextmanager
-def running_server(db: Path, startup_timeout_s: float = 30.0) -> Iterator[str]:
+def running_server(db: Path, startup_timeout_s: float = 90.0) -> Iterator[str]:
     process, base, log = start_server(db, startup_timeout_s=startup_timeout_s)
     try:
         yield base

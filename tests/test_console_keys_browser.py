@@ -17,6 +17,9 @@ from oncallsim.i18n import LANGUAGES
 from tests.browser import chromium
 from tests.server import running_server
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:

@@ -19,7 +19,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.server import start_server
+
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
 
 ORIGIN_HEADERS = {"Content-Type": "application/json"}
 

@@ -18,6 +18,9 @@ import pytest
 from tests.browser import chromium_page
 from tests.server import running_server
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 FIELDS = ["build", "health", "speed", "rotation", "in_flight", "queue", "cpu", "p99", "share"]
 # the first step on a machine compiles the request engine (up to a minute or two): a generous bound on a condition
 COMPILE_MS = 240_000

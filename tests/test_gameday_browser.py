@@ -16,6 +16,9 @@ from tests.browser import chromium
 from tests.server import running_server
 from tests.test_console_browser import SCREENSHOTS, Watch
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -19,6 +19,9 @@ import pytest
 from tests.browser import chromium
 from tests.server import free_port, start_server
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 RESTORED = "paused: the server restarted; the facilitator resumes"
 
 

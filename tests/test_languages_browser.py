@@ -23,6 +23,9 @@ from oncallsim.web.tutorial import tutorial_scenario
 from tests.browser import chromium_page
 from tests.server import running_server
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 LOCALES = Path(oncallsim.__file__).parent / "locales"
 ARTIFACTS = Path("artifacts")
 # Names and units that read the same in every language the console speaks (a reader of any of them knows them).

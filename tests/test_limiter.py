@@ -34,7 +34,7 @@ def test_the_cap_is_max_pass_times_min_rt(passes: tuple[int, ...], rt_ms: tuple[
     w = _world()
     for bucket, (n, rt) in enumerate(zip(passes, rt_ms, strict=True)):
         for _ in range(n):
-            completed(w.limiter, 0, (bucket + 0.5) * BUCKET_S, rt / 1000.0)
+            completed(w.limiter, 0, (bucket + 0.5) * BUCKET_S, rt / 1000.0, rt / 1000.0)
     now = (len(passes) + 0.5) * BUCKET_S  # the current bucket is left out
     min_rt = max(1, min(math.ceil(r) for r in rt_ms))  # each bucket's average, in whole ms
     assert cap(w.limiter, 0, now) == math.floor(max(passes) * min_rt * 10 / 1000)
@@ -104,7 +104,7 @@ def test_it_sheds_only_while_the_cpu_is_hot_then_cools_down_for_a_second() -> No
     w = _world()
     for b in range(20):  # 10 completions per 100 ms at 100 ms: cap = 10 × 100 × 10 / 1000 = 10
         for _ in range(10):
-            completed(w.limiter, 0, (b + 0.5) * BUCKET_S, 0.1)
+            completed(w.limiter, 0, (b + 0.5) * BUCKET_S, 0.1, 0.1)
     w.workers.inst_busy[0] = 16  # in flight: above the cap
     assert not limited(w.limiter, w.cpu, w.workers, w.queues, 0, 2.05)  # CPU EMA 0: no drop
     for _ in range(60):  # a busy CPU sample every 500 ms: the EMA climbs past 800 ‰ after 32

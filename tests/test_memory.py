@@ -16,6 +16,9 @@ import pytest
 
 from tests.server import start_server
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 LIMITS = [
     "runs_per_client=2",
     "new_runs_per_minute=3",

@@ -6,11 +6,15 @@ import json
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
 from typer.testing import CliRunner
 
 from oncallsim import Action, Simulation
 from oncallsim.cli import app
 from tests.browser import chromium_page
+
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
 
 
 def test_html_report_is_self_contained_and_draws(tmp_path: Path) -> None:

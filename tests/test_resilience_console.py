@@ -21,6 +21,9 @@ from oncallsim.web.labels import RESILIENCE_SECTIONS, resilience_controls
 from tests.browser import chromium_page
 from tests.server import running_server
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 # the first step on a machine compiles the request engine: a generous bound on a condition, not a timing
 COMPILE_S = 240
 GROUP = [

@@ -17,6 +17,9 @@ from typer.testing import CliRunner
 
 from oncallsim.cli import app
 
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
+
 runner = CliRunner()
 CHUNK = 10
 SEEDS = 1500

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from oncallsim.verify import balancing, bbr, classic, codel, jsq
+from oncallsim.verify import aegis, balancing, bbr, classic, codel, jsq
 from oncallsim.verify.kratos import kratos_section
 
 
@@ -80,6 +80,38 @@ def test_the_cpu_emas_rise_from_idle_meets_its_closed_form_and_not_another_decay
     assert abs(first - int(bbr.ema_rise_s(level, decay=0.9))) > 1  # a wrong decay is told apart
 
 
+def test_the_aegis_oracle_answers_everything_below_capacity_on_either_server_and_sheds_a_step_on_a_go_server() -> None:
+    for server in ("fifo", "ps"):
+        calm = aegis.simulate([0.5], server, seed=2)
+        assert sum(calm.goodput[:-1]) / 5 == pytest.approx(0.5, abs=0.03), server
+        assert calm.passed[:-1] == calm.goodput[:-1]  # nothing shed, nothing late (the last bin: some still served)
+    go = aegis.simulate([0.5, 2.0], "ps", seed=2, bin_s=10.0)
+    assert min(go.goodput[6:]) < 0.4 and sum(go.goodput[9:12]) / 3 > 0.75  # a dip while the EMA climbs, then held
+    off = aegis.simulate([0.5, 2.0], "ps", limiter=False, seed=2, bin_s=10.0)
+    assert max(off.goodput[9:12]) < 0.2
+    with pytest.raises(ValueError, match="server"):
+        aegis.simulate([1.0], "lifo")
+
+
+@pytest.fixture(scope="module")
+def sudden_step() -> bbr.Step:
+    return bbr.step(quick=True)
+
+
+def test_after_a_sudden_step_bbr_recovers_as_aegis_does_and_timed_from_admission_it_kept_the_queue(
+    sudden_step: bbr.Step,
+) -> None:
+    s = sudden_step
+    assert s.ok, s
+    assert 0 <= s.engine.recovered_s <= 30 and s.engine.settled >= 0.75
+    assert s.engine_v2.recovered_s < 0 and s.engine_v2.settled < 0.05  # model version 2: the queue kept
+    assert s.engine_off.settled < 0.05
+    # a wrong oracle: the worker pool timed from admission as the reference for version 3's rule, or a Go server
+    # that never sheds the backlog (no limiter)
+    assert not s._replace(oracle=s.oracle_admission).ok
+    assert not s._replace(oracle_go=s.engine_off).ok
+
+
 def test_codel_drops_where_rfc_8289_does_but_for_its_one_packet_rule() -> None:
     engine = codel.engine_drops()
     every = codel.oracle_drops(keep_last=False)
@@ -110,7 +142,9 @@ def test_the_classic_breaker_follows_hystrix_on_the_script_and_a_wrong_oracle_is
     assert classic.oracle_sequence(volume=200) != engine
 
 
-def test_the_section_says_each_check_with_its_tolerance_and_verdict(one_client: balancing.BalancePoint) -> None:
+def test_the_section_says_each_check_with_its_tolerance_and_verdict(
+    one_client: balancing.BalancePoint, sudden_step: bbr.Step
+) -> None:
     from oncallsim.verify.kratos import KratosChecks
 
     k = KratosChecks(
@@ -122,6 +156,7 @@ def test_the_section_says_each_check_with_its_tolerance_and_verdict(one_client: 
         codel.oracle_drops(keep_last=False),
         classic.engine_sequence(),
         classic.oracle_sequence(sleep_s=4.0),
+        sudden_step._replace(oracle=sudden_step.oracle_admission),  # a wrong oracle for version 3's rule
     )
     text = kratos_section(k)
     assert "## Kratos's mechanisms against oracles" in text
@@ -131,4 +166,9 @@ def test_the_section_says_each_check_with_its_tolerance_and_verdict(one_client: 
     assert "RFC 8289 §5 as written" in text and "| **no** |" in rows[next(r for r in rows if "as written" in r)]
     breaker = next(line for key, line in rows.items() if key.startswith("the classic breaker"))
     assert breaker.endswith("| **no** |")  # the oracle with a 4 s sleep
+    step = {key: line for key, line in rows.items() if key.startswith(("engine, model version", "aegis apart"))}
+    assert len(step) == 5
+    assert step["engine, model version 3: timed from the worker's start"].endswith("| **no** |")
+    assert step["engine, model version 2: timed from the admission"].endswith("| yes |")
+    assert "A sudden step" in text and "| never |" in text
     assert kratos_section(None) == ""

@@ -1,8 +1,9 @@
-"""Run files of model version 1 replay bit for bit under version 2's code (issue 23: "old run files replay bit for
-bit"). The files and their records were made by the code of 4531ae7 (model version 1): request-engine runs that
-switch the balancer to p2c, throttle, limit, drop by CoDel, eject, lose a zone. A replay follows version 1's rules
-(``RunPlan.revision``); every value the old record held must be the same, to the bit (a newer record may hold more:
-measures and settings added since)."""
+"""Run files of older model versions replay bit for bit under this code (issue 23: "old run files replay bit for
+bit"). Version 1's files and their records were made by the code of 4531ae7: request-engine runs that switch the
+balancer to p2c, throttle, limit, drop by CoDel, eject, lose a zone. Version 2's by the code of ffedc0d: the flash
+crowd with the BBR limiter, whose surge builds the queue version 2's limiter kept (version 3 times a request from its
+worker's start). A replay follows its version's rules (``RunPlan.revision``); every value the old record held must be
+the same, to the bit (a newer record may hold more: measures and settings added since)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ from oncallsim.model.controls import RENAMED
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.registry import superseded_scenario
 
-DATA = Path(__file__).resolve().parent / "data" / "version1"
-RUNS = sorted(p.name.removesuffix(".json") for p in DATA.glob("*.json") if not p.name.endswith(".records.json"))
+DATA = Path(__file__).resolve().parent / "data"
+RUNS = sorted(
+    (version, p.name.removesuffix(".json"))
+    for version in ("1", "2")
+    for p in (DATA / f"version{version}").glob("*.json")
+)
 
 
 def _as_old(new: Any, old: Any) -> Any:
@@ -49,17 +54,18 @@ def _old_event(text: str) -> str:
 _MISSING = object()  # a key the old record had and the new one lacks: never equal to anything
 
 
-@pytest.mark.parametrize("name", RUNS)
-def test_a_version1_run_file_replays_bit_for_bit(name: str) -> None:
-    sim = Simulation.replay(DATA / f"{name}.json")
-    assert sim.model_version == "1" and sim.plan.revision == 1
-    with gzip.open(DATA / f"{name}.records.json.gz", "rt") as f:
+@pytest.mark.parametrize(("version", "name"), RUNS)
+def test_an_old_run_file_replays_bit_for_bit(version: str, name: str) -> None:
+    folder = DATA / f"version{version}"
+    sim = Simulation.replay(folder / f"{name}.json")
+    assert sim.model_version == version and sim.plan.revision == int(version)
+    with gzip.open(folder / f"{name}.records.json.gz", "rt") as f:
         old = json.load(f)
     new = json.loads(json.dumps([r.to_dict() for r in sim.timeline], sort_keys=True, default=repr))
     assert len(new) == len(old)
     for minute, (n, o) in enumerate(zip(new, old, strict=True)):
         assert _as_old(n, o) == o, f"{name}, minute {minute}"
-    assert sim.run_file().model_version == "1"  # saved again, it stays a version-1 run
+    assert sim.run_file().model_version == version  # saved again, it stays a run of its version
 
 
 def test_a_built_in_scenario_changed_since_replays_its_old_runs_with_the_old_file() -> None:

@@ -12,7 +12,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.server import start_server
+
+# Wall-clock pacing (a browser at 16×, latency bounds): runs alone, after the parallel part of `make test`.
+pytestmark = pytest.mark.serial
 
 
 def _post(base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,10 @@ from oncallsim.lazy import exports as _exports
 # refused, since its replay would not reproduce it. Version 2: the request engine as Kratos's code behaves (clients
 # learn of a timeout at their deadline, P2C reads the sampled CPU and the registry's weights, aegis's BBR edge
 # cases, bilibili/discovery's eviction and long polls, gRPC's connections); the minute engine is the same in both.
+# Version 3: the BBR limiter times a request from its worker's start, not its admission (request/limiter.py).
 # Both are plain strings here, not read from ``plan.REVISION``, so that importing the package stays free of numba
 # (the help's budget); ``plan.REVISION`` is read from them.
-MODEL_VERSIONS: tuple[str, ...] = ("1", "2")
+MODEL_VERSIONS: tuple[str, ...] = ("1", "2", "3")
 MODEL_VERSION: str = MODEL_VERSIONS[-1]
 
 __all__ = [

@@ -111,13 +111,21 @@ class ControlSpec:
             return f"{float(value):g}" + (f" {self.unit}" if self.unit else "")
         return str(value)
 
-    def sentence(self, sentences: Mapping[str, str], value: Any) -> str | None:
-        """The sentence of ``sentences`` (``moves`` or ``in_force``) for ``value``; None when none is declared."""
+    def sentence(
+        self,
+        sentences: Mapping[str, str],
+        value: Any,
+        gettext: Callable[[str], str] = str,
+        value_text: Callable[[Any], str] | None = None,
+    ) -> str | None:
+        """The sentence of ``sentences`` (``moves`` or ``in_force``) for ``value``; None when none is declared.
+        ``gettext`` translates it (an empty sentence stays empty) and ``value_text`` writes its ``%(value)s``
+        (the reader's language); English and ``self.value_text`` by default."""
         key = ("on" if value else "off") if isinstance(value, bool) else self._key(value)
         if key in sentences:
-            return sentences[key]
+            return gettext(sentences[key]) if sentences[key] else ""
         if "" in sentences:
-            return sentences[""] % {"value": self.value_text(value)}
+            return gettext(sentences[""]) % {"value": (value_text or self.value_text)(value)}
         return None
 
     def _key(self, value: Any) -> str:

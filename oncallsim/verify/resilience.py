@@ -171,8 +171,9 @@ def codel_delay(discipline: str, seed: int = 5) -> tuple[float, float]:
 
 
 def limiter_cap_check(seed: int = 6) -> tuple[int, int]:
-    """(the limiter's cap, maxPass × minRT recomputed from its window with numpy) for an instance offered twice
-    what it serves, at the end of its second minute."""
+    """(the limiter's cap, maxPass × minRT recomputed from its window with numpy: the 99 buckets before the current
+    one, as aegis's reduce reads them) for an instance offered twice what it serves, at the end of its second
+    minute."""
 
     def setup(w: World) -> None:
         set_world(w, balancer="round-robin", limiter="bbr")
@@ -181,7 +182,7 @@ def limiter_cap_check(seed: int = 6) -> tuple[int, int]:
     x = 120.0
     current = int(x / BUCKET_S)
     stamps = world.limiter.lim_stamp[0]
-    valid = (stamps >= 0) & (stamps < current) & (stamps >= current - LIMITER_BUCKETS)
+    valid = (stamps >= 0) & (stamps < current) & (stamps > current - LIMITER_BUCKETS)
     passes = world.limiter.lim_pass[0][valid]
     rts = world.limiter.lim_rt[0][valid]
     max_pass = int(passes.max())

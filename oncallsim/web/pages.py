@@ -149,10 +149,14 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
             **context,
         )
     )
-    response = HTMLResponse(html, status_code=status)
+    return remember_language(request, HTMLResponse(html, status_code=status))
+
+
+def remember_language(request: Request, response: HTMLResponse) -> HTMLResponse:
+    """A language chosen by ?lang= is remembered (a cookie): the next page (a redirect, a form's answer) comes in
+    the same language."""
     chosen = request.query_params.get("lang")
     if chosen and chosen.lower() in languages() and request.cookies.get(LANG_COOKIE) != chosen.lower():
-        # the choice is remembered: the next page (a redirect, a form's answer) comes in the same language
         response.set_cookie(LANG_COOKIE, chosen.lower(), max_age=LANG_COOKIE_MAX_AGE_S, samesite="lax", path="/")
     return response
 

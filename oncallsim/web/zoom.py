@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Annotated
+from urllib.parse import quote
 
 import orjson
 from fastapi import APIRouter, Query, Request
@@ -12,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from oncallsim.model import InvalidInput
 from oncallsim.web.api import get_live
-from oncallsim.web.pages import error_page
+from oncallsim.web.pages import error_page, language_of, remember_language, with_lang
 from oncallsim.zoom import ZoomedMinute, zoom_record
 from oncallsim.zoom.html import render_zoom_html
 
@@ -46,4 +47,7 @@ async def zoom_page(request: Request, run_id: str, minute: Minute) -> HTMLRespon
         z = await _zoom(request, run_id, minute)
     except InvalidInput as exc:
         return error_page(request, exc, 404 if exc.field == "run" else 422)
-    return HTMLResponse(await asyncio.to_thread(render_zoom_html, z, True))
+    language = language_of(request)  # as every page: ?lang=, the remembered choice, the browser's
+    back = with_lang(f"/runs/{quote(run_id, safe='')}", language)
+    html = await asyncio.to_thread(render_zoom_html, z, True, language, back)
+    return remember_language(request, HTMLResponse(html))

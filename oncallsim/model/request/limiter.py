@@ -3,9 +3,18 @@ aegis / Kratos v2 ``ratelimit/bbr``).
 
 - CPU: the EMA of the instance's sampled CPU (``cpu.py``: its workers' CPU time, not their waits on the
   database, so a database-bound instance does not trip it; cpu = 0.95·cpu + 0.05·reading every 500 ms).
-- Window: 100 buckets of 100 ms, the current one left out. maxPass = the most completions in a bucket (≥ 1);
-  minRT = the least average response time of a bucket, ms rounded up (≥ 1); the in-flight cap is
-  floor(maxPass × minRT × 10 / 1000): peak throughput × least latency, Little's law's bandwidth-delay product.
+- Window: 100 buckets of 100 ms; aegis's reduce reads the 99 before the current one (model version 3; versions 1
+  and 2 read 100). maxPass = the most completions in a bucket (≥ 1); minRT = the least average time of a bucket's
+  requests, ms rounded up (≥ 1); the in-flight cap is floor(maxPass × minRT × 10 / 1000): peak throughput × least
+  latency, Little's law's bandwidth-delay product.
+- A request's time, as aegis's middleware times its handler: since model version 3 from its worker's start to its
+  answer. A Go server has no queue before its handlers — every admitted request is a goroutine in its handler at
+  once, sharing the cores, so its time stretches with the load in proportion to its own work; the engine's
+  instance is a pool of workers behind a FIFO queue. Timed from its admission (versions 1 and 2), a request's
+  time is mostly the queue's wait once a queue stands, minRT becomes that wait and maxPass × minRT (maxPass the
+  window's peak, above the mean) covers the standing queue: after a sudden step of load, whose queue grows past
+  the timeout while the CPU EMA climbs to 800 ‰, the limiter kept that queue and goodput stayed at 0 while the
+  overload lasted (docs/validation.md: the sudden step, against aegis simulated apart on both servers).
 - A request arriving at the instance is rejected with 429 at once when the CPU EMA is ≥ 800 ‰ and in-flight
   (being served or waiting at the instance) is above 1 and above the cap; after the CPU falls below, the same
   in-flight test holds for 1 s counted from the episode's first drop (a cool-down).
@@ -137,8 +146,10 @@ COOL_DOWN_S = 1.0
 
 
 @step
-def completed(limiter: Any, i: int, x: float, rt: float) -> None:
-    """A completion at instance ``i`` (any outcome) in the window's current bucket."""
+def completed(limiter: Any, i: int, x: float, response: float, service: float) -> None:
+    """A completion at instance ``i`` (any outcome) in the window's current bucket: its time from its admission
+    (``response``) under model versions 1 and 2, from its worker's start (``service``) since version 3."""
+    rt = service if limiter.ints[I_REVISION] >= 3 else response
     b, stale = ring_bucket(limiter.lim_stamp[i], int(x / BUCKET_S))
     if stale:
         limiter.lim_pass[i, b] = 0
@@ -151,14 +162,16 @@ def completed(limiter: Any, i: int, x: float, rt: float) -> None:
 
 @step
 def cap(limiter: Any, i: int, x: float) -> int:
-    """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket. When the
-    window holds no completion: 0 (aegis: drop above one in flight), −1 under version 1 (no drop)."""
+    """floor(maxPass × minRT × buckets per second / 1000) over the window before the current bucket (its 99 buckets
+    since version 3, as aegis's reduce reads them; 100 before). When the window holds no completion: 0 (aegis: drop
+    above one in flight), −1 under version 1 (no drop)."""
     current = int(x / BUCKET_S)
+    oldest = current - LIMITER_BUCKETS + (1 if limiter.ints[I_REVISION] >= 3 else 0)
     max_pass = 0
     min_rt = math.inf
     for b in range(LIMITER_BUCKETS):
         number = limiter.lim_stamp[i, b]
-        if number < 0 or number >= current or number < current - LIMITER_BUCKETS:
+        if number < 0 or number >= current or number < oldest:
             continue
         n = limiter.lim_pass[i, b]
         if n > max_pass:

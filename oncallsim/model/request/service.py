@@ -398,7 +398,7 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
             m[M_LOW_OK] += 1.0
         inst_hist_add(w.meter, instance, response)
     if w.limiter.ints[I_LIMITER] != 0:
-        completed(w.limiter, instance, x, response)
+        completed(w.limiter, instance, x, response, service)
     return RELEASE
 
 

@@ -11,7 +11,8 @@ in by ``configure_world``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -116,10 +117,16 @@ def set_parameters(world: World, params: Params) -> None:
     world.calls.tokens[:] = params.retry_budget_burst  # each client's bucket starts full
 
 
-def in_force(settings: Mapping[str, Any]) -> list[str]:
+def in_force(
+    settings: Mapping[str, Any],
+    gettext: Callable[[str], str] = str,
+    value_text: Callable[[str, Any], str] | None = None,
+) -> list[str]:
     """The settings in force as phrases (the zoom page's), from each spec's ``in_force``: "the p2c balancer",
     "CoDel queues", "up to 3 retries per request"; a setting whose phrase is empty, or whose ``only_with`` is
-    off (at its default: no retries, no breaker), says nothing."""
+    off (at its default: no retries, no breaker), says nothing. ``gettext`` translates each phrase and
+    ``value_text(name, value)`` writes its value (the zoom page's language); English and the spec's own
+    ``value_text`` by default."""
     phrases = []
     for spec in SPECS:
         parent = spec.only_with
@@ -127,7 +134,12 @@ def in_force(settings: Mapping[str, Any]) -> list[str]:
             parent and settings.get(parent, CONTROL_SPECS[parent].default) == CONTROL_SPECS[parent].default
         ):
             continue
-        phrase = spec.sentence(spec.in_force, settings[spec.name])
+        phrase = spec.sentence(
+            spec.in_force,
+            settings[spec.name],
+            gettext,
+            None if value_text is None else functools.partial(value_text, spec.name),
+        )
         if phrase:
             phrases.append(phrase)
     return phrases

@@ -9,7 +9,10 @@
   const CHART_IDS = [
     "chart-traffic", "chart-p99", "chart-burn", "chart-errors", "chart-cache", "chart-fleet", "chart-goodput", "chart-attempts",
   ];
-  const urlOf = (minute) => "/runs/" + encodeURIComponent(runId) + "/zoom?minute=" + minute;
+  // the zoomed minute in the console's language (as the pages' links keep it: web/pages.py with_lang)
+  const lang = document.documentElement.lang;
+  const urlOf = (minute) =>
+    "/runs/" + encodeURIComponent(runId) + "/zoom?minute=" + minute + (lang && lang !== "en" ? "&lang=" + encodeURIComponent(lang) : "");
   const open = (minute) => window.open(urlOf(minute), "_blank", "noopener");
 
   // minutes played: the length of the first chart's first series (the charts hold every minute from 0)
