@@ -26,7 +26,7 @@ open_call = from_python(calls.open_call)
 def _delays(kind: str, n: int, draws: int = 4000) -> np.ndarray:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 11)
     set_world(w, retries=3, retry_backoff=kind, retry_base_ms=100, retry_cap_ms=1000)
-    call = open_call(w.calls, 0.0, 0, -1, 0)
+    call = open_call(w.calls, 0.0, 0, -1, 0, False)
     out = []
     for _ in range(draws):
         w.calls.c_sleep[call] = 0.1 if kind != "decorrelated-jitter" else w.calls.c_sleep[call]
@@ -48,7 +48,7 @@ def test_the_backoffs_are_the_aws_formulas(n: int) -> None:
 def test_decorrelated_jitter_draws_between_base_and_three_times_the_last_sleep() -> None:
     w = new_world(Params(max_fleet=1, hot_objects=10.0), 5)
     set_world(w, retries=3, retry_backoff="decorrelated-jitter", retry_base_ms=100, retry_cap_ms=1000)
-    call = open_call(w.calls, 0.0, 0, -1, 0)
+    call = open_call(w.calls, 0.0, 0, -1, 0, False)
     assert w.calls.c_sleep[call] == pytest.approx(0.1)  # sleep₀ = base
     for _ in range(200):
         before = w.calls.c_sleep[call]

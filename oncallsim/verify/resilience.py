@@ -200,7 +200,7 @@ def _goodput_after(load: float, retries: int, backlog: bool, seed: int) -> float
         set_world(w, retries=retries, retry_backoff="none")
         if backlog:
             for n in range(int(3 * 2.0 * mu)):
-                from_python(enqueue)(w.queues, w.queues.qs.shape[1] - 1, -1e-3 * n, 0, -1, -1, -1)
+                from_python(enqueue)(w.queues, w.queues.qs.shape[1] // 2 - 1, -1e-3 * n, 0, -1, -1, -1)
 
     _, minutes = _run(40, 4, lam, 0.1, 5, seed, setup)
     _, _, m = minutes[-1]

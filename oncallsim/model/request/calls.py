@@ -102,6 +102,7 @@ class Calls(NamedTuple):
     c_object: npt.NDArray[np.int64]
     c_tag: npt.NDArray[np.int64]
     c_client: npt.NDArray[np.int64]
+    c_low: npt.NDArray[np.bool_]  # its request is sheddable (every attempt keeps the class)
     c_attempt: npt.NDArray[np.int64]  # the current attempt's number (0: the first)
     c_state: npt.NDArray[np.int64]  # C_FREE, C_WAITING, C_BACKOFF
     c_sleep: npt.NDArray[np.float64]  # decorrelated jitter's previous sleep (s)
@@ -130,6 +131,7 @@ def _slots(capacity: int, deadlines: int) -> dict[str, Any]:
         "c_object": np.zeros(capacity, dtype=np.int64),
         "c_tag": np.full(capacity, -1, dtype=np.int64),
         "c_client": np.zeros(capacity, dtype=np.int64),
+        "c_low": np.zeros(capacity, dtype=np.bool_),
         "c_attempt": np.zeros(capacity, dtype=np.int64),
         "c_state": np.zeros(capacity, dtype=np.int64),
         "c_sleep": np.zeros(capacity),
@@ -163,7 +165,7 @@ def with_room(calls: Calls, arrivals: int, every_request: bool) -> Calls:
         ring *= 2
     fresh = _slots(grown, ring)
     for name in ("c_arrival", "c_sent", "c_started", "c_inst", "c_picked", "c_object", "c_tag", "c_client",
-                 "c_attempt", "c_state", "c_sleep", "r_time", "r_id"):  # fmt: skip
+                 "c_low", "c_attempt", "c_state", "c_sleep", "r_time", "r_id"):  # fmt: skip
         fresh[name][:capacity] = getattr(calls, name)
     free = int(calls.ints[I_CFREE])
     added = np.arange(grown - 1, capacity - 1, -1, dtype=np.int64)
@@ -341,9 +343,9 @@ _INF = float("inf")
 
 
 @inline_step
-def open_call(calls: Any, x: float, obj: int, tag: int, client: int) -> int:
-    """A new call for a request admitted at ``x`` (the caller made room: ``world.with_room``); its client's
-    budget gains its share."""
+def open_call(calls: Any, x: float, obj: int, tag: int, client: int, low: bool) -> int:
+    """A new call for a request admitted at ``x`` (``low``: sheddable; the caller made room:
+    ``world.with_room``); its client's budget gains its share."""
     n = calls.ints[I_CFREE] - 1
     calls.ints[I_CFREE] = n
     call = calls.c_free[n]
@@ -351,6 +353,7 @@ def open_call(calls: Any, x: float, obj: int, tag: int, client: int) -> int:
     calls.c_object[call] = obj
     calls.c_tag[call] = tag
     calls.c_client[call] = client
+    calls.c_low[call] = low
     calls.c_attempt[call] = 0
     calls.c_started[call] = -_INF
     calls.c_inst[call] = -1
@@ -472,12 +475,16 @@ def succeeded(
     tag: int,
     x: float,
     t0: float,
-) -> None:
-    """An attempt succeeded at ``x``: its request's outcome, or its call's if it is still the current one."""
+) -> bool:
+    """An attempt succeeded at ``x``: its request's outcome, or its call's if it is still the current one.
+    Returns whether a success was counted."""
     if call < 0:
         decide(meter, O_OK, response, waited, second, tag)
-    elif current(calls, call, sent_at):
+        return True
+    if current(calls, call, sent_at):
         call_ok(calls, meter, call, x, waited, t0)
+        return True
+    return False
 
 
 @step

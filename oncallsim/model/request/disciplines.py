@@ -20,6 +20,17 @@
 A dropped request answers at once with an error (a 503); its client learns of it. ``queue_limit`` caps each
 queue (0: none); a request arriving to a full queue is dropped too.
 
+Priority (``queue_priority``; the seed page's low-priority share of the traffic is the *sheddable* class, the rest
+*critical*, as Google's SRE book names its criticalities — CRITICAL_PLUS and SHEDDABLE_PLUS are not modelled):
+``none`` serves every class alike (one line per queue); ``strict`` keeps two lines per queue and a free worker takes
+a critical request whenever one waits (non-preemptive: a sheddable request in service finishes), the discipline's
+order within each class. Shedding falls on the sheddable class first: a critical request arriving to a full queue,
+or refused by its instance's limiter, displaces the newest sheddable request waiting there (503 at once) and takes
+its place — a critical request is refused only when no sheddable one waits to make room; CoDel and adaptive LIFO
+keep their state per class, so their drops fall on the class whose waits grow — under strict priority the
+sheddable one, until critical traffic alone overloads the instance. Kratos has no priority queue: the article
+names one as its future direction.
+
 Deadlines, as gRPC carries them: every attempt travels with its deadline (sent + ``timeout_s``). With
 ``server_timeout_ms`` (Kratos warden's server ``Timeout``, 1 s by default there) an instance caps its own work on a
 request at min(that, deadline − 20 ms) from its arrival (warden's ``handle``: 20 ms are left for the answer's way
@@ -56,11 +67,15 @@ from oncallsim.model.request.queues import (
     I_CODEL_TARGET_MS,
     I_DEADLINES,
     I_DISCIPLINE,
+    I_PRIORITY,
     I_QUEUE_LIMIT,
     I_SERVER_TIMEOUT_MS,
     Q_LEN,
+    base_queue,
     dequeue,
     dequeue_tail,
+    sheddable,
+    waiting,
 )
 
 __all__ = [
@@ -71,9 +86,11 @@ __all__ = [
     "DISCIPLINES",
     "FIFO",
     "KRATOS",
+    "PRIORITIES",
     "codel_target",
     "drop",
     "full",
+    "make_room",
     "server_cap",
     "take",
 ]
@@ -82,6 +99,8 @@ DISCIPLINES = ("fifo", "codel", "adaptive-lifo")
 FIFO, CODEL, ADAPTIVE_LIFO = range(len(DISCIPLINES))
 CODEL_PRESETS = ("rfc8289", "kratos")
 RFC8289, KRATOS = range(len(CODEL_PRESETS))
+PRIORITIES = ("none", "strict")
+NO_PRIORITY, STRICT = range(len(PRIORITIES))
 TARGET_S = 5.0 / 1000.0  # CoDel's target sojourn (RFC 8289's 5 ms; adaptive LIFO's too)
 INTERVAL_S = 100.0 / 1000.0  # CoDel's interval (100 ms)
 KRATOS_TARGET_S = 50.0 / 1000.0  # Kratos's aqm defaultConf: Target 50 ms
@@ -244,6 +263,23 @@ CONTROLS = (
         in_force={"0": "", "": "a CoDel interval of %(value)s"},
         only_with="queue_discipline",
     ),
+    ControlSpec(
+        "queue_priority",
+        "choice",
+        "Queue priority",
+        "Whether the ⟪low_priority_share%⟫ low-priority (sheddable) traffic waits behind the rest (critical): none "
+        "(one line, every request alike); strict (a free worker takes a critical request whenever one waits; a "
+        "full queue or an instance's limiter makes room for a critical request by dropping the newest sheddable "
+        "one, and CoDel judges each class on its own, so drops fall on sheddable requests first).",
+        "none",
+        choices=PRIORITIES,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="queues",
+        slot=I_PRIORITY,
+        moves={"": "set the queue priority to %(value)s"},
+        in_force={"none": "", "strict": "critical requests first, sheddable ones dropped first"},
+    ),
 )
 
 
@@ -289,15 +325,51 @@ def kratos_bypass(queues: Any, busy: int, qid: int) -> bool:
     return (
         queues.ints[I_DISCIPLINE] == CODEL
         and queues.ints[I_CODEL_PRESET] == KRATOS
-        and busy + queues.qs[Q_LEN, qid] < KRATOS_OUTSTANDING
+        and busy + waiting(queues, base_queue(queues, qid)) < KRATOS_OUTSTANDING
     )
 
 
 @step
 def full(queues: Any, qid: int) -> bool:
-    """The queue is at its limit: an arriving request is dropped."""
+    """The queue is at its limit (both classes): an arriving request is dropped."""
     limit = queues.ints[I_QUEUE_LIMIT]
-    return limit > 0 and queues.qs[Q_LEN, qid] >= limit
+    return limit > 0 and waiting(queues, qid) >= limit
+
+
+@step
+def displace(
+    queues: Any, views: Any, breaker: Any, calls: Any, meter: Any, fleet: Any, gen: Any, q: int, now: float, t0: float
+) -> bool:
+    """Under strict priority, a critical request needs room at queue ``q``: the newest sheddable request waiting
+    there is dropped (503 at once) in its favour. Returns whether one was."""
+    if queues.ints[I_PRIORITY] != STRICT:
+        return False
+    column = sheddable(queues, q)
+    if queues.qs[Q_LEN, column] == 0:
+        return False
+    _drop_slot(queues, views, breaker, calls, meter, fleet, gen, column, dequeue_tail(queues, column), now, t0)
+    return True
+
+
+@step
+def make_room(
+    queues: Any,
+    views: Any,
+    breaker: Any,
+    calls: Any,
+    meter: Any,
+    fleet: Any,
+    gen: Any,
+    q: int,
+    low: bool,
+    now: float,
+    t0: float,
+) -> bool:
+    """Whether a request of its class (``low``: sheddable) may join queue ``q`` under its limit: there is room,
+    or it is critical and a sheddable request made room for it (``displace``)."""
+    if not full(queues, q):
+        return True
+    return not low and displace(queues, views, breaker, calls, meter, fleet, gen, q, now, t0)
 
 
 @step
@@ -344,7 +416,7 @@ def _drop_slot(
         meter,
         fleet,
         gen,
-        qid,
+        base_queue(queues, qid),
         queues.s_client[slot],
         queues.s_tag[slot],
         now,
@@ -481,7 +553,7 @@ def _adaptive_lifo(
     target = codel_target(queues)
     interval = codel_interval(queues)
     while queues.qs[Q_LEN, qid] > 0:
-        newest = queues.qs[Q_LEN, qid] > LIFO_THRESHOLD * queues.ints[I_QUEUE_LIMIT]
+        newest = waiting(queues, base_queue(queues, qid)) > LIFO_THRESHOLD * queues.ints[I_QUEUE_LIMIT]
         slot = dequeue_tail(queues, qid) if newest else dequeue(queues, qid)
         delay = now - queues.s_arrival[slot]
         if now >= cq[CQ_INTERVAL_END, qid]:  # a new interval: judge the last one; this request is served
@@ -511,7 +583,7 @@ def take(
     now: float,
     t0: float,
 ) -> int:
-    """The waiting request a free worker takes from queue ``qid`` now (its slot), after the discipline's
+    """The waiting request a free worker takes from list ``qid`` now (its slot), after the discipline's
     drops; −1 when none is left."""
     kind = queues.ints[I_DISCIPLINE]
     if kind == CODEL and queues.ints[I_CODEL_PRESET] == KRATOS:

@@ -33,7 +33,7 @@ from oncallsim.model.request.outcomes import (
     timed_out,
     where_spent,
 )
-from oncallsim.model.request.queues import Q_CURSOR, Q_HEAD, Q_LEN, dequeue
+from oncallsim.model.request.queues import Q_CURSOR, Q_HEAD, Q_LEN, base_queue, dequeue, pooled_queue, waiting
 from oncallsim.model.request.service import take_next
 from oncallsim.model.request.stream import MODE_PIPELINE
 from oncallsim.model.request.workers import I_ENABLED, I_FREE, I_NBAD, free_add, free_remove
@@ -74,11 +74,13 @@ def fill_cache(backend: Any, gen: Any, present: float, ttl: float, t0: float) ->
 def strand(p: Any, w: Any, t0: float, serving: int) -> None:
     """Requests waiting at instances that no longer serve, or that crashed, fail at once (their connections
     are reset)."""
-    for i in range(w.queues.qs.shape[1] - 1):
-        if i < serving and w.fleet.health[i] != REFUSE:
+    pooled = pooled_queue(w.queues)
+    for column in range(w.queues.qs.shape[1]):  # each instance's lists (critical, then sheddable)
+        i = base_queue(w.queues, column)
+        if i == pooled or (i < serving and w.fleet.health[i] != REFUSE):
             continue
-        while w.queues.qs[Q_LEN, i] > 0:
-            slot = dequeue(w.queues, i)
+        while w.queues.qs[Q_LEN, column] > 0:
+            slot = dequeue(w.queues, column)
             client = w.queues.s_client[slot]
             sent_at = w.queues.s_arrival[slot]  # its connection reset: the client hears at once
             waited = t0 - sent_at if w.calls.ints[I_REVISION] >= 2 else 0.0  # revision 1 heard it as instant
@@ -140,13 +142,13 @@ def open_minute(p: Any, w: Any, st: Any, t0: float, flags: int, mode: int, app_s
     wpi = int(p[P.workers_per_instance])
     for i in range(serving):  # an instance's free workers take its own queue first
         for k in range(i * wpi, (i + 1) * wpi):
-            if w.queues.qs[Q_LEN, i] == 0:
+            if waiting(w.queues, i) == 0:
                 break
             if not w.workers.w_busy[k]:
                 if w.workers.free_pos[k] >= 0:
                     free_remove(w.workers, k)
                 push(w.workers, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
-    while w.workers.ints[I_FREE] > 0 and w.queues.qs[Q_LEN, w.queues.qs.shape[1] - 1] > 0:
+    while w.workers.ints[I_FREE] > 0 and waiting(w.queues, pooled_queue(w.queues)) > 0:
         k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
         free_remove(w.workers, k)
         push(w.workers, take_next(p, w, k, t0, t0, mode, app_s, q_mean), k)
@@ -159,9 +161,10 @@ def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> Non
     utilization."""
     timeout = p[P.timeout_s]
     qs = w.queues.qs
-    pooled = qs.shape[1] - 1
-    for qid in range(qs.shape[1]):  # each queue in arrival order, from the first not counted before
-        slot = qs[Q_CURSOR, qid]
+    pooled = pooled_queue(w.queues)
+    for column in range(qs.shape[1]):  # each list in arrival order, from the first not counted before
+        qid = base_queue(w.queues, column)
+        slot = qs[Q_CURSOR, column]
         where = WHERE_QUEUE if qid == pooled else where_spent(w.fleet, qid, 1.0, 0.0)
         while slot >= 0:
             gave_up = w.queues.s_arrival[slot] + timeout
@@ -177,7 +180,7 @@ def close_minute(p: Any, w: Any, t0: float, t1: float, sample_every: int) -> Non
             if qid != pooled:
                 inst_hist_add(w.meter, qid, timeout)
             slot = w.queues.s_next[slot]
-        qs[Q_CURSOR, qid] = slot
+        qs[Q_CURSOR, column] = slot
     enabled = w.workers.ints[I_ENABLED]
     for k in range(len(w.workers.w_busy)):
         if not w.workers.w_busy[k]:

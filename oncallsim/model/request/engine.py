@@ -85,7 +85,8 @@ def extras_of(
     lines["ejected"] = world.fleet.ejected[:serving].tolist()
     lines["replacing"] = [1 if r else 0 for r in world.fleet.replacing[:serving].tolist()]
     lines["in_flight"] = world.workers.inst_busy[:serving].tolist()
-    lines["queue"] = world.queues.qs[Q_LEN, :serving].tolist()
+    half = world.queues.qs.shape[1] // 2  # each queue's sheddable list (queues.py)
+    lines["queue"] = (world.queues.qs[Q_LEN, :serving] + world.queues.qs[Q_LEN, half : half + serving]).tolist()
     lines["p99_ms"] = [_p99_ms(world.meter.inst_hist[i]) for i in range(serving)]
     lines["cpu_permille"] = world.cpu.ema[:serving].round(1).tolist()  # the limiter's CPU EMA
     out["instances"] = lines

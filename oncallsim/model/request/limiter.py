@@ -39,7 +39,7 @@ import numpy.typing as npt
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import step
-from oncallsim.model.request.queues import Q_LEN
+from oncallsim.model.request.queues import waiting
 from oncallsim.model.request.windows import ring_bucket
 
 __all__ = ["BUCKET_S", "bucket_empty", "cap", "completed", "limited"]
@@ -208,7 +208,7 @@ def limited(limiter: Any, cpu: Any, workers: Any, queues: Any, i: int, x: float)
     """Whether instance ``i`` rejects a request arriving at ``x`` (Kratos's shouldDrop, or the token bucket)."""
     if limiter.ints[I_LIMITER] == TOKEN_BUCKET:
         return bucket_empty(limiter, i, x)
-    in_flight = workers.inst_busy[i] + queues.qs[Q_LEN, i]
+    in_flight = workers.inst_busy[i] + waiting(queues, i)
     if cpu.ema[i] < THRESHOLD:
         if limiter.drop_at[i] < 0.0:
             return False

@@ -56,8 +56,15 @@ MAX_SAMPLES = 2_000
     M_RETRY_DENIED,
     M_OK,
     M_CUT_SHORT,
-) = range(37)
-N_MEASURES = 37
+    M_LOW_ADMITTED,
+    M_LOW_OK,
+    M_LOW_WAIT_SUM,
+    M_LOW_WAIT_COUNT,
+) = range(41)
+N_MEASURES = 41
+# M_LOW_…: the sheddable (low-priority) class's admitted requests, successes and queue waits (disciplines.py's
+# priority); the critical class's are the totals' remainders. The minute's record leaves them out (its schema is
+# the run files'); the zoom's sampled requests carry each one's class
 # where a timed-out request spent its time (M_TO_QUEUE + where): a queue; a slow instance; a dead one; in
 # service (its CPU and database reads)
 WHERE_QUEUE, WHERE_SLOW, WHERE_DEAD, WHERE_SERVICE = range(4)

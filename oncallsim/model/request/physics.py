@@ -138,6 +138,7 @@ def request_minute(
         obj = 0
         tag = -1
         call = -1
+        low = False
         if x == te:
             ident = w.workers.heap_id[0]
             if ident >= workers_total:  # a warm-up read completed: the object is stored
@@ -164,7 +165,7 @@ def request_minute(
                 i += 1
             else:
                 w.stream.reals[R_NEXT_STREAM] = x + exponential(w.gen, stream_gap)
-            routing, obj, tag, call = arrive(p, w, st, x, t0, mode, sample_every)
+            routing, obj, tag, call, low = arrive(p, w, st, x, t0, mode, sample_every)
         elif x == next_warm:
             warm_query(p, w.backend, w.workers, w.gen, w.meter, x, part_s, workers_total)
             next_warm = x + exponential(w.gen, 1.0 / warm_rate)
@@ -174,9 +175,10 @@ def request_minute(
             call = retry(p, w, x)
             obj = w.calls.c_object[call]
             tag = w.calls.c_tag[call]
+            low = w.calls.c_low[call]  # a retry keeps its request's class
             routing = True
         if routing:
-            route(p, w, x, t0, obj, tag, call, mode, app_s, q_mean)
+            route(p, w, x, t0, obj, tag, call, low, mode, app_s, q_mean)
     while sec < 60:
         w.meter.seconds[S_QUEUE, sec] = w.queues.ints[I_QLEN]
         w.meter.seconds[S_IN_FLIGHT, sec] = w.workers.ints[I_BUSY]

@@ -1,8 +1,14 @@
 """The request engine's waiting lines: FIFO queues as linked lists over one pool of slots.
 
-One queue per instance plus one at the balancer (``POOLED``): the pooled balancer uses the balancer's, the
-others each instance's own. A slot holds a waiting request (arrival time, object, sample tag); the pool
-grows from Python before a minute that could fill it (compiled code does not allocate).
+One queue per instance plus one at the balancer (``pooled_queue``): the pooled balancer uses the balancer's, the
+others each instance's own. A slot holds a waiting request (arrival time, object, sample tag, priority class); the
+pool grows from Python before a minute that could fill it (compiled code does not allocate).
+
+Each queue is two linked lists: its critical requests' (column ``q``) and its sheddable ones' (column
+``sheddable(q)``, the second half of ``qs``). With ``queue_priority`` = ``none`` every request waits in the first
+(the sheddable list stays empty: one FIFO line, as before priorities); with ``strict`` a sheddable request waits in
+the second, and a free worker takes from it only when the critical list is empty (disciplines.py). A queue's
+length, its limit and what a limiter counts are the two lists together (``waiting``).
 
 Each queue keeps a cursor on its first request whose client has not yet given up as counted: a minute's end
 counts the timeouts of those still waiting from there on, in arrival order, without rescanning the ones an
@@ -19,12 +25,22 @@ import numpy.typing as npt
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import inline_step, step
 
-__all__ = ["dequeue", "dequeue_tail", "enqueue", "room"]
+__all__ = [
+    "base_queue",
+    "dequeue",
+    "dequeue_tail",
+    "enqueue",
+    "enqueue_as",
+    "pooled_queue",
+    "room",
+    "sheddable",
+    "waiting",
+]
 
 QUEUE_START = 1 << 12  # slots for waiting requests at first; the pool doubles before a minute that could fill it
 QUEUE_CAPACITY = 1 << 22  # requests waiting in all at most; beyond it, overload (a proxy's limit)
 
-# qs[...]: per queue (one per instance, then the balancer's: ``POOLED`` = max fleet)
+# qs[...]: per list (one per instance, then the balancer's — max fleet —; then the same for the sheddable class)
 Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
 # cq[...]: each queue's discipline state (disciplines.py)
 (
@@ -39,7 +55,8 @@ Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
 ) = range(8)
 # ints[...]: free slots; requests waiting in all; the discipline (``disciplines.DISCIPLINES``); each queue's limit
 # (0: none); 1 when an instance abandons work whose client gave up; CoDel's code (``disciplines.CODEL_PRESETS``),
-# its target and interval (ms; 0: the preset's); the server's own cap on a request's work (ms; 0: none)
+# its target and interval (ms; 0: the preset's); the server's own cap on a request's work (ms; 0: none); the
+# priority rule (``disciplines.PRIORITIES``: 0 none, 1 strict)
 (
     I_SFREE,
     I_QLEN,
@@ -50,7 +67,8 @@ Q_HEAD, Q_TAIL, Q_LEN, Q_CURSOR = range(4)
     I_CODEL_TARGET_MS,
     I_CODEL_INTERVAL_MS,
     I_SERVER_TIMEOUT_MS,
-) = range(9)
+    I_PRIORITY,
+) = range(10)
 
 
 @by_reference
@@ -64,18 +82,20 @@ class Queues(NamedTuple):
     s_tag: npt.NDArray[np.int64]
     s_client: npt.NDArray[np.int64]
     s_call: npt.NDArray[np.int64]  # the call whose attempt waits (calls.py), −1 none
+    s_low: npt.NDArray[np.bool_]  # its request is sheddable (the low-priority class), else critical
     s_next: npt.NDArray[np.int64]  # the next slot of the same queue, −1 at its tail
     s_prev: npt.NDArray[np.int64]  # the previous one, −1 at its head (adaptive LIFO serves the tail)
     s_free: npt.NDArray[np.int64]  # the free slots (a stack; ints[I_SFREE] of them)
-    qs: npt.NDArray[np.int64]  # qs[Q_HEAD | Q_TAIL | Q_LEN | Q_CURSOR, queue]; −1: none
-    cq: npt.NDArray[np.float64]  # cq[CQ_…, queue]: the queue discipline's state
+    qs: npt.NDArray[np.int64]  # qs[Q_HEAD | Q_TAIL | Q_LEN | Q_CURSOR, list]; −1: none
+    cq: npt.NDArray[np.float64]  # cq[CQ_…, list]: the queue discipline's state, per class (CoDel per class)
 
 
 def new_queues(instances: int, capacity: int = QUEUE_START) -> Queues:
-    """Empty queues, one per instance slot and the balancer's, over a pool of ``capacity`` slots."""
-    ints = np.zeros(9, dtype=np.int64)
+    """Empty queues, one per instance slot and the balancer's (two lists each: critical, sheddable), over a pool
+    of ``capacity`` slots."""
+    ints = np.zeros(10, dtype=np.int64)
     ints[I_SFREE] = capacity
-    qs = np.full((4, instances + 1), -1, dtype=np.int64)
+    qs = np.full((4, 2 * (instances + 1)), -1, dtype=np.int64)
     qs[Q_LEN] = 0
     return Queues(
         ints=ints,
@@ -84,11 +104,12 @@ def new_queues(instances: int, capacity: int = QUEUE_START) -> Queues:
         s_tag=np.full(capacity, -1, dtype=np.int64),
         s_client=np.zeros(capacity, dtype=np.int64),
         s_call=np.full(capacity, -1, dtype=np.int64),
+        s_low=np.zeros(capacity, dtype=np.bool_),
         s_next=np.full(capacity, -1, dtype=np.int64),
         s_prev=np.full(capacity, -1, dtype=np.int64),
         s_free=np.arange(capacity - 1, -1, -1, dtype=np.int64),
         qs=qs,
-        cq=np.zeros((8, instances + 1)),
+        cq=np.zeros((8, 2 * (instances + 1))),
     )
 
 
@@ -121,6 +142,7 @@ def with_room(queues: Queues, more: int) -> Queues:
         s_tag=longer(queues.s_tag, -1),
         s_client=longer(queues.s_client, 0),
         s_call=longer(queues.s_call, -1),
+        s_low=longer(queues.s_low, False),
         s_next=longer(queues.s_next, -1),
         s_prev=longer(queues.s_prev, -1),
         s_free=s_free,
@@ -161,11 +183,37 @@ def shrunk(queues: Queues, want: int) -> Queues:
         s_tag=moved(queues.s_tag, -1),
         s_client=moved(queues.s_client, 0),
         s_call=moved(queues.s_call, -1),
+        s_low=moved(queues.s_low, False),
         s_next=moved(queues.s_next, -1, links=True),
         s_prev=moved(queues.s_prev, -1, links=True),
         s_free=s_free,
         qs=qs,
     )
+
+
+@step
+def pooled_queue(queues: Any) -> int:
+    """The balancer's queue (the pooled balancer's): after every instance's."""
+    return queues.qs.shape[1] // 2 - 1
+
+
+@step
+def sheddable(queues: Any, q: int) -> int:
+    """The list of queue ``q``'s sheddable requests (used with ``queue_priority`` = strict)."""
+    return q + queues.qs.shape[1] // 2
+
+
+@step
+def base_queue(queues: Any, column: int) -> int:
+    """The queue a list belongs to (its instance, or the balancer's)."""
+    half = queues.qs.shape[1] // 2
+    return column - half if column >= half else column
+
+
+@step
+def waiting(queues: Any, q: int) -> int:
+    """Requests waiting in queue ``q``, both classes."""
+    return queues.qs[Q_LEN, q] + queues.qs[Q_LEN, q + queues.qs.shape[1] // 2]
 
 
 @step
@@ -185,6 +233,7 @@ def enqueue(queues: Any, qid: int, arrival: float, obj: int, tag: int, client: i
     queues.s_tag[slot] = tag
     queues.s_client[slot] = client
     queues.s_call[slot] = call
+    queues.s_low[slot] = False
     queues.s_next[slot] = -1
     qs = queues.qs
     queues.s_prev[slot] = qs[Q_TAIL, qid]
@@ -197,6 +246,16 @@ def enqueue(queues: Any, qid: int, arrival: float, obj: int, tag: int, client: i
     if qs[Q_CURSOR, qid] < 0:
         qs[Q_CURSOR, qid] = slot
     queues.ints[I_QLEN] += 1
+
+
+@inline_step
+def enqueue_as(queues: Any, q: int, arrival: float, obj: int, tag: int, client: int, call: int, low: bool) -> int:
+    """Append a request of its class (``low``: sheddable) to queue ``q``: to its sheddable list under strict
+    priority, else to its one line. Returns the list it joined."""
+    column = q + queues.qs.shape[1] // 2 if low and queues.ints[I_PRIORITY] != 0 else q
+    enqueue(queues, column, arrival, obj, tag, client, call)
+    queues.s_low[queues.qs[Q_TAIL, column]] = low
+    return column
 
 
 @inline_step

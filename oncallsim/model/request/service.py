@@ -21,6 +21,7 @@ from oncallsim.model.request.disciplines import (
     CODEL,
     FIFO,
     KRATOS,
+    NO_PRIORITY,
     codel_target,
     drop,
     kratos_bypass,
@@ -39,6 +40,9 @@ from oncallsim.model.request.outcomes import (
     M_DB_BUSY,
     M_HITS,
     M_LOOKUPS,
+    M_LOW_OK,
+    M_LOW_WAIT_COUNT,
+    M_LOW_WAIT_SUM,
     M_QUERIES,
     M_QUERY_TIME,
     M_SERVICE,
@@ -72,9 +76,14 @@ from oncallsim.model.request.queues import (
     I_CODEL_PRESET,
     I_DEADLINES,
     I_DISCIPLINE,
+    I_PRIORITY,
     Q_HEAD,
     Q_LEN,
+    base_queue,
     dequeue,
+    pooled_queue,
+    sheddable,
+    waiting,
 )
 from oncallsim.model.request.stream import MODE_PIPELINE
 from oncallsim.model.request.workers import I_BUSY, I_ENABLED, I_NBAD, free_add
@@ -98,12 +107,13 @@ def start(
     tag: int,
     client: int,
     call: int,
+    low: bool,
     mode: int,
     app_s: float,
     q_mean: float,
 ) -> float:
-    """Worker ``k`` takes a request (an attempt of ``call``, −1 none) at time ``x``: the cache lookup, its reads,
-    its CPU phase. Returns when the CPU phase ends (the caller schedules it)."""
+    """Worker ``k`` takes a request (an attempt of ``call``, −1 none; ``low``: of the sheddable class) at time
+    ``x``: the cache lookup, its reads, its CPU phase. Returns when the CPU phase ends (the caller schedules it)."""
     m = w.meter.measures
     g = w.gen
     w.workers.w_busy[k] = True
@@ -114,6 +124,7 @@ def start(
     w.workers.w_tag[k] = tag
     w.workers.w_client[k] = client
     w.workers.w_call[k] = call
+    w.workers.w_low[k] = low
     instance = w.workers.w_instance[k]
     if call >= 0 and w.calls.c_sent[call] == arrival:  # its client learns where it is served (a timeout's cause)
         w.calls.c_started[call] = x
@@ -131,6 +142,9 @@ def start(
     hist_add(w.meter.wait_hist, wait)
     m[M_WAIT_SUM] += wait
     m[M_WAIT_COUNT] += 1.0
+    if low:
+        m[M_LOW_WAIT_SUM] += wait
+        m[M_LOW_WAIT_COUNT] += 1.0
     miss = False
     queries = 0
     cpu_mean = app_s
@@ -232,16 +246,16 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
     """A worker that just finished: the head of the queue if any (returns when its CPU phase ends), else it
     joins the free workers (returns ∞)."""
     own = w.workers.w_instance[k]
-    pooled = w.queues.qs.shape[1] - 1
+    pooled = pooled_queue(w.queues)
     timeout = p[P.timeout_s]
     serving = w.workers.ints[I_ENABLED] // int(p[P.workers_per_instance])
     rotating = in_pool(w.registry, w.fleet, own, serving)
     while True:  # its instance's queue first, then the balancer's (if in its rotation); the discipline may drop
-        qid = own if (w.queues.qs[Q_LEN, own] > 0 or not rotating) else pooled
-        slot = _take(w, qid, x, t0)
-        if slot < 0 and qid == own and rotating and w.queues.qs[Q_LEN, pooled] > 0:
+        qid = own if (waiting(w.queues, own) > 0 or not rotating) else pooled
+        slot = _take_class(w, qid, x, t0)
+        if slot < 0 and qid == own and rotating and waiting(w.queues, pooled) > 0:
             qid = pooled
-            slot = _take(w, qid, x, t0)
+            slot = _take_class(w, qid, x, t0)
         if slot < 0:
             if rotating or w.views.ints[I_BALANCER] != POOLED:
                 free_add(w.workers, k)
@@ -253,6 +267,7 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
             w.queues.s_client[slot],
         )
         call = w.queues.s_call[slot]
+        low = w.queues.s_low[slot]
         over_cap = x >= arrival + server_cap(w.queues, timeout)  # the server's own cap on its work
         gone = x >= arrival + timeout
         if over_cap and not gone:  # 504 at once, no work
@@ -262,7 +277,17 @@ def take_next(p: Any, w: Any, k: int, x: float, t0: float, mode: int, app_s: flo
             where = WHERE_QUEUE if qid == pooled else where_spent(w.fleet, own, 1.0, 0.0)
             _abandoned(w, own, client, call, arrival, tag, x, t0, timeout, where)
             continue
-        return start(p, w, k, x, arrival, obj, tag, client, call, mode, app_s, q_mean)
+        return start(p, w, k, x, arrival, obj, tag, client, call, low, mode, app_s, q_mean)
+
+
+@inline_step
+def _take_class(w: Any, q: int, x: float, t0: float) -> int:
+    """The request a free worker takes from queue ``q``: under strict priority a critical one while any waits
+    (after its discipline's drops), else a sheddable one; without priority the queue's one line."""
+    slot = _take(w, q, x, t0)
+    if slot < 0 and w.queues.ints[I_PRIORITY] != NO_PRIORITY:
+        slot = _take(w, sheddable(w.queues, q), x, t0)
+    return slot
 
 
 @inline_step
@@ -280,7 +305,8 @@ def _take(w: Any, qid: int, x: float, t0: float) -> int:
     if kind == FIFO:
         return dequeue(w.queues, qid)
     if kind == CODEL:
-        busy = w.workers.ints[I_BUSY] if qid == w.queues.qs.shape[1] - 1 else w.workers.inst_busy[qid]
+        q = base_queue(w.queues, qid)
+        busy = w.workers.ints[I_BUSY] if q == pooled_queue(w.queues) else w.workers.inst_busy[q]
         if kratos_bypass(w.queues, busy, qid):  # Kratos's codel: too few outstanding to judge
             return dequeue(w.queues, qid)
         if w.queues.cq[CQ_DROPPING, qid] == 0.0 and x - w.queues.s_arrival[w.queues.qs[Q_HEAD, qid]] < codel_target(
@@ -368,7 +394,8 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
         w.meter.instances[N_ERRORS, instance] += 1.0
         inst_hist_add(w.meter, instance, response)
     else:
-        succeeded(w.calls, w.meter, call, arrival, response, waited, second, tag, x, t0)
+        if succeeded(w.calls, w.meter, call, arrival, response, waited, second, tag, x, t0) and w.workers.w_low[k]:
+            m[M_LOW_OK] += 1.0
         inst_hist_add(w.meter, instance, response)
     if w.limiter.ints[I_LIMITER] != 0:
         completed(w.limiter, instance, x, response, service)

@@ -37,6 +37,7 @@ class Workers(NamedTuple):
     w_client: npt.NDArray[np.int64]  # the client that sent the worker's request
     w_held: npt.NDArray[np.bool_]  # the worker holds a connection its dead instance never answers
     w_call: npt.NDArray[np.int64]  # the call (calls.py) whose attempt the worker holds, −1 none (no retries)
+    w_low: npt.NDArray[np.bool_]  # the worker's request is sheddable (for the per-class measures)
     inst_busy: npt.NDArray[np.int64]  # busy workers per instance
     free: npt.NDArray[np.int64]  # the free workers, unordered (a random one takes the next request)
     free_pos: npt.NDArray[np.int64]  # each worker's place in ``free``, −1 when busy or not serving
@@ -63,6 +64,7 @@ def new_workers(instances: int, per_instance: int, other_events: int) -> Workers
         w_client=np.zeros(count, dtype=np.int64),
         w_held=np.zeros(count, dtype=np.bool_),
         w_call=np.full(count, -1, dtype=np.int64),
+        w_low=np.zeros(count, dtype=np.bool_),
         inst_busy=np.zeros(instances, dtype=np.int64),
         free=np.zeros(count, dtype=np.int64),
         free_pos=np.full(count, -1, dtype=np.int64),
