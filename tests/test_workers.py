@@ -5,7 +5,10 @@ slowed alone and says so."""
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,25 @@ def _actions(minute: int) -> list[tuple[str, Any]]:
     return {2: [("floor", 5)], 4: [("eject", 0)], 6: [("queue_discipline", "codel"), ("readmit", 0)]}.get(minute, [])
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="passes alone, cold or warm; in the full suite (2026-12-02 fresh-clone CI) the worker's minute 0 record "
-    "differed from the in-process one: some earlier test leaves process state that changes a run (to bisect)",
+_SUM_OF_A_LONG_HISTOGRAM = (
+    "import numpy as np; from oncallsim.model.request.histogram import latency_buckets; "
+    "counts = np.random.default_rng(1).integers(0, 50, 300_002); print(repr(latency_buckets(counts)[1]))"
 )
+
+
+def test_the_response_time_sum_is_the_same_whatever_threads_the_linear_algebra_library_uses() -> None:
+    """A process's BLAS thread count changed the last bit of a request-engine record: its response-time sum went
+    through a float dot product, which OpenBLAS splits across threads past some length (a run in a worker once
+    differed from the same run here; a version-2 file recorded on another CPU replayed 1 ulp off). Two processes
+    allowed 1 and 2 BLAS threads give the same bits for a histogram long enough to be split."""
+    sums = set()
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        cmd = [sys.executable, "-c", _SUM_OF_A_LONG_HISTOGRAM]
+        sums.add(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout.strip())
+    assert len(sums) == 1, sums
+
+
 def test_a_run_in_a_worker_is_the_run_here_bit_for_bit() -> None:
     async def scenario() -> None:
         workers = Workers(cores=1)
