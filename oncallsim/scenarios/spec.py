@@ -10,7 +10,15 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.engine import get_engine
@@ -418,6 +426,15 @@ class Scenario(_Strict):
         default=None,
         description="a chain of services ([graph], docs/graphs.md): declared and checked, not simulated yet",
     )
+
+    @model_serializer(mode="wrap")
+    def _no_absent_graph(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A scenario without a graph dumps as it did before graphs existed: run files, sweep and cliff-map
+        configs (compared when resumed) and the API's listings stay byte for byte what they were."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("graph", 0) is None:
+            del data["graph"]
+        return data
 
     @field_validator("engine")
     @classmethod
