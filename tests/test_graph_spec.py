@@ -176,3 +176,17 @@ def test_contradictions_are_listed_not_refused() -> None:
         "services.b.timeout_ms: 1200 ms is longer than its caller api's (300 ms): api gives up first and b works on "
         "for nobody",
     ]
+
+
+def test_the_console_refuses_a_graph_scenario_in_the_same_line(tmp_path: Path) -> None:
+    """Sent as content to the API: the run is refused (422) with the field and the line, nothing started."""
+    from fastapi.testclient import TestClient
+
+    from oncallsim.web.app import create_app
+
+    base = "http://testserver"
+    with TestClient(create_app(tmp_path / "runs.sqlite3", allow_hosts=["testserver"]), base_url=base) as client:
+        body = {"scenario": "checkout-chain", "scenario_toml": doc_example(), "seed": 1, "paused": True}
+        response = client.post("/api/runs", json=body)
+        assert response.status_code == 422, response.text
+        assert response.json() == {"field": "graph", "error": f"graph: {GRAPH_NOT_SIMULATED}"}

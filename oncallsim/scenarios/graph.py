@@ -15,6 +15,7 @@ engine's graph will be checked against). docs/graphs.md is the format's referenc
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -273,7 +274,5 @@ def service_quantile_ms(spec: ServiceSpec, q: float) -> float:
     if spec.distribution == "exponential":
         return -spec.service_ms * math.log1p(-q)
     assert spec.sigma is not None
-    from statistics import NormalDist
-
     mu = math.log(spec.service_ms) - spec.sigma**2 / 2.0
     return math.exp(mu + spec.sigma * NormalDist().inv_cdf(q))

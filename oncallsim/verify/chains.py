@@ -355,17 +355,17 @@ class _Chain:
         service = attempt.service
         counts = service.counts if attempt.measured else None
         attempt.arrived = t
-        if counts:
+        if counts is not None:
             counts.attempts += 1
             if not service.stages:
                 self.leaf_counts[service.name][attempt.root] += 1
         if attempt.cancelled:
-            if counts:
+            if counts is not None:
                 counts.cancelled += 1
             attempt.phase = _FINISHED
             return
         if t >= attempt.deadline:
-            if counts:
+            if counts is not None:
                 counts.refused += 1
             self.finish(t, attempt, False, counted=False)
             return
@@ -377,19 +377,19 @@ class _Chain:
             attempt = service.queue.popleft()
             counts = service.counts if attempt.measured else None
             if attempt.cancelled:
-                if counts:
+                if counts is not None:
                     counts.cancelled += 1
                 attempt.phase = _FINISHED
                 continue
             if t >= attempt.deadline:
-                if counts:
+                if counts is not None:
                     counts.refused += 1
                 self.finish(t, attempt, False, counted=False)
                 continue
             service.free -= 1
             attempt.holds = True
             attempt.phase = _WORKING
-            if counts:
+            if counts is not None:
                 counts.started += 1
                 counts.waits.append(t - attempt.arrived)
             self.push(t + self.work_ms(service.spec), _OWN_DONE, attempt)
