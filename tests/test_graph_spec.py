@@ -176,6 +176,16 @@ def test_contradictions_are_listed_not_refused() -> None:
         "services.b.timeout_ms: 1200 ms is longer than its caller api's (300 ms): api gives up first and b works on "
         "for nobody",
     ]
+    short = graph(
+        api={"service_ms": 1.0, "calls": [{"to": "a", "network_ms": 2.0}]},
+        a={"service_ms": 4.0, "timeout_ms": 5.0, "calls": [{"to": "b", "network_ms": 1.0}]},
+        b={"service_ms": 3.0},
+    )
+    # an attempt at a, from its sending: 2 + 4 + (1 + 3 + 1) + 2 = 13 ms
+    assert contradictions(short) == [
+        "services.a.timeout_ms: 5 ms is less than an attempt at a takes at the mean service times with the network, "
+        "13 ms along a → b: most attempts time out"
+    ]
 
 
 def test_the_console_refuses_a_graph_scenario_in_the_same_line(tmp_path: Path) -> None:

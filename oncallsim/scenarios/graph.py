@@ -240,9 +240,18 @@ def least_time_ms(graph: GraphSpec, name: str | None = None) -> tuple[float, lis
 def contradictions(graph: GraphSpec) -> list[str]:
     """Declarations that are allowed but work against each other, one line each (the debrief shows them): a
     callee's timeout longer than its caller's (the caller gives up first and the callee works on for nobody) or
-    than the entry's deadline, and retries whose attempts cannot all fit in the caller's own timeout."""
+    than the entry's deadline, a timeout shorter than the service's least time at the mean service times (most
+    attempts time out), and retries whose attempts cannot all fit in the caller's own timeout."""
     out: list[str] = []
     for name, spec in graph.services.items():
+        least, path = least_time_ms(graph, name)
+        # an attempt's timeout runs from its sending: the network to it and back counts (the nearest caller's)
+        least += min((2.0 * c.network_ms for s in graph.services.values() for c in s.calls if c.to == name), default=0)
+        if spec.timeout_ms is not None and spec.timeout_ms < least:
+            out.append(
+                f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is less than an attempt at {name} takes at the "
+                f"mean service times with the network, {least:g} ms along {' → '.join(path)}: most attempts time out"
+            )
         if spec.timeout_ms is not None and spec.timeout_ms > graph.deadline_ms:
             out.append(
                 f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is longer than the entry's deadline "
