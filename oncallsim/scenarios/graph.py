@@ -238,7 +238,7 @@ def least_time_ms(graph: GraphSpec, name: str | None = None) -> tuple[float, lis
 
 
 def contradictions(graph: GraphSpec) -> list[str]:
-    """Declarations that are allowed but work against each other, one line each (the debrief shows them): a
+    """Declarations that are allowed but work against each other, one line each (for the debrief to show): a
     callee's timeout longer than its caller's (the caller gives up first and the callee works on for nobody) or
     than the entry's deadline, a timeout shorter than the service's least time at the mean service times (most
     attempts time out), and retries whose attempts cannot all fit in the caller's own timeout."""
