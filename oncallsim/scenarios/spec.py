@@ -10,11 +10,20 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.engine import get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES, InstanceFault
+from oncallsim.scenarios.graph import GRAPH_NOT_SIMULATED, GraphSpec
 from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 
 __all__ = [
@@ -413,6 +422,19 @@ class Scenario(_Strict):
     i18n: dict[str, ScenarioTexts] = Field(
         default_factory=dict, description="the texts in other languages: [i18n.da] title, summary, briefing"
     )
+    graph: GraphSpec | None = Field(
+        default=None,
+        description="a chain of services ([graph], docs/graphs.md): declared and checked, not simulated yet",
+    )
+
+    @model_serializer(mode="wrap")
+    def _no_absent_graph(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A scenario without a graph dumps as it did before graphs existed: run files, sweep and cliff-map
+        configs (compared when resumed) and the API's listings stay byte for byte what they were."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("graph", 0) is None:
+            del data["graph"]
+        return data
 
     @field_validator("engine")
     @classmethod
@@ -472,7 +494,13 @@ class Scenario(_Strict):
         return v
 
     def build_plan(self, rng: Mulberry32, clock: str | None = None, minutes: int | None = None) -> RunPlan:
-        """The run's plan. Draws, in file order, one uniform per ranged value: surge onset, peak, rise, decay."""
+        """The run's plan. Draws, in file order, one uniform per ranged value: surge onset, peak, rise, decay.
+
+        A scenario with a ``[graph]`` is refused here, where every run (one, a batch, a sweep, a room) starts:
+        no engine simulates a graph yet (issue 24), and a run that quietly played one service would teach the
+        wrong lesson."""
+        if self.graph is not None:
+            raise InvalidInput("graph", GRAPH_NOT_SIMULATED)
         start = parse_clock(clock if clock is not None else self.start, "clock")
         deploys: set[int] = set()
         flushes: set[int] = set()

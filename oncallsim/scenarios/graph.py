@@ -1,0 +1,287 @@
+"""A chain of services declared in a scenario file (``[graph]``, issue 24): services, the calls between them,
+their timeouts, retries and hedging, and the entry's deadline.
+
+The declaration is checked here, strictly, so that a file that cannot mean anything is refused with one line
+naming the field: unknown keys, a call to a service that is not declared, a cycle (its path named), a service no
+call reaches from the entry, an entry that is not declared, and a deadline no request can meet (the least time a
+request takes at the mean service times, network included, is longer). Declarations that are legal but work
+against each other (a callee allowed longer than its caller) are not refused: ``contradictions`` lists them, for
+the debrief to show.
+
+The request engine does not simulate a graph yet; ``oncallsim.verify.chains`` does, separately (the oracle the
+engine's graph will be checked against). docs/graphs.md is the format's reference.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "GRAPH_NOT_SIMULATED",
+    "CallSpec",
+    "GraphSpec",
+    "ServiceSpec",
+    "contradictions",
+    "least_time_ms",
+    "service_quantile_ms",
+    "stages",
+]
+
+# What a run of a scenario with a graph is told until the request engine simulates one (issue 24).
+GRAPH_NOT_SIMULATED = "service graphs are declared and checked but not simulated yet (issue 24)"
+
+MAX_SERVICES = 50
+MAX_CALLS = 50  # per service
+MAX_MS = 600_000.0  # ten minutes: any longer time in a request's path is a typo
+
+
+class Strict(BaseModel):
+    # as spec.py's models (which import this module): unknown keys refused, no coercion, no nan or inf
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+ServiceName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")]
+
+
+class CallSpec(Strict):
+    """One call a service makes while it serves a request: to ``to``, ``count`` copies of it (1 when neither
+    ``count`` nor ``probability`` is given) or one copy with probability ``probability``; ``sequential`` copies
+    one after another, ``parallel`` ones all at once (consecutive parallel calls go out together). Each copy
+    travels ``network_ms`` to the callee and ``network_ms`` back."""
+
+    to: ServiceName
+    mode: Literal["sequential", "parallel"] = "sequential"
+    count: int | None = Field(default=None, ge=1, le=1000, description="copies per request (default 1)")
+    probability: float | None = Field(default=None, gt=0.0, le=1.0, description="or: made with this probability")
+    network_ms: float = Field(default=0.0, ge=0.0, le=MAX_MS, description="one way, added there and back")
+
+    @model_validator(mode="after")
+    def _count_or_probability(self) -> CallSpec:
+        if self.count is not None and self.probability is not None:
+            raise ValueError("give count (copies per request) or probability (made or not), not both")
+        return self
+
+    @property
+    def copies(self) -> int:
+        """The copies a request makes for sure (0 when the call is made only with a probability below 1)."""
+        if self.probability is not None:
+            return 1 if self.probability == 1.0 else 0
+        return self.count if self.count is not None else 1
+
+
+class ServiceSpec(Strict):
+    """One service: its fleet (instances × workers, one FIFO queue), its own work per request, and its policy on
+    the calls it makes (``retries`` with a ``retry_budget``, hedging); ``timeout_ms`` is how long a caller waits
+    for one attempt of a call into it (for the entry: the client)."""
+
+    instances: int = Field(default=1, ge=1, le=1000)
+    workers_per_instance: int = Field(default=1, ge=1, le=1000)
+    service_ms: float = Field(ge=0.0, le=MAX_MS, description="the mean of the service's own work per request")
+    distribution: Literal["exponential", "lognormal", "constant"] = "exponential"
+    sigma: float | None = Field(default=None, gt=0.0, le=4.0, description="lognormal: the log's standard deviation")
+    asynchronous: bool = Field(default=False, description="false: a worker is held while the service waits on calls")
+    timeout_ms: float | None = Field(default=None, gt=0.0, le=MAX_MS, description="per attempt of a call into it")
+    retries: int = Field(default=0, ge=0, le=5, description="retries of each failed call this service makes")
+    retry_budget: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="the most of this service's calls that may be retries (1: no cap)"
+    )
+    hedge_after_quantile: float | None = Field(
+        default=None, ge=0.5, le=0.999, description="a second copy of a call unanswered past this quantile"
+    )
+    calls: list[CallSpec] = Field(default_factory=list, max_length=MAX_CALLS)
+
+    @model_validator(mode="after")
+    def _distribution_fits(self) -> ServiceSpec:
+        if (self.sigma is not None) != (self.distribution == "lognormal"):
+            raise ValueError('sigma is given with distribution = "lognormal" and only then')
+        if self.service_ms == 0.0 and self.distribution != "constant":
+            raise ValueError(f"service_ms must be above 0 for a {self.distribution} service time")
+        return self
+
+    @property
+    def workers(self) -> int:
+        return self.instances * self.workers_per_instance
+
+
+class GraphSpec(Strict):
+    """``[graph]``: the services by name, the ``entry`` the clients call and their ``deadline_ms``."""
+
+    entry: ServiceName
+    deadline_ms: float = Field(gt=0.0, le=MAX_MS, description="the clients' deadline, carried down every call")
+    services: dict[ServiceName, ServiceSpec] = Field(min_length=1, max_length=MAX_SERVICES)
+
+    @model_validator(mode="after")
+    def _a_graph_that_can_run(self) -> GraphSpec:
+        names = list(self.services)
+        if self.entry not in self.services:
+            raise ValueError(f"entry: {self.entry!r} is not a declared service; declared: {', '.join(names)}")
+        for name, service in self.services.items():
+            for i, call in enumerate(service.calls):
+                if call.to not in self.services:
+                    raise ValueError(
+                        f"services.{name}.calls.{i}.to: unknown service {call.to!r}; declared: {', '.join(names)}"
+                    )
+        cycle = _a_cycle(self)
+        if cycle:
+            raise ValueError(f"services.{cycle[-2]}.calls: a cycle, {' → '.join(cycle)} (calls must not loop back)")
+        reached = _reachable(self)
+        for name in names:
+            if name not in reached:
+                raise ValueError(f"services.{name}: not reachable from the entry {self.entry!r} (no call leads to it)")
+        least, path = least_time_ms(self)
+        if least > self.deadline_ms:
+            raise ValueError(
+                f"deadline_ms: {self.deadline_ms:g} ms is less than the least a request takes at the mean service "
+                f"times with the network, {least:g} ms along {' → '.join(path)}: no request could meet it"
+            )
+        return self
+
+    def callers(self, name: str) -> list[str]:
+        """The services that call ``name``, in declaration order."""
+        return [s for s, spec in self.services.items() if any(c.to == name for c in spec.calls)]
+
+    def leaves(self) -> list[str]:
+        """The services that call nothing."""
+        return [s for s, spec in self.services.items() if not spec.calls]
+
+
+def _a_cycle(graph: GraphSpec) -> list[str]:
+    """A cycle's path (its first service again at the end), or [] when the calls form no loop."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        state[name] = 1
+        path.append(name)
+        for call in graph.services[name].calls:
+            if state.get(call.to) == 1:
+                return [*path[path.index(call.to) :], call.to]
+            if call.to not in state:
+                found = visit(call.to)
+                if found:
+                    return found
+        path.pop()
+        state[name] = 2
+        return []
+
+    for name in [graph.entry, *graph.services]:
+        if name not in state:
+            found = visit(name)
+            if found:
+                return found
+    return []
+
+
+def _reachable(graph: GraphSpec) -> set[str]:
+    seen = {graph.entry}
+    todo = [graph.entry]
+    while todo:
+        for call in graph.services[todo.pop()].calls:
+            if call.to not in seen:
+                seen.add(call.to)
+                todo.append(call.to)
+    return seen
+
+
+def stages(service: ServiceSpec) -> list[list[tuple[CallSpec, int]]]:
+    """The service's calls as they go out, each stage a list of (call, copies): a sequential call's copies one
+    stage each, consecutive parallel calls together in one stage with all their copies. A call made with a
+    probability is one copy, made or not per request (whoever follows the stages draws it)."""
+    out: list[list[tuple[CallSpec, int]]] = []
+    parallel = False
+    for call in service.calls:
+        copies = call.count if call.count is not None else 1
+        if call.mode == "parallel":
+            if not parallel:
+                out.append([])
+            out[-1].append((call, copies))
+            parallel = True
+        else:
+            out.extend([(call, 1)] for _ in range(copies))
+            parallel = False
+    return out
+
+
+def least_time_ms(graph: GraphSpec, name: str | None = None) -> tuple[float, list[str]]:
+    """The least time a request at ``name`` (default: the entry) takes at the mean service times: its own work,
+    then each stage of the calls it always makes (a count, or probability 1) one after another, a stage as long
+    as its slowest copy (the network there and back and the callee's least time); calls made with a probability
+    below 1 may be skipped. Returns the time and the path that sets it (the critical path). The graph must be
+    acyclic (the validator checks that first)."""
+    memo: dict[str, tuple[float, list[str]]] = {}
+
+    def least(service_name: str) -> tuple[float, list[str]]:
+        if service_name in memo:
+            return memo[service_name]
+        spec = graph.services[service_name]
+        total, path, longest = spec.service_ms, [service_name], 0.0
+        for stage in stages(spec):
+            slowest, slowest_path = 0.0, [service_name]
+            for call, _copies in stage:
+                if call.copies == 0:  # made only with a probability below 1: a request may skip it
+                    continue
+                below, below_path = least(call.to)
+                hop = 2.0 * call.network_ms + below
+                if hop >= slowest:
+                    slowest, slowest_path = hop, [service_name, *below_path]
+            total += slowest
+            if slowest > longest:
+                longest, path = slowest, slowest_path
+        memo[service_name] = (total, path)
+        return memo[service_name]
+
+    return least(graph.entry if name is None else name)
+
+
+def contradictions(graph: GraphSpec) -> list[str]:
+    """Declarations that are allowed but work against each other, one line each (for the debrief to show): a
+    callee's timeout longer than its caller's (the caller gives up first and the callee works on for nobody) or
+    than the entry's deadline, a timeout shorter than the service's least time at the mean service times (most
+    attempts time out), and retries whose attempts cannot all fit in the caller's own timeout."""
+    out: list[str] = []
+    for name, spec in graph.services.items():
+        least, path = least_time_ms(graph, name)
+        # an attempt's timeout runs from its sending: the network to it and back counts (the nearest caller's)
+        least += min((2.0 * c.network_ms for s in graph.services.values() for c in s.calls if c.to == name), default=0)
+        if spec.timeout_ms is not None and spec.timeout_ms < least:
+            out.append(
+                f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is less than an attempt at {name} takes at the "
+                f"mean service times with the network, {least:g} ms along {' → '.join(path)}: most attempts time out"
+            )
+        if spec.timeout_ms is not None and spec.timeout_ms > graph.deadline_ms:
+            out.append(
+                f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is longer than the entry's deadline "
+                f"({graph.deadline_ms:g} ms): the deadline cuts every attempt short first"
+            )
+        for caller in graph.callers(name):
+            above = graph.services[caller]
+            if spec.timeout_ms is None or above.timeout_ms is None:
+                continue
+            if spec.timeout_ms > above.timeout_ms:
+                out.append(
+                    f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is longer than its caller {caller}'s "
+                    f"({above.timeout_ms:g} ms): {caller} gives up first and {name} works on for nobody"
+                )
+            elif above.retries and (1 + above.retries) * spec.timeout_ms > above.timeout_ms:
+                out.append(
+                    f"services.{caller}.retries: {1 + above.retries} attempts at {name}'s timeout of "
+                    f"{spec.timeout_ms:g} ms take up to {(1 + above.retries) * spec.timeout_ms:g} ms, longer than "
+                    f"{caller}'s own {above.timeout_ms:g} ms: the last retries cannot finish in time"
+                )
+    return out
+
+
+def service_quantile_ms(spec: ServiceSpec, q: float) -> float:
+    """The q-quantile of the service's own work as declared (the oracle's hedge delay before it has seen enough
+    answers): exponential −S·ln(1 − q); lognormal with the mean S, exp(μ + σ·z_q) with μ = ln S − σ²/2."""
+    if spec.distribution == "constant":
+        return spec.service_ms
+    if spec.distribution == "exponential":
+        return -spec.service_ms * math.log1p(-q)
+    assert spec.sigma is not None
+    mu = math.log(spec.service_ms) - spec.sigma**2 / 2.0
+    return math.exp(mu + spec.sigma * NormalDist().inv_cdf(q))

@@ -1,0 +1,609 @@
+"""A chain of services simulated on its own: the oracle a graph in the request engine will be checked against
+(issue 24). Written separately from the engine, in plain Python with one event heap, so that it shares no code
+and no mistake with it; it reads a ``GraphSpec`` (oncallsim/scenarios/graph.py) and nothing else of oncallsim.
+
+What it simulates, per docs/graphs.md:
+
+- Poisson arrivals at the entry; the client waits ``deadline_ms`` (or the entry's ``timeout_ms``, if shorter)
+  and never retries.
+- Each service: one FIFO queue in front of instances × workers; an attempt waits for a worker, does its own work
+  (the declared distribution), then makes its calls stage by stage (a sequential copy alone, consecutive
+  parallel calls together; a call with a probability is drawn per attempt). Unless the service is
+  asynchronous, the worker stays held while the attempt waits on its callees; an asynchronous service frees it
+  when its own work is done.
+- A call's copy travels ``network_ms`` there and back. It carries a deadline: the caller's own, or sooner the
+  callee's per-attempt ``timeout_ms`` from the moment it was sent. A callee refuses work whose deadline has
+  passed (on arrival and again when a worker takes it), abandons it between stages once the deadline passes,
+  and its caller gives up on the copy at that deadline. A cancellation travels the call's network like a
+  request (the callee's work goes on until it arrives); the client's reaches the entry at once.
+- A failed call (an error answer, or no answer by its deadline) is retried at once by the caller up to its
+  ``retries``, while its deadline lasts and while its ``retry_budget`` allows: a retry is sent only if the
+  caller's retries would then be at most that share of all the calls it has sent (first tries and retries).
+- Hedging (the caller's ``hedge_after_quantile`` q): a second copy of a try that has not answered after the
+  q-quantile of the callee's latency (as the callers have seen it: the last 1,000 successful answers, until 100
+  of them the declared service time's quantile plus the network there and back; or always the declared one);
+  the first success wins and the other copy is cancelled; the try fails when both have.
+- ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
+  inject; a scenario's faults are events, not graph declarations).
+
+It reports, per service, the attempts that arrived, their outcomes, waits and latencies, and the attempts each
+leaf received per entry request; per entry request, its end-to-end latency and whether it succeeded.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from oncallsim.scenarios.graph import CallSpec, GraphSpec, ServiceSpec, service_quantile_ms, stages
+
+__all__ = ["ChainReport", "ServiceReport", "simulate"]
+
+QUANTILES = (0.5, 0.95, 0.99)
+HEDGE_WINDOW = 1000  # the latencies a hedge delay is read from
+HEDGE_MIN_SEEN = 100  # fewer than this: the declared quantile
+HEDGE_REFRESH = 100  # the observed quantile recomputed every so many new answers
+
+# event kinds
+_CLIENT, _REACH, _OWN_DONE, _REPLY, _TIMER, _HEDGE, _CLIENT_TIMER, _CANCEL = range(8)
+# an attempt's phases
+_WAITING, _WORKING, _CALLING, _FINISHED = range(4)
+
+
+@dataclass(frozen=True)
+class ServiceReport:
+    """One service over the measured requests (those after the warm-up, and everything they caused).
+
+    ``attempts``: arrived (first tries, retries and hedges alike); ``started``: taken by a worker; ``refused``:
+    their deadline had passed on arrival or when a worker took them; ``cancelled``: their caller gave up or
+    another copy won; ``succeeded``/``failed``: answered OK / with an error (abandoned at the deadline between
+    stages counts as failed). As a caller: ``retries`` and ``hedges`` sent, ``timeouts`` (copies given up on).
+    ``latency_ms``: arrival to answer of the successful attempts, at QUANTILES; ``waits_ms``: each started
+    attempt's wait for a worker, in start order."""
+
+    attempts: int
+    started: int
+    succeeded: int
+    failed: int
+    refused: int
+    cancelled: int
+    retries: int
+    hedges: int
+    timeouts: int
+    goodput_per_s: float
+    latency_ms: dict[float, float]
+    waits_ms: np.ndarray
+
+    @property
+    def mean_wait_ms(self) -> float:
+        return float(self.waits_ms.mean()) if len(self.waits_ms) else 0.0
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """A run of the oracle: per measured entry request (arrival order) its latency to the client's answer (the
+    deadline, for one given up on), whether it succeeded and the attempts each leaf received on its behalf
+    (first tries, retries and hedges); per service its ``ServiceReport``."""
+
+    requests: int
+    duration_s: float
+    latency_ms: np.ndarray
+    ok: np.ndarray
+    services: dict[str, ServiceReport]
+    leaf_attempts: dict[str, np.ndarray]
+
+    @property
+    def leaf_attempts_per_request(self) -> dict[str, float]:
+        """The amplification at each leaf: its attempts per entry request."""
+        return {leaf: float(counts.mean()) for leaf, counts in self.leaf_attempts.items()}
+
+    @property
+    def succeeded(self) -> int:
+        return int(self.ok.sum())
+
+    @property
+    def goodput_per_s(self) -> float:
+        return self.succeeded / self.duration_s if self.duration_s > 0 else 0.0
+
+
+@dataclass
+class _Counts:
+    attempts: int = 0
+    started: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    refused: int = 0
+    cancelled: int = 0
+    retries: int = 0
+    hedges: int = 0
+    timeouts: int = 0
+    waits: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+
+
+class _Service:
+    __slots__ = (
+        "counts",
+        "free",
+        "name",
+        "quantile_at",
+        "quantile_cache",
+        "queue",
+        "seen",
+        "seen_count",
+        "sent",
+        "sent_retries",
+        "spec",
+        "stages",
+    )
+
+    def __init__(self, name: str, spec: ServiceSpec) -> None:
+        self.name = name
+        self.spec = spec
+        self.free = spec.workers
+        self.queue: deque[_Attempt] = deque()
+        self.stages = stages(spec)
+        self.counts = _Counts()
+        self.sent = 0  # calls sent, first tries and retries (the retry budget's denominator)
+        self.sent_retries = 0
+        self.seen: deque[float] = deque(maxlen=HEDGE_WINDOW)  # its answers' latencies as its callers saw them
+        self.seen_count = 0
+        self.quantile_cache: dict[float, float] = {}
+        self.quantile_at = -1  # seen_count when the cache was filled
+
+
+class _Attempt:
+    """One attempt at a service: a request being served (an entry request, a call's copy)."""
+
+    __slots__ = (
+        "arrived",
+        "calls",
+        "cancelled",
+        "copy",
+        "deadline",
+        "holds",
+        "measured",
+        "phase",
+        "plan",
+        "root",
+        "service",
+        "stage",
+    )
+
+    def __init__(self, service: _Service, root: int, measured: bool, deadline: float, copy: _Copy | None) -> None:
+        self.service = service
+        self.root = root
+        self.measured = measured
+        self.deadline = deadline
+        self.copy = copy  # None: the entry's attempt, answered to the client
+        self.cancelled = False
+        self.holds = False
+        self.phase = _WAITING
+        self.arrived = 0.0
+        self.plan: list[list[tuple[CallSpec, int]]] = []
+        self.stage = 0
+        self.calls: list[_Call] = []
+
+
+class _Call:
+    """One call an attempt makes: its tries (the first and the retries), each of one or two copies."""
+
+    __slots__ = ("callee", "copies", "done", "hedged", "parent", "retries", "spec", "try_no")
+
+    def __init__(self, parent: _Attempt, spec: CallSpec, callee: _Service) -> None:
+        self.parent = parent
+        self.spec = spec
+        self.callee = callee
+        self.copies: list[_Copy] = []
+        self.done = False
+        self.retries = 0
+        self.try_no = 0
+        self.hedged = False
+
+
+class _Copy:
+    __slots__ = ("alive", "attempt", "call", "hedge", "sent")
+
+    def __init__(self, call: _Call, sent: float, hedge: bool) -> None:
+        self.call = call
+        self.sent = sent
+        self.hedge = hedge
+        self.alive = True
+        self.attempt: _Attempt | None = None
+
+
+def simulate(
+    graph: GraphSpec,
+    rate_per_s: float,
+    requests: int,
+    seed: int = 0,
+    warmup: int = 0,
+    failures: Mapping[str, float] | None = None,
+    deadline_ms: float | None = None,
+    hedge_delay: Literal["observed", "declared"] = "observed",
+) -> ChainReport:
+    """``warmup`` + ``requests`` entry requests arriving as a Poisson stream of ``rate_per_s``; only the last
+    ``requests`` (and everything they cause) are measured. ``deadline_ms`` replaces the graph's (a test of a
+    deadline the validator would refuse); ``failures`` maps services to the chance an attempt's work fails."""
+    if not rate_per_s > 0.0 or requests < 1 or warmup < 0:
+        raise ValueError("needs a rate above 0, a request or more, and a warm-up of 0 or more")
+    failures = dict(failures or {})
+    for name, p in failures.items():
+        if name not in graph.services or not 0.0 <= p <= 1.0:
+            raise ValueError(f"failures: {name!r} must be a declared service with a chance from 0 to 1")
+    sim = _Chain(graph, random.Random(seed), failures, graph.deadline_ms if deadline_ms is None else deadline_ms)
+    sim.hedge_declared = hedge_delay == "declared"
+    return sim.run(rate_per_s, requests, warmup)
+
+
+class _Chain:
+    def __init__(self, graph: GraphSpec, rng: random.Random, failures: dict[str, float], deadline_ms: float) -> None:
+        self.graph = graph
+        self.rng = rng
+        self.failures = failures
+        self.deadline_ms = deadline_ms
+        self.services = {name: _Service(name, spec) for name, spec in graph.services.items()}
+        self.events: list[tuple[float, int, int, Any]] = []
+        self.seq = 0
+        self.hedge_declared = False
+        self.done: list[bool] = []
+        self.ok: list[bool] = []
+        self.latency: list[float] = []
+        self.arrivals: list[float] = []
+        self.mean_gap_ms = 1.0
+        self.warmup = 0
+        self.leaf_counts: dict[str, list[int]] = {}
+
+    def push(self, t: float, kind: int, obj: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, kind, obj))
+
+    # --- the run ---------------------------------------------------------------------------------------------
+
+    def run(self, rate_per_s: float, requests: int, warmup: int) -> ChainReport:
+        total = warmup + requests
+        self.mean_gap_ms = 1000.0 / rate_per_s
+        self.done = [False] * total
+        self.ok = [False] * total
+        self.latency = [0.0] * total
+        self.arrivals = [0.0] * total
+        self.warmup = warmup
+        self.leaf_counts = {leaf: [0] * total for leaf in self.graph.leaves()}
+        self.push(self.rng.expovariate(1.0 / self.mean_gap_ms), _CLIENT, 0)
+        handlers: dict[int, Callable[[float, Any], None]] = {
+            _CLIENT: self.client,
+            _REACH: self.reach,
+            _OWN_DONE: self.own_done,
+            _REPLY: self.reply,
+            _TIMER: self.timer,
+            _HEDGE: self.hedge,
+            _CLIENT_TIMER: self.client_timer,
+            _CANCEL: self.cancel,
+        }
+        while self.events:
+            t, _, kind, obj = heapq.heappop(self.events)
+            handlers[kind](t, obj)
+        return self.report(requests, warmup)
+
+    def report(self, requests: int, warmup: int) -> ChainReport:
+        first, last = self.arrivals[warmup], self.arrivals[-1]
+        duration_s = max(last - first, 0.0) / 1000.0 if requests > 1 else 0.0
+        out: dict[str, ServiceReport] = {}
+        for name, service in self.services.items():
+            c = service.counts
+            lat = np.array(c.latencies)
+            out[name] = ServiceReport(
+                attempts=c.attempts,
+                started=c.started,
+                succeeded=c.succeeded,
+                failed=c.failed,
+                refused=c.refused,
+                cancelled=c.cancelled,
+                retries=c.retries,
+                hedges=c.hedges,
+                timeouts=c.timeouts,
+                goodput_per_s=c.succeeded / duration_s if duration_s > 0 else 0.0,
+                latency_ms={q: float(np.quantile(lat, q)) if len(lat) else math.nan for q in QUANTILES},
+                waits_ms=np.array(c.waits),
+            )
+        return ChainReport(
+            requests=requests,
+            duration_s=duration_s,
+            latency_ms=np.array(self.latency[warmup:]),
+            ok=np.array(self.ok[warmup:], dtype=bool),
+            services=out,
+            leaf_attempts={leaf: np.array(counts[warmup:]) for leaf, counts in self.leaf_counts.items()},
+        )
+
+    # --- the client ------------------------------------------------------------------------------------------
+
+    def client(self, t: float, root: int) -> None:
+        if root + 1 < len(self.done):
+            self.push(t + self.rng.expovariate(1.0 / self.mean_gap_ms), _CLIENT, root + 1)
+        entry = self.services[self.graph.entry]
+        deadline = t + self.deadline_ms
+        if entry.spec.timeout_ms is not None:
+            deadline = min(deadline, t + entry.spec.timeout_ms)
+        self.arrivals[root] = t
+        attempt = _Attempt(entry, root, root >= self.warmup, deadline, None)
+        self.push(deadline, _CLIENT_TIMER, attempt)
+        self.reach(t, attempt)
+
+    def client_timer(self, t: float, attempt: _Attempt) -> None:
+        if not self.done[attempt.root]:
+            self.answer(t, attempt, False)
+            self.cancel(t, attempt)
+
+    def answer(self, t: float, attempt: _Attempt, ok: bool) -> None:
+        root = attempt.root
+        if self.done[root]:
+            return
+        self.done[root] = True
+        self.ok[root] = ok
+        self.latency[root] = t - self.arrivals[root]
+
+    # --- a service ---------------------------------------------------------------------------------------------
+
+    def reach(self, t: float, attempt: _Attempt) -> None:
+        service = attempt.service
+        counts = service.counts if attempt.measured else None
+        attempt.arrived = t
+        if counts is not None:
+            counts.attempts += 1
+            if not service.stages:
+                self.leaf_counts[service.name][attempt.root] += 1
+        if attempt.cancelled:
+            if counts is not None:
+                counts.cancelled += 1
+            attempt.phase = _FINISHED
+            return
+        if t >= attempt.deadline:
+            if counts is not None:
+                counts.refused += 1
+            self.finish(t, attempt, False, counted=False)
+            return
+        service.queue.append(attempt)
+        self.dequeue(t, service)
+
+    def dequeue(self, t: float, service: _Service) -> None:
+        while service.free > 0 and service.queue:
+            attempt = service.queue.popleft()
+            counts = service.counts if attempt.measured else None
+            if attempt.cancelled:
+                if counts is not None:
+                    counts.cancelled += 1
+                attempt.phase = _FINISHED
+                continue
+            if t >= attempt.deadline:
+                if counts is not None:
+                    counts.refused += 1
+                self.finish(t, attempt, False, counted=False)
+                continue
+            service.free -= 1
+            attempt.holds = True
+            attempt.phase = _WORKING
+            if counts is not None:
+                counts.started += 1
+                counts.waits.append(t - attempt.arrived)
+            self.push(t + self.work_ms(service.spec), _OWN_DONE, attempt)
+
+    def work_ms(self, spec: ServiceSpec) -> float:
+        if spec.distribution == "constant":
+            return spec.service_ms
+        if spec.distribution == "exponential":
+            return self.rng.expovariate(1.0 / spec.service_ms)
+        assert spec.sigma is not None
+        return self.rng.lognormvariate(math.log(spec.service_ms) - spec.sigma**2 / 2.0, spec.sigma)
+
+    def release(self, t: float, attempt: _Attempt) -> None:
+        if attempt.holds:
+            attempt.holds = False
+            attempt.service.free += 1
+            self.dequeue(t, attempt.service)
+
+    def own_done(self, t: float, attempt: _Attempt) -> None:
+        if attempt.cancelled:  # given up on while it worked: the work is wasted, the worker freed
+            attempt.phase = _FINISHED
+            self.release(t, attempt)
+            return
+        p = self.failures.get(attempt.service.name, 0.0)
+        if p > 0.0 and self.rng.random() < p:
+            self.finish(t, attempt, False)
+            return
+        plan: list[list[tuple[CallSpec, int]]] = []
+        for stage in attempt.service.stages:
+            drawn: list[tuple[CallSpec, int]] = []
+            for call, copies in stage:
+                if call.probability is not None and not self.rng.random() < call.probability:
+                    continue
+                drawn.append((call, copies))
+            if drawn:
+                plan.append(drawn)
+        attempt.plan = plan
+        attempt.phase = _CALLING
+        if attempt.service.spec.asynchronous:
+            self.release(t, attempt)
+        self.next_stage(t, attempt)
+
+    def next_stage(self, t: float, attempt: _Attempt) -> None:
+        if t >= attempt.deadline:  # the budget ran out during the last stage: abandoned (an answer now is late)
+            self.finish(t, attempt, False)
+            return
+        if attempt.stage == len(attempt.plan):
+            self.finish(t, attempt, True)
+            return
+        stage = attempt.plan[attempt.stage]
+        attempt.calls = [_Call(attempt, call, self.services[call.to]) for call, copies in stage for _ in range(copies)]
+        for call in list(attempt.calls):
+            if attempt.phase != _CALLING:
+                break  # a copy failed at once (no budget left) and failed the attempt
+            self.send(t, call, hedge=False)
+
+    def finish(self, t: float, attempt: _Attempt, ok: bool, counted: bool = True) -> None:
+        """The attempt's answer: released, its outstanding calls cancelled, the answer sent back."""
+        if attempt.phase == _FINISHED:
+            return
+        attempt.phase = _FINISHED
+        if attempt.measured and counted:
+            counts = attempt.service.counts
+            if ok:
+                counts.succeeded += 1
+                counts.latencies.append(t - attempt.arrived)
+            else:
+                counts.failed += 1
+        self.cancel_calls(t, attempt)
+        self.release(t, attempt)
+        if attempt.copy is None:
+            if t <= attempt.deadline:
+                self.answer(t, attempt, ok)
+            return
+        self.push(t + attempt.copy.call.spec.network_ms, _REPLY, (attempt.copy, ok))
+
+    def cancel(self, t: float, attempt: _Attempt) -> None:
+        """The caller gave up (or another copy won): a queued or in-flight attempt is dropped when it is reached,
+        one at work stops when its work ends, one waiting on calls stops now and cancels them."""
+        if attempt.cancelled or attempt.phase == _FINISHED:
+            return
+        attempt.cancelled = True
+        if attempt.phase == _CALLING:
+            attempt.phase = _FINISHED
+            if attempt.measured:
+                attempt.service.counts.cancelled += 1
+            self.cancel_calls(t, attempt)
+            self.release(t, attempt)
+        elif attempt.phase == _WORKING and attempt.measured:
+            attempt.service.counts.cancelled += 1
+
+    def cancel_copy(self, t: float, copy: _Copy) -> None:
+        """The caller gives up on a copy: the cancellation travels the call's network to the callee."""
+        if copy.attempt is not None:
+            self.push(t + copy.call.spec.network_ms, _CANCEL, copy.attempt)
+
+    def cancel_calls(self, t: float, attempt: _Attempt) -> None:
+        for call in attempt.calls:
+            if not call.done:
+                call.done = True
+                for copy in call.copies:
+                    if copy.alive:
+                        copy.alive = False
+                        self.cancel_copy(t, copy)
+
+    # --- a call ------------------------------------------------------------------------------------------------
+
+    def send(self, t: float, call: _Call, hedge: bool) -> None:
+        parent = call.parent
+        caller = parent.service
+        if t >= parent.deadline:
+            self.call_failed(t, call)
+            return
+        callee = call.callee
+        deadline = parent.deadline
+        if callee.spec.timeout_ms is not None:
+            deadline = min(deadline, t + callee.spec.timeout_ms)
+        copy = _Copy(call, t, hedge)
+        call.copies.append(copy)
+        if hedge:
+            call.hedged = True
+            if parent.measured:
+                caller.counts.hedges += 1
+        else:
+            caller.sent += 1
+            call.try_no += 1
+            call.hedged = False
+            if caller.spec.hedge_after_quantile is not None:
+                self.push(t + self.hedge_ms(caller.spec.hedge_after_quantile, call), _HEDGE, (call, call.try_no))
+        attempt = _Attempt(callee, parent.root, parent.measured, deadline, copy)
+        copy.attempt = attempt
+        self.push(t + call.spec.network_ms, _REACH, attempt)
+        self.push(deadline, _TIMER, copy)
+
+    def hedge_ms(self, q: float, call: _Call) -> float:
+        callee = call.callee
+        if self.hedge_declared or len(callee.seen) < HEDGE_MIN_SEEN:
+            return 2.0 * call.spec.network_ms + service_quantile_ms(callee.spec, q)
+        if callee.seen_count - callee.quantile_at >= HEDGE_REFRESH:
+            callee.quantile_cache.clear()
+            callee.quantile_at = callee.seen_count
+        if q not in callee.quantile_cache:
+            callee.quantile_cache[q] = float(np.quantile(np.fromiter(callee.seen, float), q))
+        return callee.quantile_cache[q]
+
+    def hedge(self, t: float, item: tuple[_Call, int]) -> None:
+        call, try_no = item
+        if call.done or call.try_no != try_no or call.hedged or not any(c.alive for c in call.copies):
+            return
+        self.send(t, call, hedge=True)
+
+    def timer(self, t: float, copy: _Copy) -> None:
+        if not copy.alive:
+            return
+        copy.alive = False
+        if copy.call.parent.measured:
+            copy.call.parent.service.counts.timeouts += 1
+        self.cancel_copy(t, copy)
+        self.copy_failed(t, copy.call)
+
+    def reply(self, t: float, item: tuple[_Copy, bool]) -> None:
+        copy, ok = item
+        if not copy.alive:
+            return  # given up on already (its deadline, or another copy won)
+        copy.alive = False
+        call = copy.call
+        if not ok:
+            self.copy_failed(t, call)
+            return
+        if not copy.hedge:
+            self.seen(call.callee, t - copy.sent)
+        if call.done:
+            return
+        call.done = True
+        for other in call.copies:
+            if other.alive:
+                other.alive = False
+                if not other.hedge:  # a first copy its hedge beat: seen as at least this long (see seen)
+                    self.seen(call.callee, t - other.sent)
+                self.cancel_copy(t, other)
+        parent = call.parent
+        if parent.phase != _CALLING:
+            return
+        if all(c.done for c in parent.calls):
+            parent.stage += 1
+            self.next_stage(t, parent)
+
+    @staticmethod
+    def seen(callee: _Service, ms: float) -> None:
+        """A first copy's latency as its caller saw it: to its answer, or, when its hedge answered first, to that
+        moment (a lower bound). Censored so, the record still has the callee's true q-quantile at the fixed point:
+        only values past the hedge delay are cut short, and a delay below the quantile leaves more than 1 − q of
+        the record above it, which raises the delay (recording the winners instead would feed back and hedge
+        ever more)."""
+        callee.seen.append(ms)
+        callee.seen_count += 1
+
+    def copy_failed(self, t: float, call: _Call) -> None:
+        if call.done or any(c.alive for c in call.copies):
+            return  # another copy of this try may still answer
+        caller = call.parent.service
+        spec = caller.spec
+        budget_ok = caller.sent_retries + 1 <= spec.retry_budget * (caller.sent + 1)
+        if call.retries < spec.retries and budget_ok and t < call.parent.deadline:
+            call.retries += 1
+            caller.sent_retries += 1
+            if call.parent.measured:
+                caller.counts.retries += 1
+            self.send(t, call, hedge=False)
+            return
+        self.call_failed(t, call)
+
+    def call_failed(self, t: float, call: _Call) -> None:
+        call.done = True
+        parent = call.parent
+        if parent.phase == _CALLING:
+            self.finish(t, parent, False)

@@ -1,0 +1,202 @@
+"""The [graph] section of a scenario file (oncallsim/scenarios/graph.py, docs/graphs.md): the docs' example loads,
+each refusal is one line naming the field (the same line the docs show), contradictions are listed, not refused,
+and a run of a graph scenario is refused until an engine simulates one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from oncallsim import InvalidInput, Simulation, builtin_scenarios
+from oncallsim.scenarios.graph import GRAPH_NOT_SIMULATED, GraphSpec, contradictions, least_time_ms
+from oncallsim.scenarios.registry import scenario_from_dict, scenario_from_text
+from oncallsim.scenarios.spec import Scenario
+from oncallsim.verify.chains import simulate
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "graphs.md"
+
+
+def doc_example() -> str:
+    """The TOML block under "## A complete example" in docs/graphs.md."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## A complete example", 1)[1]
+    match = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert match, "docs/graphs.md has no TOML block under its complete example"
+    return match.group(1)
+
+
+def test_the_docs_example_is_a_valid_three_service_scenario() -> None:
+    scenario = scenario_from_text(doc_example(), "graphs.md")
+    graph = scenario.graph
+    assert graph is not None
+    assert list(graph.services) == ["api", "orders", "db"] and graph.entry == "api"
+    assert graph.leaves() == ["db"] and graph.callers("db") == ["api", "orders"]
+    assert contradictions(graph) == []
+    # the least time by hand: api 5 + (1 + orders 12 + (0.5 + db 4 + 0.5) + 1); db at 20 % may be skipped
+    assert least_time_ms(graph) == (24.0, ["api", "orders", "db"])
+
+
+def test_a_run_of_a_graph_scenario_is_refused_in_one_line() -> None:
+    scenario = scenario_from_text(doc_example(), "graphs.md")
+    with pytest.raises(InvalidInput) as info:
+        Simulation(scenario, seed=1)
+    assert info.value.field == "graph" and info.value.reason == GRAPH_NOT_SIMULATED
+    assert str(info.value) == "graph: service graphs are declared and checked but not simulated yet (issue 24)"
+    assert str(info.value) in DOC.read_text(encoding="utf-8")
+    # the engine asked for makes no difference
+    with pytest.raises(InvalidInput, match="issue 24"):
+        Simulation(scenario, seed=1, engine="request")
+
+
+def test_the_docs_example_plays_on_the_oracle() -> None:
+    """Far from overload (1 % of the api's workers): nearly every request succeeds, the database sees its
+    three reads from orders plus one in five from the api, and a few % more from hedging."""
+    graph = scenario_from_text(doc_example(), "graphs.md").graph
+    assert graph is not None
+    report = simulate(graph, rate_per_s=20.0, requests=1500, seed=1)
+    assert report.succeeded >= 0.99 * report.requests
+    per_request = report.leaf_attempts_per_request["db"]
+    assert 3.2 <= per_request <= 3.2 + 3 * 0.08
+    assert report.services["orders"].hedges > 0
+
+
+def test_builtin_scenarios_have_no_graph_and_a_graph_survives_a_round_trip() -> None:
+    assert all(s.graph is None for s in builtin_scenarios().values())
+    scenario = scenario_from_text(doc_example(), "graphs.md")
+    again = scenario_from_dict(scenario.model_dump(mode="json"), "again")
+    assert again == scenario
+    assert Scenario.model_validate(builtin_scenarios()["surge"].model_dump(mode="json")).graph is None
+
+
+# Each refusal as the docs' table shows it (the docs' line is checked to be there, word for word).
+REFUSALS = [
+    (("instances = 4", "instance = 4"), "my.toml: graph.services.api.instance: Extra inputs are not permitted"),
+    (
+        ("retries = 1\n", "retries = 6\n"),
+        "my.toml: graph.services.api.retries: Input should be less than or equal to 5",
+    ),
+    (
+        ("sigma = 0.6\n", ""),
+        'my.toml: graph.services.orders: sigma is given with distribution = "lognormal" and only then',
+    ),
+    (
+        ("probability = 0.2,", "probability = 0.2, count = 2,"),
+        "my.toml: graph.services.api.calls.1: give count (copies per request) or probability (made or not), not both",
+    ),
+    (
+        ('entry = "api"', 'entry = "apx"'),
+        "my.toml: graph: entry: 'apx' is not a declared service; declared: api, orders, db",
+    ),
+    (
+        ('{ to = "db", mode', '{ to = "dbx", mode'),
+        "my.toml: graph: services.orders.calls.0.to: unknown service 'dbx'; declared: api, orders, db",
+    ),
+    (
+        ("timeout_ms = 100\n", 'timeout_ms = 100\ncalls = [{ to = "api" }]\n'),
+        "my.toml: graph: services.db.calls: a cycle, api → orders → db → api (calls must not loop back)",
+    ),
+    (
+        ("timeout_ms = 100\n", "timeout_ms = 100\n\n[graph.services.cache]\nservice_ms = 1\n"),
+        "my.toml: graph: services.cache: not reachable from the entry 'api' (no call leads to it)",
+    ),
+    (
+        ("deadline_ms = 1000", "deadline_ms = 20"),
+        "my.toml: graph: deadline_ms: 20 ms is less than the least a request takes at the mean service times "
+        "with the network, 24 ms along api → orders → db: no request could meet it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "line"), REFUSALS)
+def test_each_refusal_is_one_line_naming_the_field(edit: tuple[str, str], line: str) -> None:
+    example = doc_example()
+    assert edit[0] in example
+    with pytest.raises(InvalidInput) as info:
+        scenario_from_text(example.replace(edit[0], edit[1], 1), "my.toml")
+    assert str(info.value) == line
+    assert "\n" not in line
+    assert f"`{line}`" in DOC.read_text(encoding="utf-8"), "docs/graphs.md shows another line"
+
+
+def graph(**services: dict[str, object]) -> GraphSpec:
+    return GraphSpec.model_validate({"entry": "api", "deadline_ms": 1000.0, "services": services})
+
+
+def test_more_refusals() -> None:
+    with pytest.raises(ValueError, match="a cycle, api → api"):
+        graph(api={"service_ms": 1.0, "calls": [{"to": "api"}]})
+    with pytest.raises(ValueError, match=r"services.b.calls: a cycle, a → b → a"):
+        graph(
+            api={"service_ms": 1.0, "calls": [{"to": "a"}]},
+            a={"service_ms": 1.0, "calls": [{"to": "b"}]},
+            b={"service_ms": 1.0, "calls": [{"to": "a"}]},
+        )
+    with pytest.raises(ValueError, match="service_ms must be above 0"):
+        graph(api={"service_ms": 0.0})
+    with pytest.raises(ValueError, match="Input should be a valid number"):
+        graph(api={"service_ms": "5"})  # strict: text is not a number
+    with pytest.raises(ValueError, match="finite number"):
+        graph(api={"service_ms": float("nan")})
+    with pytest.raises(ValueError, match=r"greater than or equal to 0\.5"):
+        graph(api={"service_ms": 1.0, "hedge_after_quantile": 0.2})
+    with pytest.raises(ValueError, match="String should match pattern"):
+        graph(API={"service_ms": 1.0})
+
+
+def test_least_time_counts_sequential_copies_the_slowest_parallel_one_and_skips_chance_calls() -> None:
+    g = graph(
+        api={
+            "service_ms": 2.0,
+            "calls": [
+                {"to": "a", "count": 3, "network_ms": 1.0},  # 3 × (2 + 4) = 18
+                {"to": "b", "mode": "parallel", "network_ms": 0.0},  # together: max(10, 2·2 + 4) = 10
+                {"to": "a", "mode": "parallel", "network_ms": 2.0},
+                {"to": "b", "probability": 0.5, "network_ms": 100.0},  # may be skipped
+            ],
+        },
+        a={"service_ms": 4.0},
+        b={"service_ms": 10.0, "distribution": "constant"},
+    )
+    assert least_time_ms(g) == (2.0 + 18.0 + 10.0, ["api", "b"])
+
+
+def test_contradictions_are_listed_not_refused() -> None:
+    g = graph(
+        api={"service_ms": 1.0, "timeout_ms": 300.0, "retries": 2, "calls": [{"to": "a"}, {"to": "b"}]},
+        a={"service_ms": 1.0, "timeout_ms": 200.0},
+        b={"service_ms": 1.0, "timeout_ms": 1200.0},
+    )
+    assert contradictions(g) == [
+        "services.api.retries: 3 attempts at a's timeout of 200 ms take up to 600 ms, longer than api's own 300 ms: "
+        "the last retries cannot finish in time",
+        "services.b.timeout_ms: 1200 ms is longer than the entry's deadline (1000 ms): the deadline cuts every "
+        "attempt short first",
+        "services.b.timeout_ms: 1200 ms is longer than its caller api's (300 ms): api gives up first and b works on "
+        "for nobody",
+    ]
+    short = graph(
+        api={"service_ms": 1.0, "calls": [{"to": "a", "network_ms": 2.0}]},
+        a={"service_ms": 4.0, "timeout_ms": 5.0, "calls": [{"to": "b", "network_ms": 1.0}]},
+        b={"service_ms": 3.0},
+    )
+    # an attempt at a, from its sending: 2 + 4 + (1 + 3 + 1) + 2 = 13 ms
+    assert contradictions(short) == [
+        "services.a.timeout_ms: 5 ms is less than an attempt at a takes at the mean service times with the network, "
+        "13 ms along a → b: most attempts time out"
+    ]
+
+
+def test_the_console_refuses_a_graph_scenario_in_the_same_line(tmp_path: Path) -> None:
+    """Sent as content to the API: the run is refused (422) with the field and the line, nothing started."""
+    from fastapi.testclient import TestClient
+
+    from oncallsim.web.app import create_app
+
+    base = "http://testserver"
+    with TestClient(create_app(tmp_path / "runs.sqlite3", allow_hosts=["testserver"]), base_url=base) as client:
+        body = {"scenario": "checkout-chain", "scenario_toml": doc_example(), "seed": 1, "paused": True}
+        response = client.post("/api/runs", json=body)
+        assert response.status_code == 422, response.text
+        assert response.json() == {"field": "graph", "error": f"graph: {GRAPH_NOT_SIMULATED}"}
