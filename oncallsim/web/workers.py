@@ -178,6 +178,12 @@ def job_step(progress: Callable[[int, int], None], key: str, actions: list[Actio
     return Stepped(record, sim.actions[before:], s.minute, s.vec, s.boot, s.window, _view(sim), sim.rng.state)
 
 
+def job_inject(progress: Callable[[int, int], None], key: str, event: dict[str, Any]) -> None:
+    """A game day's fault added to the run held here (``Simulation.inject``), as the server's mirror added it:
+    the plan both step by stays one plan."""
+    _HELD[key].inject(event)
+
+
 def job_release(progress: Callable[[int, int], None], key: str) -> None:
     _HELD.pop(key, None)
 
@@ -488,6 +494,15 @@ class Held:
         sim.timeline.append(s.record)
         sim.actions.extend(s.actions)
         return s.record
+
+    async def inject(self, event: dict[str, Any]) -> None:
+        """A scenario event (a game day's fault) added to the run the worker holds, before its next minute (the
+        caller holds the run's ``_writing``, so no minute of the run is under way; ``priority`` 0 puts it before
+        the minutes other runs wait for). The mirror takes it too (``LiveRun.inject``): without it here, the
+        worker would step by the plan it was given and the fault would never happen."""
+        if self.worker.generation != self.generation or self.released:
+            raise WorkerLost(f"the worker holding run {self.key} ended; the run comes back from its log")
+        await self.pool.call(job_inject, self.key, event, worker=self.worker, priority=0, generation=self.generation)
 
     def release(self) -> None:
         """The worker drops the run's world (the run is over, deleted, or leaves memory); the mirror stays."""
