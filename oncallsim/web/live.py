@@ -8,7 +8,8 @@ pauses; a run not in memory is rebuilt by replaying its log (off the event loop)
 CPU work (the debrief and its counterfactuals, a replay) runs in worker processes (web/workers.py) when the
 manager has them, else on worker threads, once per run; its results are kept in the store. A request-engine
 run's minutes are computed in a worker process too (``LiveRun.remote``): the clock asks, the run's mirror takes
-the minute on when it comes, and a run its worker cannot keep at its speed plays slower and says so (``slowed``).
+the minute on when it comes, and a run its worker cannot keep at its speed plays slower and says so (``slowed``);
+a game-day room's run (web/gameday.py ``RoomRun``) is held the same way (``LiveRun.hold``).
 """
 
 from __future__ import annotations

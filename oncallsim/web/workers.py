@@ -2,10 +2,11 @@
 
 Two pools of processes, each started on first use (a server that plays only minute-engine runs starts none):
 
-- ``live``: request-engine live runs. Each run's simulation (its world: queues, workers, the cache) is held by
-  one worker process; the clock asks it for a minute and gets the record back with a small view of the state
-  (``Stepped``), which the server's copy of the run (its *mirror*: the same ``Simulation`` without the world,
-  a ``WorldView`` in its place) takes on, so pages, actions' checks and the debrief read it as before. A
+- ``live``: request-engine live runs and game-day rooms (``LiveRun.hold``). Each run's simulation (its world:
+  queues, workers, the cache) is held by one worker process; the clock asks it for a minute and gets the record
+  back with a small view of the state (``Stepped``), which the server's copy of the run (its *mirror*: the same
+  ``Simulation`` without the world, a ``WorldView`` in its place) takes on, so pages, actions' checks and the
+  debrief read it as before; a game day's fault goes to both (``Held.inject``). A
   worker computes one minute at a time and picks, among the runs waiting, the one that used the least of the
   worker's time lately (a fair share): a run whose minutes cost more than its speed allows falls behind alone
   and its page says so (``Pacer``), the others keep their speed.
