@@ -77,6 +77,12 @@ def test_a_request_engine_room_is_stepped_by_its_worker_bit_for_bit(tmp_path: Pa
             # a minute-engine room beside it is computed here, as before
             other = new_room(client, engine="minute")
             assert _room(client, other["id"]).live.remote is None
+        # nobody in it: the room leaves memory, and its world its worker
+        rooms = client.app.state.rooms  # type: ignore[attr-defined]
+        worker = live.remote.worker
+        assert room["id"] in worker.runs
+        assert client.portal.call(rooms.sweep, 0.0) == 2  # type: ignore[union-attr]
+        assert room["id"] not in rooms.rooms and room["id"] not in worker.runs and live.remote.released
 
 
 def test_a_room_whose_worker_dies_comes_back_paused_while_the_other_rooms_go_on(tmp_path: Path) -> None:

@@ -433,7 +433,11 @@ class LiveRun:
         self.clock.update(self)
 
     async def stop(self) -> None:
+        """Off the clock for good (the server stops, the run is deleted, a room leaves memory): the world it
+        held in a worker process leaves it too (a room rebuilt later is held afresh)."""
         self.clock.remove(self)
+        if self.remote is not None:
+            self.remote.release()
 
     def _note_lateness(self, late_s: float) -> None:
         self.max_lag_s = max(self.max_lag_s, late_s)
