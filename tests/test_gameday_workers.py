@@ -47,6 +47,7 @@ def test_a_request_engine_room_is_stepped_by_its_worker_bit_for_bit(tmp_path: Pa
             join(ann, key(room["player_url"]), "Ann", "operations")
             live = _room(client, room["id"]).live
             assert live.remote is not None and live.remote.worker.name.startswith("live-")
+            assert client.get("/api/stats").json()["rooms_in_workers"] == 1
             assert not hasattr(live.sim.state.world, "queues")  # the server keeps a mirror: a view, no world
             fac.send_json({"type": "step"})
             minute_of(fac, 0)
@@ -80,9 +81,9 @@ def test_a_request_engine_room_is_stepped_by_its_worker_bit_for_bit(tmp_path: Pa
         # nobody in it: the room leaves memory, and its world its worker
         rooms = client.app.state.rooms  # type: ignore[attr-defined]
         worker = live.remote.worker
-        assert room["id"] in worker.runs
+        assert f"room:{room['id']}" in worker.runs
         assert client.portal.call(rooms.sweep, 0.0) == 2  # type: ignore[union-attr]
-        assert room["id"] not in rooms.rooms and room["id"] not in worker.runs and live.remote.released
+        assert room["id"] not in rooms.rooms and f"room:{room['id']}" not in worker.runs and live.remote.released
 
 
 def test_a_room_whose_worker_dies_comes_back_paused_while_the_other_rooms_go_on(tmp_path: Path) -> None:

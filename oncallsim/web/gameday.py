@@ -49,6 +49,7 @@ class RoomRun(LiveRun):
     """A live run whose messages go to its room (which filters them per seat) instead of straight out."""
 
     room: Any = None
+    held_as = "room:"
 
     def broadcast(self, message: dict[str, Any]) -> None:
         if self.room is not None:

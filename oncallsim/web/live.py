@@ -117,6 +117,7 @@ def check_speed(speed: Any) -> int:
 
 class LiveRun:
     max_backlog = MAX_BACKLOG  # a viewer's queue beyond this is closed (a game-day room's seats too)
+    held_as = "run:"  # its key in the workers (``hold``): a room's id is drawn apart from the runs' ids
 
     def __init__(
         self,
@@ -189,7 +190,7 @@ class LiveRun:
         self.workers, self.on_lost = workers, on_lost
         if workers is None or self.sim.engine.name != "request" or self.done or self.remote is not None:
             return False
-        self.remote = await workers.hold(self.id, self.sim)
+        self.remote = await workers.hold(self.held_as + self.id, self.sim)
         self.sim = self.remote.mirror
         return True
 
