@@ -5,6 +5,9 @@ in: the server's clock, actions logged before they apply) whose messages go thro
 what their role may see (a hidden fault's own events are masked from the players; its symptoms are not). Every
 change is written to the store first, then applied and sent to everyone in the order it was applied. A refusal
 goes to the one who sent it, and nothing changes.
+
+Where a room's minutes are computed is the web layer's (``RunFactory.hold``): a request-engine room's in a worker
+process, as a console run's; a minute-engine room's in the server's process (the formulas: microseconds a minute).
 """
 
 from __future__ import annotations
