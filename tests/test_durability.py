@@ -180,10 +180,13 @@ def room_player(
         return
 
 
-def room_kill_trial(tmp: Path, seed: int, players: int = 2, per_player: int = 60) -> dict[str, int]:
+def room_kill_trial(
+    tmp: Path, seed: int, players: int = 2, per_player: int = 60, engine: str = "minute"
+) -> dict[str, int]:
     """One trial with a game-day room: its facilitator starts it at 16x, ``players`` act through their sockets,
     SIGKILL after a random number of acknowledged actions, restart; every acknowledged action must be in the
-    room's log, in order (the facilitator's export), and the database intact. Raises on a loss."""
+    room's log, in order (the facilitator's export), and the database intact; the room comes back paused and
+    steps (on the request engine: replayed and held by the new server's workers). Raises on a loss."""
     from websockets.sync.client import connect
 
     rng = random.Random(seed)
@@ -194,7 +197,7 @@ def room_kill_trial(tmp: Path, seed: int, players: int = 2, per_player: int = 60
     threads: list[threading.Thread] = []
     try:
         # a day of free play at 16x: 90 s, longer than any trial (a room whose run is over takes no action)
-        room = post(base, "/api/gameday/rooms", {"scenario": "free-play", "seed": seed, "speed": 16})
+        room = post(base, "/api/gameday/rooms", {"scenario": "free-play", "seed": seed, "speed": 16, "engine": engine})
         facilitator = room["facilitator_url"].split("#key=")[1]
         player = room["player_url"].split("#key=")[1]
         url = base.replace("http://", "ws://") + f"/gameday/{room['id']}/ws"
@@ -235,7 +238,9 @@ def room_kill_trial(tmp: Path, seed: int, players: int = 2, per_player: int = 60
 
     process, base, log = start_server(db)
     try:
-        exported = post(base, f"/api/gameday/rooms/{room['id']}/export", {"token": facilitator, "what": "room"})
+        # the room's run replayed first (request engine: a minute of CPU a few hundred minutes, in a worker)
+        body = {"token": facilitator, "what": "room"}
+        exported = post(base, f"/api/gameday/rooms/{room['id']}/export", body, timeout=180)
         for k, mine in enumerate(seen):
             stored = [
                 (e["minute"], e["data"]["control"], e["data"].get("value"))
@@ -244,6 +249,15 @@ def room_kill_trial(tmp: Path, seed: int, players: int = 2, per_player: int = 60
             ]
             assert stored[: len(mine)] == mine, f"room {room['id']}: an acknowledged action was lost (seed {seed})"
             assert len(stored) - len(mine) <= 1  # at most the one in flight when the server died
+        url = base.replace("http://", "ws://") + f"/gameday/{room['id']}/ws"
+        with connect(url, origin=base, open_timeout=180, max_size=None) as ws:  # type: ignore[arg-type]
+            ws.send(json.dumps({"type": "join", "token": facilitator}))
+            state = json.loads(ws.recv(timeout=180))["state"]
+            assert state["paused"] and state["pause_reason"] == "restored", state
+            ws.send(json.dumps({"type": "step"}))
+            while (message := json.loads(ws.recv(timeout=180)))["type"] != "minute":
+                assert message["type"] != "error", message
+            assert message["record"]["minute"] == state["minute"]
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -253,3 +267,9 @@ def room_kill_trial(tmp: Path, seed: int, players: int = 2, per_player: int = 60
 
 def test_every_acknowledged_room_action_survives_sigkill(tmp_path: Path) -> None:
     assert room_kill_trial(tmp_path, 1)["acknowledged"] > 0
+
+
+def test_every_acknowledged_request_engine_room_action_survives_sigkill(tmp_path: Path) -> None:
+    """The room's run held by a worker process of the killed server: its log is the truth, as on the minute
+    engine, and the new server's workers take the room back."""
+    assert room_kill_trial(tmp_path, 2, engine="request")["acknowledged"] > 0

@@ -5,6 +5,9 @@ in: the server's clock, actions logged before they apply) whose messages go thro
 what their role may see (a hidden fault's own events are masked from the players; its symptoms are not). Every
 change is written to the store first, then applied and sent to everyone in the order it was applied. A refusal
 goes to the one who sent it, and nothing changes.
+
+Where a room's minutes are computed is the web layer's (``RunFactory.hold``): a request-engine room's in a worker
+process, as a console run's; a minute-engine room's in the server's process (the formulas: microseconds a minute).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from oncallsim.gameday.postmortem import RoomFile, intervals, postmortem_markdow
 from oncallsim.gameday.protocol import check_text
 from oncallsim.model import InvalidInput
 from oncallsim.scenarios.spec import Scenario
-from oncallsim.simulation import Action, Simulation
+from oncallsim.simulation import Action, RunFile, Simulation
 from oncallsim.store.rooms import LogEntry, RoomRow, RoomStore
 from oncallsim.store.sqlite import RunStore
 
@@ -98,6 +101,7 @@ class SharedRun(Protocol):
     async def set_speed(self, speed: Any) -> None: ...
     async def step_once(self) -> None: ...
     async def end(self, how: str = "ended") -> None: ...
+    async def inject(self, event: dict[str, Any]) -> Any: ...
     async def debrief_ready(self) -> bool: ...
     def run_file(self) -> Any: ...
     def start(self) -> None: ...
@@ -105,9 +109,20 @@ class SharedRun(Protocol):
 
 
 class RunFactory(Protocol):
-    """How the web layer makes a room's live run, and how it shows a minute (its wire form)."""
+    """How the web layer makes a room's live run, where its minutes are computed, how it replays a room's run
+    after a restart, and how it shows a minute (its wire form)."""
 
     def new(self, room_id: str, sim: Simulation, store: RoomStore, speed: int, paused: bool) -> SharedRun: ...
+    async def hold(self, live: SharedRun, on_lost: Callable[[], None]) -> None:
+        """Hand the run's minutes to a worker process when they are heavy (the request engine); ``on_lost`` when
+        that process ends. A run whose minutes are cheap stays where it is."""
+        ...
+
+    async def replay(self, run: RunFile, over: bool) -> tuple[Simulation, list[Action], list[str]]:
+        """``Simulation.from_run_file`` and ``replay_log`` off the event loop: the run, the actions logged for
+        the minute it stops at, the logged actions skipped."""
+        ...
+
     def wire(self, record: Any, sim: Simulation) -> dict[str, Any]: ...
     async def stop(self) -> None: ...
 
@@ -341,7 +356,9 @@ class Room:
             when = at.strip() or live.sim.plan.clock(live.sim.minute)
             event = faults.build_event(kind, when, values, live.sim.engine.name)
             before = live.sim.scenario
-            live.sim.inject(event)  # refuses past minutes, draws, a second surge: nothing changed then
+            # refuses past minutes, draws, a second surge: nothing changed then; on the request engine the run
+            # its worker holds takes it too, before its next minute (``LiveRun.inject``)
+            await live.inject(event)
             minute = _event_minute(live.sim, before)
             data = {"kind": kind, "at": live.sim.plan.clock(minute), "at_minute": minute, "values": values,
                     "hidden": hidden, "event": event}  # fmt: skip
@@ -476,6 +493,7 @@ class RoomManager:
         room_id = await self.store.write(self.store.create_room, title, run, speed, tokens.digest(facilitator), player)
         live = self.runs.new(room_id, sim, self.store, speed, True)
         room = Room(room_id, title, live, self.store, tokens.digest(facilitator), player, self.runs.wire)
+        await self.runs.hold(live, lambda: self._lost(room))
         self.rooms[room_id] = room
         self.owners[room_id], self.used[room_id] = client, time.monotonic()
         live.start()
@@ -494,7 +512,12 @@ class RoomManager:
                 row = await self.store.read(self.store.get_room, room_id)
                 if row is None:
                     return None
-                room = await asyncio.to_thread(self._rebuild, row)
+                closed = any(e.kind == "close" for e in row.log)  # the log is the truth (not the debrief)
+                over = closed or row.status in ("finished", "closed")
+                replayed = await self.runs.replay(row.run_file, over)
+                room = await asyncio.to_thread(self._rebuild, row, *replayed)
+                if not room.live.done:
+                    await self.runs.hold(room.live, lambda: self._lost(room))
                 self.rooms[room_id] = room
                 self.used[room_id] = time.monotonic()
                 if not room.live.done:
@@ -503,12 +526,10 @@ class RoomManager:
                     room.debrief_soon()
         return room
 
-    def _rebuild(self, row: RoomRow) -> Room:
+    def _rebuild(self, row: RoomRow, sim: Simulation, pending: list[Action], skipped: list[str]) -> Room:
         """The room as it was: the run replayed from its run file (the injected faults in its scenario) and
-        the log's actions, the players, the log, the hidden faults' masks."""
-        run = row.run_file
-        sim = Simulation.from_run_file(run)
-        pending, skipped = sim.replay_log(run.actions, run.played or 0)
+        the log's actions (``RunFactory.replay``: ``sim``, ``pending``, ``skipped``), the players, the log, the
+        hidden faults' masks."""
         for line in skipped:  # an older server logged it unchecked: the room comes back without it
             log.warning("room %s: a logged action skipped on restore: %s", row.id, line)
         # back paused, whoever held it: the facilitator resumes (a player's reconnect does not start it)
@@ -535,6 +556,26 @@ class RoomManager:
             room._note_minute(self.runs.wire(r, sim))
         self.created[row.id] = row.created_at
         return room
+
+    def _lost(self, room: Room) -> None:
+        """The worker process holding a room's run ended (killed, out of memory): the room leaves memory, its
+        seats are told why (the facilitator reads it on the page) and disconnected; the page reconnects and the
+        room comes back from the store as after a restart, every logged action and fault in it, paused for its
+        facilitator. The clock goes on for the other rooms (``Clock``: one run's failure is its own)."""
+        log.error("room %s: the worker process holding its run ended; it comes back from its log", room.id)
+        if self.rooms.get(room.id) is room:
+            del self.rooms[room.id]
+            for table in (self.used, self.owners, self.created):
+                table.pop(room.id, None)
+        live = room.live
+        _spawn(live.stop(), name=f"lost-room-{room.id}")
+        room.relay({"type": "error", "field": "run",
+                    "message": "run: the room's worker process stopped; the room comes back paused from its log "
+                    "(reconnecting)"})  # fmt: skip
+        for queue in list(room.seats):
+            queue.put_nowait(None)
+        room.seats.clear()
+        live.subscribers.clear()
 
     async def created_at(self, room_id: str) -> str:
         if room_id not in self.created:

@@ -196,6 +196,11 @@ async def controls() -> dict[str, Any]:
     }
 
 
+def _held(live: Any) -> bool:
+    """A run (or a room's run) whose minutes a worker process computes now."""
+    return live.remote is not None and not live.remote.released
+
+
 @router.get("/stats")
 async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, le=600.0)) -> dict[str, Any]:
     """How the clock keeps up: live runs in memory, how many tick, and how late minutes were computed (the
@@ -209,6 +214,7 @@ async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, l
         return recent[min(len(recent) - 1, int(q * len(recent)))] * 1000.0 if recent else 0.0
 
     rooms = getattr(request.app.state, "rooms", None)
+    in_rooms = list(rooms.rooms.values()) if rooms is not None else []
     return {
         "runs_in_memory": len(runs),
         "runs_evicted": manager.evicted,
@@ -217,8 +223,11 @@ async def stats(request: Request, window_s: float = Query(default=5.0, gt=0.0, l
         "ticking": sum(not r.paused and not r.done for r in runs),
         "viewers": sum(len(r.subscribers) for r in runs),
         # request-engine runs whose minutes a worker process computes, and those it cannot keep at their speed
-        "in_workers": sum(r.remote is not None and not r.remote.released for r in runs),
+        "in_workers": sum(_held(r) for r in runs),
         "slowed": sum(r.pacer.slowed is not None for r in runs),
+        # the same for the game-day rooms' runs (a request-engine room is held by a worker as a run is)
+        "rooms_in_workers": sum(_held(room.live) for room in in_rooms),
+        "rooms_slowed": sum(room.live.pacer.slowed is not None for room in in_rooms),
         "workers": manager.workers.status() if manager.workers is not None else [],
         "max_lag_ms": max((r.max_lag_s for r in runs), default=0.0) * 1000.0,
         "minutes_in_window": len(recent),

@@ -21,13 +21,13 @@ from oncallsim.alerting.pagerduty import Pager
 from oncallsim.gameday import Room, RoomManager, Seat
 from oncallsim.gameday.protocol import MAX_TEXT, Act, Inject, Join, Pace, Reveal, Say, Speed, parse_frame
 from oncallsim.gameday.roles import PLAYER_ROLES, ROLE_LABELS
-from oncallsim.gameday.room import DIFFICULTY
+from oncallsim.gameday.room import DIFFICULTY, SharedRun
 from oncallsim.model import CONTROL_SPECS, InvalidInput, MinuteRecord
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.readiness import Readiness
 from oncallsim.scenarios import builtin_scenarios
-from oncallsim.simulation import MAX_SEED, Simulation
+from oncallsim.simulation import MAX_SEED, Action, RunFile, Simulation
 from oncallsim.store.rooms import RoomStore
 from oncallsim.web.api import NewRun, random_seed
 from oncallsim.web.clock import Clock
@@ -36,6 +36,7 @@ from oncallsim.web.limits import Full, Limits, client_of
 from oncallsim.web.live import PROGRESS_EVERY_MIN, SPEEDS, LiveRun, check_speed, wire_record
 from oncallsim.web.pages import render
 from oncallsim.web.sockets import serve_socket
+from oncallsim.web.workers import Workers, job_rebuild
 
 __all__ = ["router"]
 
@@ -48,27 +49,53 @@ class RoomRun(LiveRun):
     """A live run whose messages go to its room (which filters them per seat) instead of straight out."""
 
     room: Any = None
+    held_as = "room:"
 
     def broadcast(self, message: dict[str, Any]) -> None:
         if self.room is not None:
             self.room.relay(message)
 
-    def advance(self, progress: list[tuple[str, int]] | None = None) -> None:
-        """A minute, its position written every minute (a room is a handful of people for an hour or two: a
-        restart resumes at the minute everyone saw, not a few minutes before)."""
-        super().advance(progress)
+    def _after_minute(self, record: MinuteRecord, progress: list[tuple[str, int]] | None) -> None:
+        """A minute (computed here or by the room's worker), its position written every minute (a room is a
+        handful of people for an hour or two: a restart resumes at the minute everyone saw, not a few minutes
+        before)."""
+        super()._after_minute(record, progress)
         if self.sim.minute % PROGRESS_EVERY_MIN != 0:
             self.background_write(self.store.set_progress, self.id, self.sim.minute)
 
 
 class RoomRuns:
     """The rooms' live runs: one clock for all of them (on the rooms' store), the console's wire form; a run
-    waits while its engine is being prepared (``engine_state``: the server's, web/engines.py)."""
+    waits while its engine is being prepared (``engine_state``: the server's, web/engines.py).
 
-    def __init__(self, engine_state: Callable[[str], Readiness] | None = None, pager: Pager | None = None) -> None:
+    With the server's ``workers``, a room on the request engine is held and stepped by a live worker process as
+    a console run is (``LiveRun.hold``: the same jobs, the same pacing), its replay after a restart done by a
+    heavy worker; a minute-engine room's minutes stay in this process (microseconds each: the formulas), its
+    replay on a thread."""
+
+    def __init__(
+        self,
+        engine_state: Callable[[str], Readiness] | None = None,
+        pager: Pager | None = None,
+        workers: Workers | None = None,
+    ) -> None:
         self.clock: Clock | None = None
         self.engine_state = engine_state
         self.pager = pager
+        self.workers = workers
+
+    async def hold(self, live: SharedRun, on_lost: Callable[[], None]) -> None:
+        assert isinstance(live, RoomRun)
+        await live.hold(self.workers, lambda _run: on_lost())
+
+    async def replay(self, run: RunFile, over: bool) -> tuple[Simulation, list[Action], list[str]]:
+        """A room's run rebuilt from its run file and log (``job_rebuild``): a request-engine one in a heavy
+        worker (seconds of CPU, never the server's), a minute-engine one on a thread."""
+        engine = get_engine(run.engine).name
+        if self.workers is not None and engine == "request":
+            result: tuple[Simulation, list[Action], list[str]] = await self.workers.call(job_rebuild, run, over)
+            return result
+        return await asyncio.to_thread(job_rebuild, _no_progress, run, over)
 
     def new(self, room_id: str, sim: Simulation, store: RoomStore, speed: int, paused: bool) -> RoomRun:
         check_speed(speed)
@@ -87,13 +114,19 @@ class RoomRuns:
             await self.clock.stop()
 
 
+def _no_progress(done: int, total: int) -> None:
+    pass
+
+
 def rooms_of(request: Request | WebSocket) -> RoomManager:
     """The app's rooms, made on first use (they share the run store: one SQLite file, one writer)."""
     state = request.app.state
     manager = getattr(state, "rooms", None)
     if manager is None:
         warmer = getattr(state, "engines", None)
-        runs = RoomRuns(warmer.readiness if warmer is not None else None, getattr(state, "pager", None))
+        manager = getattr(state, "manager", None)
+        workers = manager.workers if manager is not None else None  # the console's: one set of processes
+        runs = RoomRuns(warmer.readiness if warmer is not None else None, getattr(state, "pager", None), workers)
         manager = state.rooms = RoomManager(state.store, runs)
     return manager  # type: ignore[no-any-return]
 

@@ -8,7 +8,8 @@ pauses; a run not in memory is rebuilt by replaying its log (off the event loop)
 CPU work (the debrief and its counterfactuals, a replay) runs in worker processes (web/workers.py) when the
 manager has them, else on worker threads, once per run; its results are kept in the store. A request-engine
 run's minutes are computed in a worker process too (``LiveRun.remote``): the clock asks, the run's mirror takes
-the minute on when it comes, and a run its worker cannot keep at its speed plays slower and says so (``slowed``).
+the minute on when it comes, and a run its worker cannot keep at its speed plays slower and says so (``slowed``);
+a game-day room's run (web/gameday.py ``RoomRun``) is held the same way (``LiveRun.hold``).
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def check_speed(speed: Any) -> int:
 
 class LiveRun:
     max_backlog = MAX_BACKLOG  # a viewer's queue beyond this is closed (a game-day room's seats too)
+    held_as = "run:"  # its key in the workers (``hold``): a room's id is drawn apart from the runs' ids
 
     def __init__(
         self,
@@ -178,6 +180,36 @@ class LiveRun:
         self.pacer = Pacer()
         self._warm = False  # a minute computed by its worker already
         self.on_lost: Callable[[LiveRun], None] | None = None  # its worker process ended (RunManager._lost)
+
+    async def hold(self, workers: Workers | None, on_lost: Callable[[LiveRun], None]) -> bool:
+        """Where the run's minutes are computed, for the console's runs and the game-day rooms alike: with the
+        server's workers, a request-engine run that is not over goes to a live worker process (``remote``; its
+        world stays there, ``sim`` becomes its mirror) and ``on_lost`` is called if that process ends; its
+        debrief and pilot run go to the heavy workers. A minute-engine run's minutes stay here (a minute of the
+        formulas is cheap: microseconds, on the clock's tick). Whether the run went to a worker."""
+        self.workers, self.on_lost = workers, on_lost
+        if workers is None or self.sim.engine.name != "request" or self.done or self.remote is not None:
+            return False
+        self.remote = await workers.hold(self.held_as + self.id, self.sim)
+        self.sim = self.remote.mirror
+        return True
+
+    async def inject(self, event: dict[str, Any]) -> Any:
+        """A scenario event added to the running run (a game day's fault, ``Simulation.inject``): checked and
+        added here (a refusal changes nothing), then to the run its worker holds, so the next minute — computed
+        there — has it; the caller holds ``_writing`` (no minute under way). A worker that fails to take it
+        (ended) loses the run as a failed minute does (``on_lost``: it comes back from its log, without the
+        fault, which was not written); the caller is told to try again."""
+        added = self.sim.inject(event)
+        if self.remote is not None:
+            try:
+                await self.remote.inject(event)
+            except Exception as exc:
+                log.error("run %s: its worker did not take the injected event", self.id, exc_info=exc)
+                if self.on_lost is not None:
+                    self.on_lost(self)
+                raise InvalidInput("run", "its worker stopped; the run comes back from its log: try again") from exc
+        return added
 
     def _gauge(self, record: MinuteRecord) -> dict[str, Any] | None:
         minutes = self.cliff_trigger.minutes if self.cliff_trigger is not None else 0
@@ -402,7 +434,11 @@ class LiveRun:
         self.clock.update(self)
 
     async def stop(self) -> None:
+        """Off the clock for good (the server stops, the run is deleted, a room leaves memory): the world it
+        held in a worker process leaves it too (a room rebuilt later is held afresh)."""
         self.clock.remove(self)
+        if self.remote is not None:
+            self.remote.release()
 
     def _note_lateness(self, late_s: float) -> None:
         self.max_lag_s = max(self.max_lag_s, late_s)
@@ -691,23 +727,16 @@ class RunManager:
         run_id = await self.store.write(self.store.create_run, run_file, speed, "live", False, player)
         if paused:
             await self.store.write(self.store.set_held, run_id, True, 0)
-        held = await self._hold(run_id, sim)
         live = LiveRun(
-            run_id, held.mirror if held else sim, self.store, speed, paused, clock=self.clock,
+            run_id, sim, self.store, speed, paused, clock=self.clock,
             difficulty=difficulty, engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
+        await live.hold(self.workers, self._lost)
         live.client = client
         self.gate.count(client)
-        live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         self.runs[run_id] = live
         live.start()
         return live
-
-    async def _hold(self, run_id: str, sim: Simulation) -> Held | None:
-        """A request-engine run that is not over goes to a worker process (with workers)."""
-        if self.workers is None or sim.engine.name != "request" or sim.done:
-            return None
-        return await self.workers.hold(run_id, sim)
 
     async def import_run(self, sim: Simulation, difficulty: str = DEFAULT_DIFFICULTY) -> str:
         """A run file uploaded for replay (vetted and replayed by the caller, off the loop): stored as a
@@ -758,26 +787,24 @@ class RunManager:
         live = self.runs.get(run_id)  # another request rebuilt it meanwhile
         if live is not None:
             return live
-        held = None if row.status in ("finished", "abandoned") else await self._hold(run_id, sim)
-        if held is not None:
-            sim = held.mirror
-            live = self.runs.get(run_id)
-            if live is not None:
-                held.release()
-                return live
         # a run the operator paused stays paused; any other waits for someone to watch
         live = LiveRun(
             run_id, sim, self.store, row.speed, paused=row.held, clock=self.clock, difficulty=run.difficulty,
             engine_state=self.engine_state, pager=self.pager,
         )  # fmt: skip
         live.model_version = row.model_version
-        live.remote, live.workers, live.on_lost = held, self.workers, self._lost
         live.pending = pending  # logged, not yet applied
         if row.status in ("finished", "abandoned") and not sim.done:
             live.ended = "ended" if row.status == "finished" else "abandoned"
         if row.status == "finished" and row.summary is not None:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
+        if await live.hold(self.workers, self._lost):  # an over run is not held (``done``)
+            other = self.runs.get(run_id)  # another request rebuilt it while this one was sent
+            if other is not None:
+                assert live.remote is not None
+                live.remote.release()
+                return other
         self.runs[run_id] = live
         if len(self.runs) > self.limits.resident:  # many old runs asked for at once: the oldest leave
             spawn(self.sweep(), name="sweep-runs")

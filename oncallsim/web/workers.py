@@ -2,10 +2,11 @@
 
 Two pools of processes, each started on first use (a server that plays only minute-engine runs starts none):
 
-- ``live``: request-engine live runs. Each run's simulation (its world: queues, workers, the cache) is held by
-  one worker process; the clock asks it for a minute and gets the record back with a small view of the state
-  (``Stepped``), which the server's copy of the run (its *mirror*: the same ``Simulation`` without the world,
-  a ``WorldView`` in its place) takes on, so pages, actions' checks and the debrief read it as before. A
+- ``live``: request-engine live runs and game-day rooms (``LiveRun.hold``). Each run's simulation (its world:
+  queues, workers, the cache) is held by one worker process; the clock asks it for a minute and gets the record
+  back with a small view of the state (``Stepped``), which the server's copy of the run (its *mirror*: the same
+  ``Simulation`` without the world, a ``WorldView`` in its place) takes on, so pages, actions' checks and the
+  debrief read it as before; a game day's fault goes to both (``Held.inject``). A
   worker computes one minute at a time and picks, among the runs waiting, the one that used the least of the
   worker's time lately (a fair share): a run whose minutes cost more than its speed allows falls behind alone
   and its page says so (``Pacer``), the others keep their speed.
@@ -176,6 +177,12 @@ def job_step(progress: Callable[[int, int], None], key: str, actions: list[Actio
     record = sim.step(actions)
     s = sim.state
     return Stepped(record, sim.actions[before:], s.minute, s.vec, s.boot, s.window, _view(sim), sim.rng.state)
+
+
+def job_inject(progress: Callable[[int, int], None], key: str, event: dict[str, Any]) -> None:
+    """A game day's fault added to the run held here (``Simulation.inject``), as the server's mirror added it:
+    the plan both step by stays one plan."""
+    _HELD[key].inject(event)
 
 
 def job_release(progress: Callable[[int, int], None], key: str) -> None:
@@ -488,6 +495,15 @@ class Held:
         sim.timeline.append(s.record)
         sim.actions.extend(s.actions)
         return s.record
+
+    async def inject(self, event: dict[str, Any]) -> None:
+        """A scenario event (a game day's fault) added to the run the worker holds, before its next minute (the
+        caller holds the run's ``_writing``, so no minute of the run is under way; ``priority`` 0 puts it before
+        the minutes other runs wait for). The mirror takes it too (``LiveRun.inject``): without it here, the
+        worker would step by the plan it was given and the fault would never happen."""
+        if self.worker.generation != self.generation or self.released:
+            raise WorkerLost(f"the worker holding run {self.key} ended; the run comes back from its log")
+        await self.pool.call(job_inject, self.key, event, worker=self.worker, priority=0, generation=self.generation)
 
     def release(self) -> None:
         """The worker drops the run's world (the run is over, deleted, or leaves memory); the mirror stays."""

@@ -5,7 +5,7 @@
   "use strict";
   const S = JSON.parse(document.getElementById("gameday-text").textContent);
   const CONTROLS = JSON.parse(document.getElementById("gameday-controls").textContent);
-  const { tEvent } = window.i18n;
+  const { tEvent, t, number } = window.i18n;
   const $ = (id) => document.getElementById(id);
   const roomId = document.querySelector("main.gd").dataset.room;
   const realtime = Number(document.querySelector("main.gd").dataset.realtime);  // the server's real-time speed
@@ -187,13 +187,17 @@
   }
 
   // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart:
-  // until the facilitator resumes), running
+  // until the facilitator resumes), running (slowed: at what speed)
   function showRunState() {
     if (!state) return;
     let text = state.paused ? (state.pause_reason === "restored" ? S.restored : S.paused) : S.running;
     const p = state.preparing;  // the run's engine is still being compiled by the server's preparer
     if (p && !state.done && p.state !== "failed") {
       text = fill(S.preparing, { engine: p.name, share: Math.round(100 * p.share), left: p.seconds_left === null ? "?" : p.seconds_left });
+    }
+    // a request-engine room its worker cannot keep at its speed plays slower: said, as on the console
+    if (!state.paused && !state.done && state.slowed !== null && state.slowed !== undefined) {
+      text += " · " + t("run.slowed", { actual: number(state.slowed, 1), speed: state.speed });
     }
     if (state.done) text = debrief ? S.over : S.over_computing;
     $("run-state").textContent = text;
