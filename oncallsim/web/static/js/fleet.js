@@ -261,7 +261,9 @@
     section.dataset.result = "waiting";
     let answer = null, body = null;
     try {
-      answer = await fetch("/api/runs/" + encodeURIComponent(runId) + "/actions", {
+      // ?lang=: a refusal comes back in the page's language too (its "localized" beside the English "error")
+      const lang = encodeURIComponent(document.documentElement.lang || "en");
+      answer = await fetch("/api/runs/" + encodeURIComponent(runId) + "/actions?lang=" + lang, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ control, value: i }),
@@ -274,7 +276,7 @@
     }
     if (!answer.ok) {
       section.dataset.result = "refused";
-      flash((body && body.error) || answer.statusText, "bad");
+      flash((body && (body.localized || body.error)) || answer.statusText, "bad");
       return;
     }
     section.dataset.result = "accepted";
