@@ -46,6 +46,10 @@ REFUSAL_TEXTS: dict[str, str] = {
     "run_over": "the run is over",
     "pause_first": "pause the run first",
     "speed_cap": "the %(difficulty)s difficulty plays at most %(max)s× (choose normal or hard)",
+    # the queue's rule (request/disciplines.py): adaptive LIFO needs a queue limit
+    "lifo_needs_limit": "adaptive-lifo serves the newest first past a share of the queue's limit: set the queue "
+    "limit first",
+    "lifo_keeps_limit": "adaptive-lifo needs a queue limit above 0: choose another queue discipline first",
 }
 
 # Kinds whose sentence counts something (``n``): one sentence per plural form (gettext's ngettext picks it).
@@ -65,6 +69,7 @@ FIELD_LABELS = {
     "run": "Run",
     "action": "Action",
     "step": "Step",
+    "engine": "Engine",
 }
 
 

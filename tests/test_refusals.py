@@ -43,6 +43,8 @@ SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "pause_first": ("pause_first", {}),
     "speed_cap": ("speed_cap", {"difficulty": "guided", "max": 4}),
     "rate": ("rate", {"n": 30}),
+    "lifo_needs_limit": ("lifo_needs_limit", {}),
+    "lifo_keeps_limit": ("lifo_keeps_limit", {}),
 }
 
 
@@ -206,3 +208,32 @@ def test_the_zoom_page_refuses_a_minute_in_the_pages_language(tmp_path: Path) ->
         answer = client.get(f"/api/runs/{run_id}/zoom?minute=1234&lang=ar").json()
         assert answer["error"] == "minute: must be a minute of the run, 0 to 0; got 1234"
         assert answer["localized"] == "الدقيقة: يجب أن تكون دقيقة من الجولة، من 0 إلى 0؛ القيمة المُدخلة 1,234"
+
+
+def test_a_game_day_room_refuses_a_players_control_in_the_pages_language(tmp_path: Path) -> None:
+    from tests.test_gameday import join, key, new_room, until
+
+    with console(tmp_path / "runs.sqlite3") as client:
+        room = new_room(client)
+        path = f"/gameday/{room['id']}/ws"
+        with client.websocket_connect(path + "?lang=hy") as ann, client.websocket_connect(path) as bob:
+            join(ann, key(room["player_url"]), "Ann", "operations")
+            join(bob, key(room["player_url"]), "Bob", "commander")
+            for ws in (ann, bob):
+                ws.send_json({"type": "action", "control": "target_utilization", "value": 0.95})
+            armenian, english = (until(ws, lambda m: m["type"] == "error") for ws in (ann, bob))
+        message = "target_utilization: 0.95 is out of range; allowed a number from 0.3 to 0.9"
+        assert english == {"type": "error", "field": "target_utilization", "message": message}
+        label = translations("hy").gettext(CONTROL_SPECS["target_utilization"].label)
+        assert armenian["message"] == message
+        assert armenian["localized"] == f"{label}: պետք է լինի թիվ 0,3-ից մինչև 0,9․ ստացվել է՝ 0,95"
+
+
+def test_the_new_run_form_refuses_a_parameter_in_the_pages_language(tmp_path: Path) -> None:
+    with console(tmp_path / "runs.sqlite3") as client:
+        form = {"scenario": "bad-deploy", "seed": "7", "speed": "4", "param.max_fleet": "2.5"}
+        page = client.post("/runs?lang=da", data=form)
+        assert page.status_code == 422
+        assert "max_fleet: skal være et helt tal fra 1 til 1.000 instanser; fik 2,5" in page.text
+        english = client.post("/runs?lang=en", data=form)
+        assert "max_fleet: must be a whole number in" in english.text and "got 2.5" in english.text
