@@ -771,8 +771,9 @@
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     // ?lang=: the server writes its refusals in the page's language (web/refusals: the English stays in message)
-    const lang = encodeURIComponent(document.documentElement.lang || "en");
-    socket = new WebSocket(`${scheme}://${location.host}/api/runs/${runId}/ws?lang=${lang}`);
+    const lang = document.documentElement.lang;
+    const query = lang && lang !== "en" ? `?lang=${encodeURIComponent(lang)}` : "";
+    socket = new WebSocket(`${scheme}://${location.host}/api/runs/${runId}/ws${query}`);
     socket.addEventListener("open", () => { retry = 0; root.dataset.connected = "true"; });
     socket.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
     socket.addEventListener("close", () => {

@@ -262,8 +262,9 @@
     let answer = null, body = null;
     try {
       // ?lang=: a refusal comes back in the page's language too (its "localized" beside the English "error")
-      const lang = encodeURIComponent(document.documentElement.lang || "en");
-      answer = await fetch("/api/runs/" + encodeURIComponent(runId) + "/actions?lang=" + lang, {
+      const lang = document.documentElement.lang;
+      const query = lang && lang !== "en" ? "?lang=" + encodeURIComponent(lang) : "";
+      answer = await fetch("/api/runs/" + encodeURIComponent(runId) + "/actions" + query, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ control, value: i }),

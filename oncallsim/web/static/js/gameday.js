@@ -51,8 +51,9 @@
   function connect() {
     const saved = JSON.parse(sessionStorage.getItem(storeKey) || "null");
     const proto = window.location.protocol === "https:" ? "wss:" : "ws:";
-    const lang = encodeURIComponent(document.documentElement.lang || "en"); // refusals in the page's language
-    ws = new WebSocket(proto + "//" + window.location.host + "/gameday/" + roomId + "/ws?lang=" + lang);
+    const lang = document.documentElement.lang; // refusals in the page's language (English: the URL as it was)
+    const query = lang && lang !== "en" ? "?lang=" + encodeURIComponent(lang) : "";
+    ws = new WebSocket(proto + "//" + window.location.host + "/gameday/" + roomId + "/ws" + query);
     ws.addEventListener("open", () => {
       const join = { type: "join", token: key };
       if (saved) Object.assign(join, saved);
