@@ -50,6 +50,9 @@ REFUSAL_TEXTS: dict[str, str] = {
     "lifo_needs_limit": "adaptive-lifo serves the newest first past a share of the queue's limit: set the queue "
     "limit first",
     "lifo_keeps_limit": "adaptive-lifo needs a queue limit above 0: choose another queue discipline first",
+    # a game-day room's (gameday/roles.py, gameday/room.py): the roles named by their labels, translated
+    "role_cannot": "the %(role)s cannot do this; allowed: %(roles)s",
+    "room_closed": "the run is over: the room is closed",
 }
 
 # Kinds whose sentence counts something (``n``): one sentence per plural form (gettext's ngettext picks it).
@@ -57,6 +60,14 @@ PLURAL_REFUSALS: dict[str, tuple[str, str]] = {
     "rate": (
         "at most %(n)s action per run per minute; wait a moment",
         "at most %(n)s actions per run per minute; wait a moment",
+    ),
+    "text_rate_person": (
+        "at most %(n)s message a minute for a person; wait a moment",
+        "at most %(n)s messages a minute for a person; wait a moment",
+    ),
+    "text_rate_link": (
+        "at most %(n)s message a minute for a link; wait a moment",
+        "at most %(n)s messages a minute for a link; wait a moment",
     ),
 }
 
@@ -70,6 +81,9 @@ FIELD_LABELS = {
     "action": "Action",
     "step": "Step",
     "engine": "Engine",
+    "role": "Role",
+    "room": "Room",
+    "text": "Message",
 }
 
 
@@ -103,6 +117,10 @@ def render(kind: str, details: Mapping[str, Any], language: str) -> str:
     for key in ("instance", "first", "last", "engines", "engine", "difficulty"):
         if key in details:
             filled[key] = str(details[key])
+    if "role" in details:  # a game-day role's label ("incident commander"), in the language's words
+        filled["role"] = tr.gettext(details["role"])
+    if "roles" in details:
+        filled["roles"] = format_list([tr.gettext(r) for r in details["roles"]], locale=language)
     if "unit" in details:
         filled["unit"] = tr.gettext(details["unit"]) if details["unit"] else ""
     if kind in PLURAL_REFUSALS:

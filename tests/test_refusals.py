@@ -45,6 +45,10 @@ SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "rate": ("rate", {"n": 30}),
     "lifo_needs_limit": ("lifo_needs_limit", {}),
     "lifo_keeps_limit": ("lifo_keeps_limit", {}),
+    "role_cannot": ("role_cannot", {"role": "observer", "roles": ("incident commander", "operations")}),
+    "room_closed": ("room_closed", {}),
+    "text_rate_person": ("text_rate_person", {"n": 6}),
+    "text_rate_link": ("text_rate_link", {"n": 20}),
 }
 
 
@@ -58,7 +62,7 @@ def test_every_kind_renders_in_every_language_with_its_placeholders_filled(langu
         text = render(kind, details, language)
         assert text and not re.search(r"%\(\w+\)|\{\w+\}", text), (language, key, text)
         for name, value in details.items():
-            if name in ("unit", "whole", "allowed"):
+            if name in ("unit", "whole", "allowed", "role", "roles"):  # words, translated: below
                 continue
             shown = format_number(value, language) if isinstance(value, (int, float)) else str(value)
             if name in ("got", "lo", "hi") and isinstance(value, float):
@@ -66,6 +70,8 @@ def test_every_kind_renders_in_every_language_with_its_placeholders_filled(langu
             assert shown in text, (language, key, name, shown, text)
         if "allowed" in details:
             assert all(choice in text for choice in details["allowed"]), text
+        for role in (details["role"], *details["roles"]) if "role" in details else ():
+            assert translations(language).gettext(role) in text, (language, key, role, text)
         english = render(kind, details, "en")
         if language != "en":
             assert text != english, (language, key)
@@ -216,9 +222,22 @@ def test_a_game_day_room_refuses_a_players_control_in_the_pages_language(tmp_pat
     with console(tmp_path / "runs.sqlite3") as client:
         room = new_room(client)
         path = f"/gameday/{room['id']}/ws"
-        with client.websocket_connect(path + "?lang=hy") as ann, client.websocket_connect(path) as bob:
+        with (
+            client.websocket_connect(path + "?lang=hy") as ann,
+            client.websocket_connect(path) as bob,
+            client.websocket_connect(path + "?lang=da") as olu,
+        ):
             join(ann, key(room["player_url"]), "Ann", "operations")
             join(bob, key(room["player_url"]), "Bob", "commander")
+            join(olu, key(room["player_url"]), "Olu", "observer")
+            olu.send_json({"type": "action", "control": "rollback"})  # an observer cannot act
+            refused = until(olu, lambda m: m["type"] == "error")
+            assert refused["message"] == (
+                "role: the observer cannot do this; allowed: incident commander, operations, communications"
+            )
+            assert refused["localized"] == (
+                "Rolle: rollen observatør kan ikke gøre dette; tilladt: incidentleder, drift og kommunikation"
+            )
             for ws in (ann, bob):
                 ws.send_json({"type": "action", "control": "target_utilization", "value": 0.95})
             armenian, english = (until(ws, lambda m: m["type"] == "error") for ws in (ann, bob))
