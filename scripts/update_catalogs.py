@@ -57,6 +57,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.model import CONTROL_SPECS, param_info
     from oncallsim.model.formulas import FORMULAS
     from oncallsim.policies import COUNTERFACTUAL_POLICIES
+    from oncallsim.refusals import FIELD_LABELS, REFUSAL_TEXTS
     from oncallsim.scenarios import builtin_scenarios
     from oncallsim.scenarios.spec import LABELS
     from oncallsim.web.limits import BUSY as LIMIT_BUSY
@@ -85,6 +86,8 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
     texts += [(move, "debrief") for move in MOVES.values()]
     texts += [(text, "refusal") for text in REFUSALS.values()]
+    texts += [(text, "refusal") for text in REFUSAL_TEXTS.values()]  # a refusal's sentence by its kind
+    texts += [(text, "refusal") for text in FIELD_LABELS.values()]
     texts += [(text, "limit") for text in LIMIT_BUSY.values()]
     texts += [(BUSY, "zoom"), (IN_FORCE_JOIN, "zoom")]
     found: dict[str, list[tuple[str, int]]] = {}
@@ -94,9 +97,13 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
 
 
 def extracted() -> dict[str | tuple[str, str], list[tuple[str, int]]]:
+    from oncallsim.refusals import PLURAL_REFUSALS
+
     messages = template_messages()
     for text, where in data_messages().items():
         messages.setdefault(text, []).extend(where)
+    for pair in PLURAL_REFUSALS.values():  # a refusal that counts: one plural message
+        messages.setdefault(pair, []).append(("data:refusal", 0))
     return messages
 
 

@@ -214,6 +214,31 @@ def test_the_server_refuses_a_stale_tiles_action_and_the_view_says_why(server: s
     assert "3" in banner.inner_text()
 
 
+def test_a_refusal_is_shown_in_the_pages_language(server: str, page: Any) -> None:
+    """A Danish page's refused action: the banner says the server's Danish sentence (its "localized"), not the
+    English "readmit: instance i-03 is not ejected" the API's clients read."""
+    if not _has_instance_actions(server):
+        pytest.skip("the engine's instance actions (eject, readmit, replace) are not in this build yet")
+    run_id = _run(server, 1)
+    own = page.context.browser.new_page(viewport={"width": 1366, "height": 768})  # its own cookie: Danish
+    try:
+        own.goto(f"{server}/runs/{run_id}?lang=da")
+        own.wait_for_function("() => document.getElementById('fleet').dataset.minute === '0'")
+        if own.locator("#fleet-details").get_attribute("open") is None:  # on a laptop the dock starts as a bar
+            own.locator("#fleet summary").click()
+        record = _last_record(server, run_id)
+        lines = record["extras"]["instances"]
+        lines["ejected"] = [1 if i == 3 else 0 for i in range(len(lines["ejected"]))]  # a stale tile: i-03 out
+        record["minute"] = 5
+        own.evaluate("(r) => document.dispatchEvent(new CustomEvent('oncallsim:record', {detail: r}))", record)
+        own.wait_for_function("() => document.getElementById('fleet').dataset.minute === '5'")
+        _tile(own, 3).locator('[data-act="readmit"]').click()
+        own.wait_for_function("() => document.getElementById('fleet').dataset.result === 'refused'")
+        assert own.locator("#error").inner_text() == "Tag ind igen: instans i-03 er ikke taget ud"
+    finally:
+        own.context.close()
+
+
 def test_the_actions_are_off_once_the_run_is_over(server: str, page: Any) -> None:
     run_id = _run(server, 1)
     _open(page, server, run_id, 0)

@@ -5,6 +5,7 @@ another language's way (the debrief's checker, tests/test_debrief_languages.py),
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -94,6 +95,29 @@ def test_the_checker_finds_the_english_zoom_page(storm: tuple[Simulation, Zoomed
     assert "In force: the p2c balancer; FIFO queues; up to 3 retries per request; retried at once." in " ".join(
         visible(page).split()
     )
+
+
+@pytest.mark.parametrize(
+    ("language", "one", "many"),
+    [
+        ("en", "1 request timed out", "1,234 requests timed out"),
+        ("da", "1 request fik timeout", "1.234 requests fik timeout"),
+        ("zu", "Isicelo esingu-1 siphelelwe", "Izicelo ezingu-1,234 ziphelelwe"),
+        ("hy", "1 հարցում ժամկետանց եղավ", "1 234 հարցում ժամկետանց եղավ"),
+        ("ar", "انتهت مهلة 1 طلب", "انتهت مهلة 1,234 طلبًا"),  # 34: Arabic's "many" (11-99) form
+    ],
+)
+def test_the_timed_out_requests_are_counted_in_the_languages_plural(
+    storm: tuple[Simulation, ZoomedMinute], language: str, one: str, many: str
+) -> None:
+    """ "%(n)s requests timed out" takes the language's plural form for its count (one, and Arabic's six)."""
+    for timeouts, expected in ((1, one), (1234, many)):
+        z = dataclasses.replace(storm[1], timeouts=timeouts)
+        page = " ".join(visible(render_zoom_html(z, served=True, language=language)).split())
+        assert expected in page, (language, timeouts)
+    if language == "ar":  # 3 to 10: the plural proper; 2: the dual
+        pages = {n: visible(render_zoom_html(dataclasses.replace(storm[1], timeouts=n), True, "ar")) for n in (2, 3)}
+        assert "انتهت مهلة 2 طلبين" in pages[2] and "انتهت مهلة 3 طلبات" in pages[3]
 
 
 def test_every_in_force_phrase_is_translated_with_its_value() -> None:

@@ -52,5 +52,11 @@ def can(role: str, right: str) -> bool:
 def require(role: str, right: str) -> None:
     """Refuse, naming the role and who may, when ``role`` lacks ``right``."""
     if not can(role, right):
-        allowed = ", ".join(ROLE_LABELS[r] for r in (*PLAYER_ROLES, FACILITATOR) if r in RIGHTS[right])
-        raise InvalidInput("role", f"the {ROLE_LABELS.get(role, role)} cannot do this; allowed: {allowed}")
+        labels = tuple(ROLE_LABELS[r] for r in (*PLAYER_ROLES, FACILITATOR) if r in RIGHTS[right])
+        raise InvalidInput(
+            "role",
+            f"the {ROLE_LABELS.get(role, role)} cannot do this; allowed: {', '.join(labels)}",
+            "role_cannot",
+            role=ROLE_LABELS.get(role, role),
+            roles=labels,
+        )

@@ -301,7 +301,7 @@ class Room:
 
     def _open(self) -> None:
         if self.live.done:
-            raise InvalidInput("room", "the run is over: the room is closed")
+            raise InvalidInput("room", "the run is over: the room is closed", "room_closed")
 
     async def act(self, seat: Seat, control: str, value: Any) -> Action:
         """A player's action: checked as the console's are (``LiveRun.take``: the run's engine and its state),
@@ -340,7 +340,12 @@ class Room:
             while recent and now - recent[0] > 60.0:
                 recent.popleft()
             if len(recent) >= limit:
-                raise InvalidInput("text", f"at most {limit} messages a minute for {who}; wait a moment")
+                raise InvalidInput(
+                    "text",
+                    f"at most {limit} messages a minute for {who}; wait a moment",
+                    "text_rate_person" if key.startswith("name:") else "text_rate_link",
+                    n=limit,
+                )
             windows.append(recent)
         for recent in windows:
             recent.append(now)

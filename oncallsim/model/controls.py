@@ -185,6 +185,9 @@ def check_engine(name: str, engine: str) -> None:
             name,
             f"belongs to the {' and '.join(spec.engines)} engine; this run uses the {engine} engine "
             f"(start it with --engine {spec.engines[0]})",
+            "engine_only",
+            engines=" / ".join(spec.engines),
+            engine=engine,
         )
 
 
@@ -221,7 +224,7 @@ def _switch(name: str, value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in {"true", "on", "1", "yes", "false", "off", "0", "no"}:
         return value.strip().lower() in {"true", "on", "1", "yes"}
     if not isinstance(value, bool):
-        raise InvalidInput(name, f"must be true or false, got {quote(value)}")
+        raise InvalidInput(name, f"must be true or false, got {quote(value)}", "switch", got=value)
     return value
 
 
@@ -232,18 +235,20 @@ def coerce_control_value(name: str, value: Any) -> Any:
         raise InvalidInput("control", f"unknown control {name!r}; known: " + ", ".join(CONTROL_SPECS))
     if spec.kind == "button":
         if value is not None:
-            raise InvalidInput(name, f"is a button and takes no value, got {quote(value)}")
+            raise InvalidInput(name, f"is a button and takes no value, got {quote(value)}", "button", got=value)
         return None
     if spec.kind == "instance":
         if isinstance(value, str):
             number = whole_number(value.strip().removeprefix("i-"))
             value = value if number is None or number < 0 else number
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 100_000:
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
+            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}", "instance_id", got=value)
         return value
     if spec.kind == "choice":
         if not isinstance(value, str) or value not in spec.choices:
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
+            raise InvalidInput(
+                name, f"must be {spec.describe_range()}, got {quote(value)}", "choice", allowed=spec.choices, got=value
+            )
         return value
     if spec.kind == "bool":
         return _switch(name, value)
@@ -251,17 +256,24 @@ def coerce_control_value(name: str, value: Any) -> Any:
         try:
             value = number_text(value)
         except ValueError:
-            raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}") from None
+            raise _out_of_range(spec, f"must be {spec.describe_range()}, got {quote(value)}", value) from None
     # an integer is compared as it is (10**400 is out of range, never an OverflowError on the way to a float)
     finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
     if isinstance(value, bool) or not finite:
-        raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
+        raise _out_of_range(spec, f"must be {spec.describe_range()}, got {quote(value)}", value)
     if spec.kind == "int" and isinstance(value, float) and not value.is_integer():
-        raise InvalidInput(name, f"must be {spec.describe_range()}, got {quote(value)}")
+        raise _out_of_range(spec, f"must be {spec.describe_range()}, got {quote(value)}", value)
     assert spec.min is not None and spec.max is not None
     if not spec.min <= value <= spec.max:
-        raise InvalidInput(name, f"{quote(value)} is out of range; allowed {spec.describe_range()}")
+        raise _out_of_range(spec, f"{quote(value)} is out of range; allowed {spec.describe_range()}", value)
     return int(value) if spec.kind == "int" else float(value) + 0.0  # + 0.0: -0.0 is 0
+
+
+def _out_of_range(spec: ControlSpec, reason: str, value: Any) -> InvalidInput:
+    """A number control's refusal: its English ``reason``, and its meaning (kind "range") for the pages."""
+    return InvalidInput(
+        spec.name, reason, "range", lo=spec.min, hi=spec.max, unit=spec.unit, whole=spec.kind == "int", got=value
+    )
 
 
 class ControlsBase:

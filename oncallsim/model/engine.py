@@ -89,7 +89,9 @@ DEFAULT_ENGINE = "minute"
 
 def get_engine(name: str) -> Engine:
     if not isinstance(name, str) or name not in ENGINES:
-        raise InvalidInput("engine", f"must be one of {', '.join(ENGINES)}, got {name!r}")
+        raise InvalidInput(
+            "engine", f"must be one of {', '.join(ENGINES)}, got {name!r}", "choice", allowed=tuple(ENGINES), got=name
+        )
     return ENGINES[name]
 
 

@@ -3,6 +3,7 @@ edge uses on numbers, so that a value is read and quoted the same way from the w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -10,11 +11,18 @@ __all__ = ["InvalidInput", "number_text", "quote", "whole_number"]
 
 
 class InvalidInput(ValueError):
-    """Raised for any out-of-range, unknown or malformed input; never clamped silently."""
+    """Raised for any out-of-range, unknown or malformed input; never clamped silently.
 
-    def __init__(self, field: str, reason: str) -> None:
+    ``reason`` is the English sentence the CLI, the logs and the API's clients read. A refusal the pages can
+    meet also says what it means as data: ``kind`` (``"range"``, ``"choice"``, ``"whole"``, …, the keys of
+    ``oncallsim.refusals.REFUSAL_TEXTS``) and its ``details`` (``lo``, ``hi``, ``got``, …), from which
+    ``oncallsim.refusals.localize`` writes it in a page's language; without a kind it is said in English."""
+
+    def __init__(self, field: str, reason: str, kind: str = "", **args: Any) -> None:
         self.field = field
         self.reason = reason
+        self.kind = kind
+        self.details: Mapping[str, Any] = args
         super().__init__(f"{field}: {reason}")
 
 

@@ -205,12 +205,12 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Params)}
 def check_param_value(name: str, value: Any) -> None:
     meta = _FIELDS[name].metadata
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInput(name, f"must be a number, got {quote(value)}")
+        raise _refused(name, f"must be a number, got {quote(value)}", value)
     if meta["integer"] and not isinstance(value, int):
-        raise InvalidInput(name, f"must be a whole number in {_range(meta)}, got {quote(value)}")
+        raise _refused(name, f"must be a whole number in {_range(meta)}, got {quote(value)}", value)
     # an integer is compared as it is: 10**400 is out of range, never an OverflowError on the way to a float
     if not (meta["min"] <= value <= meta["max"]) or value != value:
-        raise InvalidInput(name, f"{quote(value)} is out of range; allowed {_range(meta)} {meta['unit']}")
+        raise _refused(name, f"{quote(value)} is out of range; allowed {_range(meta)} {meta['unit']}", value)
 
 
 def coerce_param(name: str, value: Any) -> float | int:
@@ -222,13 +222,21 @@ def coerce_param(name: str, value: Any) -> float | int:
         try:
             value = number_text(value)
         except ValueError:
-            raise InvalidInput(name, f"must be a number in {_range(meta)}, got {quote(value)}") from None
+            raise _refused(name, f"must be a number in {_range(meta)}, got {quote(value)}", value) from None
     if meta["integer"] and isinstance(value, float) and value.is_integer():
         value = int(value)
     check_param_value(name, value)
     if not meta["integer"]:
         value = float(value) + 0.0  # in range, so a float; + 0.0: -0.0 is 0
     return value  # type: ignore[no-any-return]
+
+
+def _refused(name: str, reason: str, value: Any) -> InvalidInput:
+    """A parameter's refusal: the English ``reason``, and its meaning (kind "range") for the new-run form."""
+    meta = _FIELDS[name].metadata
+    return InvalidInput(
+        name, reason, "range", lo=meta["min"], hi=meta["max"], unit=meta["unit"], whole=bool(meta["integer"]), got=value
+    )
 
 
 def _range(meta: Any) -> str:

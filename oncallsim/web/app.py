@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from oncallsim.alerting.pagerduty import Pager, PagerConfig
 from oncallsim.i18n import translations
+from oncallsim.refusals import localized_fields
 from oncallsim.store import RunStore, default_db_path
 from oncallsim.web import api, engines, gameday, metrics, pages, zoom
 from oncallsim.web.limits import Full, Gate, Limits, sweep_forever
@@ -104,7 +105,8 @@ def create_app(
 
     @app.exception_handler(api.InvalidInput)
     async def invalid_input(request: Request, exc: api.InvalidInput) -> JSONResponse:
-        return JSONResponse({"error": str(exc), "field": exc.field}, status_code=422)
+        extra = localized_fields(exc, pages.language_of(request))  # a page's language; nothing for English
+        return JSONResponse({"error": str(exc), "field": exc.field, **extra}, status_code=422)
 
     @app.exception_handler(Busy)
     async def busy(request: Request, exc: Busy) -> Response:

@@ -111,6 +111,9 @@ def check_speed(speed: Any) -> int:
             "speed",
             f"must be one of {', '.join(map(str, SPEEDS))} (minutes per second; {REALTIME}: real time, a minute a "
             f"minute), got {speed!r}",
+            "choice",
+            allowed=SPEEDS,
+            got=speed,
         )
     return int(speed)
 
@@ -335,7 +338,12 @@ class LiveRun:
         while self._recent_actions and now - self._recent_actions[0] > 60.0:
             self._recent_actions.popleft()
         if len(self._recent_actions) >= ACTIONS_PER_MINUTE:
-            raise InvalidInput("action", f"at most {ACTIONS_PER_MINUTE} actions per run per minute; wait a moment")
+            raise InvalidInput(
+                "action",
+                f"at most {ACTIONS_PER_MINUTE} actions per run per minute; wait a moment",
+                "rate",
+                n=ACTIONS_PER_MINUTE,
+            )
         self._recent_actions.append(now)
 
     async def act(self, control: Any, value: Any = None) -> Action:
@@ -366,7 +374,7 @@ class LiveRun:
 
     def _open(self) -> None:
         if self.done:
-            raise InvalidInput("run", "the run is over")
+            raise InvalidInput("run", "the run is over", "run_over")
 
     async def pause(self, held_by: str = "user") -> None:
         self._open()  # an over run's clock is still: nothing to pause, nothing to write over its end
@@ -396,7 +404,7 @@ class LiveRun:
         """The player ends the run where it stands: "ended" is debriefed on the minutes played (the
         counterfactuals stop there too); "abandoned" is kept and listed without a debrief."""
         if self.done:
-            raise InvalidInput("run", "the run is over")
+            raise InvalidInput("run", "the run is over", "run_over")
         async with self._writing:
             self.ended = how
             self.paused = True
@@ -414,9 +422,9 @@ class LiveRun:
     async def step_once(self) -> None:
         """Advance one minute (while paused)."""
         if self.done:
-            raise InvalidInput("run", "the run is over")
+            raise InvalidInput("run", "the run is over", "run_over")
         if not self.paused:
-            raise InvalidInput("step", "pause the run first")
+            raise InvalidInput("step", "pause the run first", "pause_first")
         if self.remote is not None:
             await self._remote_minute(None, paused_too=True)
             return

@@ -47,14 +47,24 @@ def minute_seconds(speed: int) -> float:
 
 def check_difficulty(value: Any) -> Difficulty:
     if value not in DIFFICULTIES:
-        raise InvalidInput("difficulty", f"must be one of {', '.join(DIFFICULTIES)}, got {str(value)[:40]!r}")
+        raise InvalidInput(
+            "difficulty",
+            f"must be one of {', '.join(DIFFICULTIES)}, got {str(value)[:40]!r}",
+            "choice",
+            allowed=DIFFICULTIES,
+            got=str(value)[:40],
+        )
     return value  # type: ignore[no-any-return]
 
 
 def check_speed_for(difficulty: str, speed: int) -> None:
     if speed > MAX_SPEED[difficulty]:
         raise InvalidInput(
-            "speed", f"the {difficulty} difficulty plays at most {MAX_SPEED[difficulty]}× (choose normal or hard)"
+            "speed",
+            f"the {difficulty} difficulty plays at most {MAX_SPEED[difficulty]}× (choose normal or hard)",
+            "speed_cap",
+            difficulty=difficulty,
+            max=MAX_SPEED[difficulty],
         )
 
 

@@ -41,7 +41,6 @@ from oncallsim.i18n import (
     format_number,
     format_percent,
     languages,
-    negotiate,
     number_patterns,
     number_symbols,
     page_catalog,
@@ -52,11 +51,14 @@ from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.errors import whole_number
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
+from oncallsim.refusals import localize
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
 from oncallsim.web.labels import control_label, main_control, resilience_controls
+from oncallsim.web.language import LANG_COOKIE as LANG_COOKIE
+from oncallsim.web.language import language_of as language_of
 from oncallsim.web.limits import client_of
 from oncallsim.web.live import SPEEDS, LiveRun
 from oncallsim.web.pacing import (
@@ -76,7 +78,6 @@ __all__ = ["REFUSALS", "router"]
 router = APIRouter(include_in_schema=False)
 
 
-LANG_COOKIE = "oncallsim_lang"
 LANG_COOKIE_MAX_AGE_S = 365 * 24 * 3600
 
 
@@ -119,13 +120,6 @@ def environment(language: str) -> Environment:
     env.filters["when"] = lambda value: format_datetime(value, language)
     env.filters["short"] = lambda value: format_number(value, language, -3)  # up to 3 decimals, as many as needed
     return env
-
-
-def language_of(request: Request) -> str:
-    """The page's language: ?lang=, else the cookie the picker set, else Accept-Language, else English."""
-    return negotiate(
-        request.query_params.get("lang"), request.headers.get("accept-language"), request.cookies.get(LANG_COOKIE)
-    )
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -180,7 +174,8 @@ def refusal(request: Request, field: str, kind: str, **args: Any) -> InvalidInpu
 
 
 def error_page(request: Request, exc: InvalidInput, status: int = 422) -> HTMLResponse:
-    return render(request, "error.html", status=status, message=str(exc))
+    """The refusal in the page's language (``refusals.localize``: English when it has no structured kind)."""
+    return render(request, "error.html", status=status, message=localize(exc, language_of(request)))
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -15,6 +15,8 @@ from typing import Any
 from fastapi import WebSocket, WebSocketDisconnect
 
 from oncallsim.model import InvalidInput
+from oncallsim.refusals import localized_fields
+from oncallsim.web.language import language_of
 
 __all__ = ["MESSAGES_PER_SECOND", "serve_socket"]
 
@@ -31,7 +33,10 @@ async def serve_socket(
 ) -> None:
     """Serve ``websocket`` until it closes: ``on_frame`` handles each received frame (raising ``InvalidInput``
     for a bad one); ``queue`` carries what to send, ``None`` when this socket fell too far behind (closed with
-    1013 "try again later": the browser reconnects and gets a fresh snapshot); ``what`` names it in the log."""
+    1013 "try again later": the browser reconnects and gets a fresh snapshot); ``what`` names it in the log. A
+    refusal frame adds its sentence in the page's language (``localized``: the socket's ?lang=, cookie or
+    Accept-Language, as the page's own) to the English ``message``."""
+    language = language_of(websocket)
 
     async def sender() -> None:
         while (text := await queue.get()) is not None:
@@ -56,7 +61,8 @@ async def serve_socket(
                     continue
                 await on_frame(raw)
             except InvalidInput as exc:  # to this socket only, through its one writer
-                queue.put_nowait(json.dumps({"type": "error", "field": exc.field, "message": str(exc)}))
+                extra = localized_fields(exc, language)
+                queue.put_nowait(json.dumps({"type": "error", "field": exc.field, "message": str(exc), **extra}))
             except Exception:  # a bug: logged; the socket stays open
                 log.exception("unexpected error on %s", what)
                 queue.put_nowait(json.dumps({"type": "error", "field": "server", "message": "internal error"}))

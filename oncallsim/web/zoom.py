@@ -30,7 +30,10 @@ async def _zoom(request: Request, run_id: str, minute: int) -> ZoomedMinute:
     played = len(sim.timeline)
     if not minute < played:
         last = f"0 to {played - 1}" if played else "none: no minute played yet"
-        raise InvalidInput("minute", f"must be a minute of the run, {last}; got {minute}")
+        reason = f"must be a minute of the run, {last}; got {minute}"
+        if played:
+            raise InvalidInput("minute", reason, "minute", lo=0, hi=played - 1, got=minute)
+        raise InvalidInput("minute", reason, "no_minute", got=minute)
     record = sim.timeline[minute]  # read on the event loop; the re-simulation runs on a worker thread
     return await asyncio.to_thread(zoom_record, record, sim.params, sim.seed, sim.engine.name)
 

@@ -117,8 +117,13 @@ def check_settings(settings: Mapping[str, Any], changed: str) -> None:
             raise InvalidInput(
                 changed,
                 "adaptive-lifo serves the newest first past a share of the queue's limit: set queue_limit first",
+                "lifo_needs_limit",
             )
-        raise InvalidInput(changed, "adaptive-lifo needs a queue limit above 0: choose another queue_discipline first")
+        raise InvalidInput(
+            changed,
+            "adaptive-lifo needs a queue limit above 0: choose another queue_discipline first",
+            "lifo_keeps_limit",
+        )
 
 
 CONTROLS = (

@@ -82,23 +82,40 @@ def check_instance_action(w: World | WorldView, serving: int, control: str, valu
         return
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < serving:
         raise InvalidInput(
-            control, f"no instance {value!r}: the serving instances are {instance_id(0)} to {instance_id(serving - 1)}"
+            control,
+            f"no instance {value!r}: the serving instances are {instance_id(0)} to {instance_id(serving - 1)}",
+            "no_instance",
+            got=value,
+            first=instance_id(0),
+            last=instance_id(serving - 1),
         )
     view = w if isinstance(w, WorldView) else view_of(w, serving)
     if control == "eject":
         if view.ejected[value]:
             raise InvalidInput(
-                control, f"instance {instance_id(value)} is already out of rotation (readmit puts it back)"
+                control,
+                f"instance {instance_id(value)} is already out of rotation (readmit puts it back)",
+                "already_ejected",
+                instance=instance_id(value),
             )
         if list(view.rotating) == [value]:
             raise InvalidInput(
                 control,
                 f"instance {instance_id(value)} is the last one in rotation: ejecting it would stop all traffic",
+                "last_in_rotation",
+                instance=instance_id(value),
             )
     elif control == "readmit" and not view.ejected[value]:
-        raise InvalidInput(control, f"instance {instance_id(value)} is not ejected")
+        raise InvalidInput(
+            control, f"instance {instance_id(value)} is not ejected", "not_ejected", instance=instance_id(value)
+        )
     elif control == "replace" and view.replacing[value]:
-        raise InvalidInput(control, f"instance {instance_id(value)} is already being replaced")
+        raise InvalidInput(
+            control,
+            f"instance {instance_id(value)} is already being replaced",
+            "already_replacing",
+            instance=instance_id(value),
+        )
 
 
 def _hold_in_flight(w: World, i: int, fate: int, wpi: int) -> None:

@@ -743,7 +743,7 @@
         flash(t("ack.queued", { control: actionText(message.action), clock: state ? state.clock : "" }), "info");
         break;
       case "error":
-        flash(message.message, "bad");
+        flash(message.localized || message.message, "bad"); // the server's refusal in the page's language
         for (const name of Object.keys(requested)) delete requested[name];
         if (state) showControls(effectiveControls(state));
         break;
@@ -770,7 +770,10 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}/api/runs/${runId}/ws`);
+    // ?lang=: the server writes its refusals in the page's language (web/refusals: the English stays in message)
+    const lang = document.documentElement.lang;
+    const query = lang && lang !== "en" ? `?lang=${encodeURIComponent(lang)}` : "";
+    socket = new WebSocket(`${scheme}://${location.host}/api/runs/${runId}/ws${query}`);
     socket.addEventListener("open", () => { retry = 0; root.dataset.connected = "true"; });
     socket.addEventListener("message", (e) => onMessage(JSON.parse(e.data)));
     socket.addEventListener("close", () => {

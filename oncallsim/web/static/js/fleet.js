@@ -261,7 +261,10 @@
     section.dataset.result = "waiting";
     let answer = null, body = null;
     try {
-      answer = await fetch("/api/runs/" + encodeURIComponent(runId) + "/actions", {
+      // ?lang=: a refusal comes back in the page's language too (its "localized" beside the English "error")
+      const lang = document.documentElement.lang;
+      const query = lang && lang !== "en" ? "?lang=" + encodeURIComponent(lang) : "";
+      answer = await fetch("/api/runs/" + encodeURIComponent(runId) + "/actions" + query, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ control, value: i }),
@@ -274,7 +277,7 @@
     }
     if (!answer.ok) {
       section.dataset.result = "refused";
-      flash((body && body.error) || answer.statusText, "bad");
+      flash((body && (body.localized || body.error)) || answer.statusText, "bad");
       return;
     }
     section.dataset.result = "accepted";

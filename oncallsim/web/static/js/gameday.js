@@ -51,7 +51,9 @@
   function connect() {
     const saved = JSON.parse(sessionStorage.getItem(storeKey) || "null");
     const proto = window.location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(proto + "//" + window.location.host + "/gameday/" + roomId + "/ws");
+    const lang = document.documentElement.lang; // refusals in the page's language (English: the URL as it was)
+    const query = lang && lang !== "en" ? "?lang=" + encodeURIComponent(lang) : "";
+    ws = new WebSocket(proto + "//" + window.location.host + "/gameday/" + roomId + "/ws" + query);
     ws.addEventListener("open", () => {
       const join = { type: "join", token: key };
       if (saved) Object.assign(join, saved);
@@ -114,7 +116,7 @@
         showDebrief(message.debrief);
         break;
       case "error":
-        showError(message.message);
+        showError(message.localized || message.message);
         break;
     }
   }
@@ -595,7 +597,8 @@
       body: JSON.stringify({ token: key, what }),
     });
     if (!response.ok) {
-      showError((await response.json()).error);
+      const refusal = await response.json();
+      showError(refusal.localized || refusal.error);
       return;
     }
     save(await response.blob(), filename);

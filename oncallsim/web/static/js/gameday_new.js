@@ -38,7 +38,7 @@
     });
     const data = await response.json();
     if (!response.ok) {
-      $("new-error").textContent = fill(S.error, { message: data.error });
+      $("new-error").textContent = fill(S.error, { message: data.localized || data.error });
       $("new-error").hidden = false;
       return;
     }
