@@ -127,8 +127,8 @@ def test_eject_posts_the_action_and_the_tile_is_out_of_rotation_next_minute(serv
     page.wait_for_function("() => ['accepted', 'refused'].includes(document.getElementById('fleet').dataset.result)")
     assert page.locator("#fleet").get_attribute("data-result") == "accepted", page.locator("#error").inner_text()
     assert "next minute" in tile.locator(".tile-note").inner_text()
-    # the page says why the ejected instance still counts as serving and toward the floor
-    assert "counts as serving and toward the floor" in page.locator("#error").inner_text()
+    # the tile says why the ejected instance still counts as serving and toward the floor
+    assert "counts as serving and toward the floor" in tile.locator(".tile-note").inner_text()
     # asked once: not twice before it applies (the button stays focusable, marked unavailable)
     eject = tile.get_by_role("button", name="Eject i-03 from rotation")
     assert eject.get_attribute("aria-disabled") == "true"

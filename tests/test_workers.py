@@ -5,8 +5,8 @@ slowed alone and says so."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +44,13 @@ def test_the_response_time_sum_is_the_same_whatever_threads_the_linear_algebra_l
     assert len(sums) == 1, sums
 
 
+def _bits(*records: Any) -> str:
+    """Records as exact text: every float by its shortest round-trip repr (so equal text is equal bits). Not pickle:
+    its bytes also encode which values share one object (a memo), which a process's caches decide, not the run
+    (the cause of this test's failures in the full suite, once an xfail)."""
+    return json.dumps([r.to_dict() for r in records], sort_keys=True, default=repr)
+
+
 def test_a_run_in_a_worker_is_the_run_here_bit_for_bit() -> None:
     async def scenario() -> None:
         workers = Workers(cores=1)
@@ -56,7 +63,7 @@ def test_a_run_in_a_worker_is_the_run_here_bit_for_bit() -> None:
                 actions = [mirror.check_action(c, v) for c, v in _actions(minute)]  # checked on the mirror
                 remote = await held.step(actions)
                 local = here.step(_actions(minute))
-                assert pickle.dumps(remote) == pickle.dumps(local)  # every field, every extra, bit for bit
+                assert _bits(remote) == _bits(local)  # every field, every extra, bit for bit
             assert mirror.actions == here.actions and mirror.minute == here.minute == 8
             assert mirror.rng.state == here.rng.state
             assert mirror.state.vec.tobytes() == here.state.vec.tobytes()
@@ -69,9 +76,9 @@ def test_a_run_in_a_worker_is_the_run_here_bit_for_bit() -> None:
             # rebuilt from its file in a worker: the same again
             rebuilt, pending, skipped = await workers.call(job_rebuild, here.run_file())
             assert (pending, skipped) == ([], [])
-            assert pickle.dumps(rebuilt.timeline) == pickle.dumps(here.timeline)
+            assert _bits(*rebuilt.timeline) == _bits(*here.timeline)
             # played to its end: the world leaves the worker, the mirror stays complete
-            assert pickle.dumps(await held.step([])) == pickle.dumps(here.step([]))
+            assert _bits(await held.step([])) == _bits(here.step([]))
             assert mirror.done and mirror.timeline == here.timeline
             held.release()
         finally:

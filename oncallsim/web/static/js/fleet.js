@@ -281,12 +281,13 @@
       return;
     }
     section.dataset.result = "accepted";
-    // out of rotation is not out of the fleet: said when the player ejects one (the tile's key has no room for it)
-    if (control === "eject") flash(tr("eject_counts"), "info");
     if (tile) {
       tile.dataset.asked = control;
       tile.dataset.askedAt = String(lastRecord ? lastRecord.minute : -1);
-      tile.querySelector(".tile-note").textContent = tr("pending", { action: tr(control) });
+      // out of rotation is not out of the fleet: said on the tile when the player ejects it (in the shared banner
+      // the console's own "logged, applies from" note, arriving by the socket, could replace it)
+      const why = control === "eject" ? " " + tr("eject_counts") : "";
+      tile.querySelector(".tile-note").textContent = tr("pending", { action: tr(control) }) + why;
       markAsked(tile);
     }
   }
