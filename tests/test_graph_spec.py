@@ -1,6 +1,7 @@
 """The [graph] section of a scenario file (oncallsim/scenarios/graph.py, docs/graphs.md): the docs' example loads,
 each refusal is one line naming the field (the same line the docs show), contradictions are listed, not refused,
-and a run of a graph scenario is refused until an engine simulates one."""
+a run of a graph scenario plays on the request engine (the minute engine refuses it), and the console refuses
+one in one line until it draws a graph."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from oncallsim import InvalidInput, Simulation, builtin_scenarios
-from oncallsim.scenarios.graph import GRAPH_NOT_SIMULATED, GraphSpec, contradictions, least_time_ms
+from oncallsim.scenarios.graph import GraphSpec, contradictions, least_time_ms
 from oncallsim.scenarios.registry import scenario_from_dict, scenario_from_text
 from oncallsim.scenarios.spec import Scenario
 from oncallsim.verify.chains import simulate
@@ -38,16 +39,22 @@ def test_the_docs_example_is_a_valid_three_service_scenario() -> None:
     assert least_time_ms(graph) == (24.0, ["api", "orders", "db"])
 
 
-def test_a_run_of_a_graph_scenario_is_refused_in_one_line() -> None:
+def test_a_graph_scenario_plays_on_the_request_engine_and_the_minute_engine_refuses_it() -> None:
     scenario = scenario_from_text(doc_example(), "graphs.md")
+    assert scenario.engine == "request"  # a graph's default
+    sim = Simulation(scenario, seed=1, minutes=2)
+    assert sim.engine.name == "request"
+    records = sim.run()
+    assert len(records) == 2 and records[0].extras is not None
+    assert list(records[0].extras["graph"]["services"]) == ["api", "orders", "db"]
     with pytest.raises(InvalidInput) as info:
-        Simulation(scenario, seed=1)
-    assert info.value.field == "graph" and info.value.reason == GRAPH_NOT_SIMULATED
-    assert str(info.value) == "graph: service graphs are declared and checked but not simulated yet (issue 24)"
+        Simulation(scenario, seed=1, engine="minute").run()
+    assert info.value.field == "graph"
+    assert str(info.value) == (
+        "graph: a chain of services plays on the request engine, which simulates every request; this run uses the "
+        "minute engine (start it with --engine request)"
+    )
     assert str(info.value) in DOC.read_text(encoding="utf-8")
-    # the engine asked for makes no difference
-    with pytest.raises(InvalidInput, match="issue 24"):
-        Simulation(scenario, seed=1, engine="request")
 
 
 def test_the_docs_example_plays_on_the_oracle() -> None:
@@ -192,6 +199,7 @@ def test_the_console_refuses_a_graph_scenario_in_the_same_line(tmp_path: Path) -
     """Sent as content to the API: the run is refused (422) with the field and the line, nothing started."""
     from fastapi.testclient import TestClient
 
+    from oncallsim.web.api import CONSOLE_WITHOUT_GRAPHS
     from oncallsim.web.app import create_app
 
     base = "http://testserver"
@@ -199,4 +207,4 @@ def test_the_console_refuses_a_graph_scenario_in_the_same_line(tmp_path: Path) -
         body = {"scenario": "checkout-chain", "scenario_toml": doc_example(), "seed": 1, "paused": True}
         response = client.post("/api/runs", json=body)
         assert response.status_code == 422, response.text
-        assert response.json() == {"field": "graph", "error": f"graph: {GRAPH_NOT_SIMULATED}"}
+        assert response.json() == {"field": "graph", "error": f"graph: {CONSOLE_WITHOUT_GRAPHS}"}

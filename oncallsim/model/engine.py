@@ -61,13 +61,19 @@ class MinuteEngine:
 
 
 def refuse_faults(plan: RunPlan, engine: str) -> None:
-    """The minute model has no instances: a plan with instance or zone events, or with instances of their own
-    speeds and weights, needs the request engine."""
+    """The minute model has no instances and one service: a plan with instance or zone events, with instances of
+    their own speeds and weights, or with a chain of services (a graph), needs the request engine."""
     if plan.faults:
         raise InvalidInput(
             "events",
             f"instance and zone events belong to the request engine; this run uses the {engine} engine "
             "(start it with --engine request)",
+        )
+    if plan.graph is not None:
+        raise InvalidInput(
+            "graph",
+            f"a chain of services plays on the request engine, which simulates every request; this run uses the "
+            f"{engine} engine (start it with --engine request)",
         )
     if plan.speeds or plan.weights:
         raise InvalidInput(
@@ -97,11 +103,17 @@ def get_engine(name: str) -> Engine:
 
 def prepare(engine: Engine) -> None:
     """Compile (or load from numba's cache) what a run of ``engine`` calls, by playing two minutes of a tiny
-    plan with a deploy and a flush: the first use on a machine compiles for up to a minute, and a surface
-    can say so before it starts instead of looking frozen."""
+    plan with a deploy and a flush (and, on the request engine, a minute of a tiny chain of services): the first
+    use on a machine compiles for up to a minute, and a surface can say so before it starts instead of looking
+    frozen."""
     params = Params(max_fleet=2, hot_objects=100.0)
     plan = RunPlan(minutes=2, deploy_minutes=frozenset({0}), flush_minutes=frozenset({1}))
     state = engine.initial(plan, Controls(floor=1), params, 0)
     rng = Mulberry32(0)
     for _ in range(plan.minutes):
         state, _ = engine.step(state, [("warmup", None)] if state.minute == 1 else [], rng, params)
+    if engine.name == "request":
+        from oncallsim.model.chain.layout import tiny_chain
+
+        state = engine.initial(RunPlan(minutes=1, graph=tiny_chain()), Controls(floor=1), params, 0)
+        engine.step(state, [], rng, params)

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from oncallsim.model import MODEL_VERSION
+from oncallsim.model.chain.layout import ChainLayout
 from oncallsim.model.traffic import Surge
 
 __all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "REVISION", "InstanceFault", "RunPlan", "time_label"]
@@ -58,6 +59,9 @@ class RunPlan:
     # speed (its machine: 2 = twice the CPU of the model's instance) and the weight it registers with (default 10)
     speeds: tuple[float, ...] = ()
     weights: tuple[float, ...] = ()
+    # a chain of services (a scenario's [graph], docs/graphs.md): the request engine plays it instead of the one
+    # service; None: the one service
+    graph: ChainLayout | None = None
 
     def first_event(self, minutes: int) -> int | None:
         """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""

@@ -8,8 +8,9 @@ request takes at the mean service times, network included, is longer). Declarati
 against each other (a callee allowed longer than its caller) are not refused: ``contradictions`` lists them, for
 the debrief to show.
 
-The request engine does not simulate a graph yet; ``oncallsim.verify.chains`` does, separately (the oracle the
-engine's graph will be checked against). docs/graphs.md is the format's reference.
+The request engine plays a graph from the layout ``layout_of`` builds (``oncallsim.model.chain``: numbers in
+arrays, times in seconds); ``oncallsim.verify.chains`` simulates one separately (the oracle the engine is checked
+against). docs/graphs.md is the format's reference.
 """
 
 from __future__ import annotations
@@ -20,19 +21,26 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oncallsim.model.chain.layout import (
+    DIST_CONSTANT,
+    DIST_EXPONENTIAL,
+    DIST_LOGNORMAL,
+    CallLayout,
+    ChainLayout,
+    ServiceLayout,
+)
+
 __all__ = [
-    "GRAPH_NOT_SIMULATED",
     "CallSpec",
     "GraphSpec",
     "ServiceSpec",
     "contradictions",
+    "layout_of",
     "least_time_ms",
     "service_quantile_ms",
     "stages",
 ]
 
-# What a run of a scenario with a graph is told until the request engine simulates one (issue 24).
-GRAPH_NOT_SIMULATED = "service graphs are declared and checked but not simulated yet (issue 24)"
 
 MAX_SERVICES = 50
 MAX_CALLS = 50  # per service
@@ -285,3 +293,40 @@ def service_quantile_ms(spec: ServiceSpec, q: float) -> float:
     assert spec.sigma is not None
     mu = math.log(spec.service_ms) - spec.sigma**2 / 2.0
     return math.exp(mu + spec.sigma * NormalDist().inv_cdf(q))
+
+
+_DISTRIBUTIONS = {"exponential": DIST_EXPONENTIAL, "lognormal": DIST_LOGNORMAL, "constant": DIST_CONSTANT}
+
+
+def layout_of(graph: GraphSpec) -> ChainLayout:
+    """The graph as the request engine reads it: services by position (declaration order), times in seconds."""
+    names = list(graph.services)
+    services = []
+    for name, spec in graph.services.items():
+        calls = tuple(
+            CallLayout(
+                to=names.index(call.to),
+                copies=call.count if call.count is not None else 1,
+                probability=call.probability,
+                network_s=call.network_ms / 1000.0,
+                parallel=call.mode == "parallel",
+            )
+            for call in spec.calls
+        )
+        services.append(
+            ServiceLayout(
+                name=name,
+                instances=spec.instances,
+                workers_per_instance=spec.workers_per_instance,
+                mean_s=spec.service_ms / 1000.0,
+                distribution=_DISTRIBUTIONS[spec.distribution],
+                sigma=spec.sigma or 0.0,
+                asynchronous=spec.asynchronous,
+                timeout_s=None if spec.timeout_ms is None else spec.timeout_ms / 1000.0,
+                retries=spec.retries,
+                retry_budget=spec.retry_budget,
+                hedge_quantile=spec.hedge_after_quantile,
+                calls=calls,
+            )
+        )
+    return ChainLayout(tuple(services), names.index(graph.entry), graph.deadline_ms / 1000.0)

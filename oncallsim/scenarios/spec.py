@@ -23,7 +23,7 @@ from pydantic import (
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.engine import get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES, InstanceFault
-from oncallsim.scenarios.graph import GRAPH_NOT_SIMULATED, GraphSpec
+from oncallsim.scenarios.graph import GraphSpec, layout_of
 from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 
 __all__ = [
@@ -424,7 +424,7 @@ class Scenario(_Strict):
     )
     graph: GraphSpec | None = Field(
         default=None,
-        description="a chain of services ([graph], docs/graphs.md): declared and checked, not simulated yet",
+        description="a chain of services ([graph], docs/graphs.md), played by the request engine",
     )
 
     @model_serializer(mode="wrap")
@@ -434,6 +434,15 @@ class Scenario(_Strict):
         data = handler(self)
         if isinstance(data, dict) and data.get("graph", 0) is None:
             del data["graph"]
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_graph_plays_on_the_request_engine(cls, data: Any) -> Any:
+        """A scenario with a graph runs on the request engine unless it names another (which its runs refuse:
+        the minute model has one service)."""
+        if isinstance(data, dict) and data.get("graph") is not None and data.get("engine") is None:
+            return {**data, "engine": "request"}
         return data
 
     @field_validator("engine")
@@ -496,11 +505,8 @@ class Scenario(_Strict):
     def build_plan(self, rng: Mulberry32, clock: str | None = None, minutes: int | None = None) -> RunPlan:
         """The run's plan. Draws, in file order, one uniform per ranged value: surge onset, peak, rise, decay.
 
-        A scenario with a ``[graph]`` is refused here, where every run (one, a batch, a sweep, a room) starts:
-        no engine simulates a graph yet (issue 24), and a run that quietly played one service would teach the
-        wrong lesson."""
-        if self.graph is not None:
-            raise InvalidInput("graph", GRAPH_NOT_SIMULATED)
+        A scenario with a ``[graph]`` carries its layout in the plan: the request engine plays the chain, the
+        minute engine refuses it (a run that quietly played one service would teach the wrong lesson)."""
         start = parse_clock(clock if clock is not None else self.start, "clock")
         deploys: set[int] = set()
         flushes: set[int] = set()
@@ -544,6 +550,7 @@ class Scenario(_Strict):
             brownouts=tuple(sorted(brownouts)),
             speeds=tuple(self.fleet.speeds),
             weights=tuple(float(w) for w in self.fleet.weights),
+            graph=None if self.graph is None else layout_of(self.graph),
         )
 
 

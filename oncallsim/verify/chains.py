@@ -18,7 +18,8 @@ What it simulates, per docs/graphs.md:
   request (the callee's work goes on until it arrives); the client's reaches the entry at once.
 - A failed call (an error answer, or no answer by its deadline) is retried at once by the caller up to its
   ``retries``, while its deadline lasts and while its ``retry_budget`` allows: a retry is sent only if the
-  caller's retries would then be at most that share of all the calls it has sent (first tries and retries).
+  caller's retries would then be at most that share of the calls it has sent (first tries and retries) in the
+  last ``BUDGET_WINDOW_S`` whole seconds (this one and the nine before).
 - Hedging (the caller's ``hedge_after_quantile`` q): a second copy of a try that has not answered after the
   q-quantile of the callee's latency (as the callers have seen it: the last 1,000 successful answers, until 100
   of them the declared service time's quantile plus the network there and back; or always the declared one);
@@ -50,6 +51,7 @@ QUANTILES = (0.5, 0.95, 0.99)
 HEDGE_WINDOW = 1000  # the latencies a hedge delay is read from
 HEDGE_MIN_SEEN = 100  # fewer than this: the declared quantile
 HEDGE_REFRESH = 100  # the observed quantile recomputed every so many new answers
+BUDGET_WINDOW_S = 10  # a retry budget counts the calls of the last 10 whole seconds
 
 # event kinds
 _CLIENT, _REACH, _OWN_DONE, _REPLY, _TIMER, _HEDGE, _CLIENT_TIMER, _CANCEL = range(8)
@@ -151,8 +153,8 @@ class _Service:
         self.queue: deque[_Attempt] = deque()
         self.stages = stages(spec)
         self.counts = _Counts()
-        self.sent = 0  # calls sent, first tries and retries (the retry budget's denominator)
-        self.sent_retries = 0
+        self.sent: dict[int, int] = {}  # calls sent (first tries and retries) per whole second: the budget's base
+        self.sent_retries: dict[int, int] = {}
         self.seen: deque[float] = deque(maxlen=HEDGE_WINDOW)  # its answers' latencies as its callers saw them
         self.seen_count = 0
         self.quantile_cache: dict[float, float] = {}
@@ -514,7 +516,8 @@ class _Chain:
             if parent.measured:
                 caller.counts.hedges += 1
         else:
-            caller.sent += 1
+            second = int(t // 1000.0)
+            caller.sent[second] = caller.sent.get(second, 0) + 1
             call.try_no += 1
             call.hedged = False
             if caller.spec.hedge_after_quantile is not None:
@@ -592,10 +595,14 @@ class _Chain:
             return  # another copy of this try may still answer
         caller = call.parent.service
         spec = caller.spec
-        budget_ok = caller.sent_retries + 1 <= spec.retry_budget * (caller.sent + 1)
+        second = int(t // 1000.0)
+        recent = range(second - BUDGET_WINDOW_S + 1, second + 1)
+        sent = sum(caller.sent.get(k, 0) for k in recent)
+        retried = sum(caller.sent_retries.get(k, 0) for k in recent)
+        budget_ok = retried + 1 <= spec.retry_budget * (sent + 1)
         if call.retries < spec.retries and budget_ok and t < call.parent.deadline:
             call.retries += 1
-            caller.sent_retries += 1
+            caller.sent_retries[second] = caller.sent_retries.get(second, 0) + 1
             if call.parent.measured:
                 caller.counts.retries += 1
             self.send(t, call, hedge=False)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from oncallsim.model.chain.engine import chain_initial, chain_step, check_chain_action
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
@@ -134,6 +135,8 @@ class RequestEngine:
                 f"must be from 0 to {MAX_BASE_REQUESTS_PER_S:,.0f} req/s on the request engine, which simulates every "
                 f"request (the minute engine takes up to 10,000,000), got {params.base_requests_per_s:g}",
             )
+        if plan.graph is not None:
+            return chain_initial(plan, controls, params, seed)
         state = initial_state(plan, controls, params)
         world = new_world(params, seed, revision=plan.revision)
         configure_world(world, controls, params)
@@ -151,6 +154,8 @@ class RequestEngine:
     def step(
         self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
     ) -> tuple[State, MinuteRecord]:
+        if state.plan.graph is not None:
+            return chain_step(state, actions, rng, params)
         vec, boot, window = state.vec, state.boot, state.window
         k = state.kernel
         actions = list(actions)
@@ -185,4 +190,7 @@ class RequestEngine:
         return State(t + 1, state.plan, vec, boot, window, k, world), record
 
     def check_action(self, state: State, control: str, value: Any) -> None:
+        if state.plan.graph is not None:
+            check_chain_action(control)
+            return
         check_instance_action(state.world, int(state.vec[ST.serving]), control, value)

@@ -1,0 +1,99 @@
+"""The request engine's minute when the run is a chain of services (``plan.graph``): the minute model opens the
+minute (the traffic, the edge's shedding) and closes it (the SLO, the page, the cost, the fleet) as for the one
+service; in between every request is simulated through the graph (``drive.chain_minute_of``).
+
+What the operator's controls reach in a chain: the minute model's shedding at the edge, and its fleet, which is
+the entry service's: the entry's instances start at the declared count and follow the autoscaler and the
+operator's scaling (its workers per instance as declared); the other services keep their declared fleets. The
+per-instance controls act on the one service's instances, which a chain does not have: refused, naming why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from oncallsim.model.chain.drive import chain_minute_of
+from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
+from oncallsim.model.chain.measure import chain_extras, record_chain_minute
+from oncallsim.model.chain.world import SI_FREE, ChainWorld, new_chain
+from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
+from oncallsim.model.errors import InvalidInput
+from oncallsim.model.events import Event, from_slots
+from oncallsim.model.fields import EXTRA_SCHEMA, REC, ST, extras_by_name
+from oncallsim.model.params import Params
+from oncallsim.model.plan import RunPlan
+from oncallsim.model.record import MinuteRecord
+from oncallsim.model.rng import Mulberry32, normal_pair_k
+from oncallsim.model.stages import close_minute, open_minute
+from oncallsim.model.state import State, initial_state
+from oncallsim.model.step import make_record
+
+__all__ = ["chain_initial", "chain_step", "check_chain_action"]
+
+_WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
+
+
+def chain_initial(plan: RunPlan, controls: Controls, params: Params, seed: int) -> State:
+    assert plan.graph is not None
+    state = initial_state(plan, controls, params)
+    world = new_chain(plan.graph, seed)
+    state.vec[ST.serving] = plan.graph.services[plan.graph.entry].instances
+    return state._replace(world=world)
+
+
+def follow_fleet(world: ChainWorld, layout: ChainLayout, serving: int) -> None:
+    """The entry's workers: its serving instances × its workers per instance. Workers removed while busy finish
+    their request first (the idle count goes below zero until they do)."""
+    entry = layout.entry
+    workers = serving * layout.services[entry].workers_per_instance
+    delta = workers - int(world.svc[entry, SV_WORKERS])
+    if delta:
+        world.svc[entry, SV_WORKERS] = workers
+        world.svc_i[entry, SI_FREE] += delta
+
+
+def check_chain_action(control: str) -> None:
+    """The one service's instance controls have no instances to act on in a chain."""
+    if control in _WORLD_CONTROLS:
+        raise InvalidInput(
+            control,
+            "acts on the one service's instances; this run is a chain of services (its [graph]), whose fleets are "
+            "declared per service",
+        )
+
+
+def chain_step(
+    state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
+) -> tuple[State, MinuteRecord]:
+    plan = state.plan
+    layout = plan.graph
+    assert layout is not None
+    vec, boot, window, k = state.vec, state.boot, state.window, state.kernel
+    actions = list(actions)
+    for name, _ in actions:
+        check_chain_action(name)
+    events: list[Event] = apply_to_vector(vec, boot, actions, k.params) if actions else []
+    t = state.minute
+    values, slots = k.values, k.slots
+    z_count = z_scale = 0.0
+    if rng is not None:  # the minute model's one draw: the same traffic as the other engines
+        rng.state, z_count, z_scale = normal_pair_k(rng.state)
+    flags = int(k.flags[t])
+    open_minute(
+        k.params, t, plan.clock_start_min, flags, k.surge, z_count, z_scale, rng is not None, vec, values, slots
+    )
+    # the requests the edge admits (its shedding is the minute model's), rounded half up as the one service's
+    arrivals = int(np.floor(values[REC.admitted_per_s] * 60.0 + 0.5))
+    follow_fleet(state.world, layout, int(vec[ST.serving]))
+    world: ChainWorld = chain_minute_of(state.world, t, arrivals)
+    ext = np.zeros(len(EXTRA_SCHEMA))
+    record_chain_minute(world, layout, values, ext)
+    if close_minute(k.params, t, vec, boot, window, values, slots):
+        events.extend(from_slots(slots.tolist()))
+    extras: dict[str, Any] = extras_by_name(ext)
+    extras.update(chain_extras(world, layout))
+    record = make_record(t, plan.clock(t), values, events, extras)
+    return State(t + 1, plan, vec, boot, window, k, world), record

@@ -1,0 +1,183 @@
+"""A service graph as the compiled loop reads it: numbers in arrays, times in seconds, services by position.
+
+The scenario layer owns the file format (``scenarios/graph.py``: names, validation, refusals) and builds this
+layout from it; the model reads only the layout, so the engine knows nothing of TOML or of pydantic. The
+columns are named by the constants below (``svc[s, SV_MEAN_S]``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "DIST_CONSTANT",
+    "DIST_EXPONENTIAL",
+    "DIST_LOGNORMAL",
+    "CallLayout",
+    "ChainLayout",
+    "ServiceLayout",
+    "quantile_s",
+    "tiny_chain",
+]
+
+# a service's row of ``svc``
+(
+    SV_MEAN_S,  # the mean of its own work per request
+    SV_DIST,  # DIST_*
+    SV_MU,  # lognormal: the log's mean, ln(mean) − σ²/2
+    SV_SIGMA,  # lognormal: the log's standard deviation
+    SV_ASYNC,  # 1: its worker is freed when its own work is done
+    SV_TIMEOUT_S,  # a caller's wait for one attempt of a call into it (∞: none)
+    SV_RETRIES,  # retries of each failed call it makes
+    SV_BUDGET,  # the most of its calls (over the last BUDGET_WINDOW_S) that may be retries
+    SV_HEDGE_Q,  # the quantile past which it hedges a call (0: never)
+    SV_WORKERS,  # instances × workers per instance
+    SV_INSTANCES,
+    SV_COLUMNS,
+) = range(12)
+
+DIST_EXPONENTIAL, DIST_LOGNORMAL, DIST_CONSTANT = range(3)
+
+# a call's row of ``edge_i`` and ``edge_f``
+EI_CALLEE, EI_COPIES, EI_CALLER, EI_COLUMNS = range(4)
+EF_PROBABILITY, EF_NETWORK_S, EF_HEDGE_DECLARED_S, EF_COLUMNS = range(4)  # probability −1: made count times
+
+
+@dataclass(frozen=True)
+class CallLayout:
+    """One call a service makes: ``copies`` copies (or one, with ``probability``), in a stage of its caller."""
+
+    to: int
+    copies: int
+    probability: float | None
+    network_s: float
+    parallel: bool
+
+
+@dataclass(frozen=True)
+class ServiceLayout:
+    name: str
+    instances: int
+    workers_per_instance: int
+    mean_s: float
+    distribution: int
+    sigma: float
+    asynchronous: bool
+    timeout_s: float | None
+    retries: int
+    retry_budget: float
+    hedge_quantile: float | None
+    calls: tuple[CallLayout, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChainLayout:
+    """The graph's services (``services[entry]`` is the one the clients call), the clients' deadline, and the
+    arrays the loop reads: ``svc`` (a row per service), the stages (``stage_first[s]`` to ``stage_first[s + 1]``
+    are service s's, ``stage_edges[g]`` to ``stage_edges[g + 1]`` the calls of stage g) and the calls
+    (``edge_i``, ``edge_f``). ``hedge_declared_s`` of a call is its caller's hedge delay before the callee has
+    answered often enough to measure one: the callee's declared quantile plus the network there and back."""
+
+    services: tuple[ServiceLayout, ...]
+    entry: int
+    deadline_s: float
+    svc: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+    stage_first: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
+    stage_edges: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
+    edge_i: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
+    edge_f: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.services)
+        svc = np.zeros((n, SV_COLUMNS))
+        stage_first = [0]
+        stage_edges = [0]
+        edges_i: list[list[int]] = []
+        edges_f: list[list[float]] = []
+        for s, service in enumerate(self.services):
+            row = svc[s]
+            row[SV_MEAN_S] = service.mean_s
+            row[SV_DIST] = service.distribution
+            row[SV_SIGMA] = service.sigma
+            row[SV_MU] = math.log(service.mean_s) - service.sigma**2 / 2.0 if service.mean_s > 0 else 0.0
+            row[SV_ASYNC] = 1.0 if service.asynchronous else 0.0
+            row[SV_TIMEOUT_S] = math.inf if service.timeout_s is None else service.timeout_s
+            row[SV_RETRIES] = service.retries
+            row[SV_BUDGET] = service.retry_budget
+            row[SV_HEDGE_Q] = service.hedge_quantile or 0.0
+            row[SV_WORKERS] = service.instances * service.workers_per_instance
+            row[SV_INSTANCES] = service.instances
+            stages = 0
+            parallel = False
+            for call in service.calls:  # a sequential call's copies a stage each; consecutive parallel calls one
+                copies = 1 if call.probability is not None else call.copies
+                declared = 0.0
+                if service.hedge_quantile is not None:
+                    declared = 2.0 * call.network_s + quantile_s(self.services[call.to], service.hedge_quantile)
+                edge_f = [-1.0 if call.probability is None else call.probability, call.network_s, declared]
+                if call.parallel:
+                    if not parallel:
+                        stages += 1
+                        stage_edges.append(stage_edges[-1])
+                    edges_i.append([call.to, copies, s])
+                    edges_f.append(edge_f)
+                    stage_edges[-1] += 1
+                    parallel = True
+                else:
+                    for _ in range(copies):
+                        stages += 1
+                        edges_i.append([call.to, 1, s])
+                        edges_f.append(edge_f)
+                        stage_edges.append(stage_edges[-1] + 1)
+                    parallel = False
+            stage_first.append(stage_first[-1] + stages)
+        object.__setattr__(self, "svc", svc)
+        object.__setattr__(self, "stage_first", np.array(stage_first, dtype=np.int64))
+        object.__setattr__(self, "stage_edges", np.array(stage_edges, dtype=np.int64))
+        object.__setattr__(self, "edge_i", np.array(edges_i, dtype=np.int64).reshape(-1, EI_COLUMNS))
+        object.__setattr__(self, "edge_f", np.array(edges_f, dtype=np.float64).reshape(-1, EF_COLUMNS))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.services)
+
+    @property
+    def widest_stage(self) -> int:
+        """The most calls one stage sends at once (what one event may create)."""
+        widest = 1
+        for g in range(len(self.stage_edges) - 1):
+            widest = max(widest, int(self.edge_i[self.stage_edges[g] : self.stage_edges[g + 1], EI_COPIES].sum()))
+        return widest
+
+    def leaves(self) -> list[int]:
+        return [s for s, service in enumerate(self.services) if not service.calls]
+
+
+def quantile_s(service: ServiceLayout, q: float) -> float:
+    """The q-quantile of a service's own work as declared: exponential −S·ln(1 − q); lognormal with the mean S,
+    exp(μ + σ·z_q), μ = ln S − σ²/2; constant S."""
+    from statistics import NormalDist
+
+    if service.distribution == DIST_CONSTANT:
+        return service.mean_s
+    if service.distribution == DIST_EXPONENTIAL:
+        return -service.mean_s * math.log1p(-q)
+    mu = math.log(service.mean_s) - service.sigma**2 / 2.0
+    return math.exp(mu + service.sigma * NormalDist().inv_cdf(q))
+
+
+def tiny_chain() -> ChainLayout:
+    """Two services, every mechanism on (a lognormal, a constant and an exponential work, a timeout, retries, a
+    hedge, a parallel call with a probability): what preparing the engine plays, so each step is compiled."""
+    leaf = ServiceLayout("leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None)
+    mid = ServiceLayout(
+        "mid", 1, 2, 0.001, DIST_LOGNORMAL, 0.5, True, 0.2, 1, 0.5, 0.9, (CallLayout(2, 2, None, 0.0005, True),)
+    )
+    entry = ServiceLayout(
+        "entry", 1, 2, 0.0, DIST_CONSTANT, 0.0, False, None, 1, 0.2, None, (CallLayout(1, 1, 0.9, 0.001, False),)
+    )
+    return ChainLayout((entry, mid, leaf), 0, 1.0)

@@ -1,0 +1,857 @@
+"""One minute of a chain of services, request by request: a compiled discrete-event loop (docs/graphs.md).
+
+The minute's arrivals (uniform in the minute, sorted) reach the entry service; every other step is an event
+on one heap ordered by time, then by the order pushed: an attempt reaching a service, its own work done, an
+answer reaching the caller, a caller's timer, a hedge's delay, the client's deadline, a cancellation reaching
+a callee. A service is one FIFO queue in front of its workers; an attempt waits for a worker, does its own work,
+then sends its calls stage by stage; unless the service is asynchronous its worker stays held meanwhile.
+
+Deadlines: an entry request carries the clients' deadline (or the entry's timeout, if sooner); a call carries
+its caller's deadline, or sooner its callee's per-attempt timeout from the moment it is sent. A callee refuses
+work whose deadline has passed (on arrival, and again when a worker takes it), abandons it between stages once
+passed; the caller gives up on the copy at that deadline and cancels it (the cancellation travels the call's
+network). A failed call is retried at once while the caller's retries, its budget (the share of its calls over
+the last ``BUDGET_WINDOW_S`` that may be retries) and the deadline allow. A hedging caller sends a second copy
+of a try that has not answered after the callee's latency quantile (as it has seen it: the last
+``HEDGE_WINDOW`` answers of first copies; the declared quantile until ``HEDGE_MIN_SEEN``); the first success
+wins, the other copy is cancelled.
+
+An outcome is counted in the minute it becomes known. The semantics are those of the separate oracle
+``verify/chains.py`` (plain Python, one heap), which the tests and ``oncallsim validate`` check this against.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from oncallsim.model.chain.layout import (
+    DIST_CONSTANT,
+    DIST_EXPONENTIAL,
+    EF_HEDGE_DECLARED_S,
+    EF_NETWORK_S,
+    EF_PROBABILITY,
+    EI_CALLEE,
+    EI_CALLER,
+    EI_COPIES,
+    SV_ASYNC,
+    SV_BUDGET,
+    SV_DIST,
+    SV_HEDGE_Q,
+    SV_MEAN_S,
+    SV_MU,
+    SV_RETRIES,
+    SV_SIGMA,
+    SV_TIMEOUT_S,
+)
+from oncallsim.model.chain.world import (
+    A_ALIVE,
+    A_CALL,
+    A_CANCELLED,
+    A_FIRST,
+    A_GEN,
+    A_HEDGE,
+    A_HOLDS,
+    A_OK,
+    A_PENDING,
+    A_PHASE,
+    A_QNEXT,
+    A_STAGE,
+    A_SVC,
+    AR_ARRIVED,
+    AR_DEADLINE,
+    AR_SENT,
+    BUDGET_WINDOW_S,
+    C_COPY1,
+    C_COPY2,
+    C_DONE,
+    C_EDGE,
+    C_GEN,
+    C_GEN1,
+    C_GEN2,
+    C_HEDGED,
+    C_NEXT,
+    C_PARENT,
+    C_RETRIES,
+    C_TRY,
+    CALLING,
+    EV_CANCEL,
+    EV_CLIENT_TIMER,
+    EV_HEDGE,
+    EV_OWN_DONE,
+    EV_REACH,
+    EV_REPLY,
+    EV_TIMER,
+    FINISHED,
+    HEDGE_MIN_SEEN,
+    HEDGE_REFRESH,
+    HEDGE_WINDOW,
+    HIST_BINS,
+    HIST_FLOOR_S,
+    HIST_RATIO,
+    I_AFREE,
+    I_CFREE,
+    I_COUNT,
+    I_ENTRY,
+    I_HEAP,
+    I_NEXT,
+    I_QUEUED,
+    I_SEQ,
+    M_ATTEMPTS,
+    M_BUSY_S,
+    M_CANCELLED,
+    M_DENIED,
+    M_FAILED,
+    M_HEDGES,
+    M_REFUSED,
+    M_RETRIES,
+    M_STARTED,
+    M_SUCCEEDED,
+    M_TIMEOUTS,
+    M_WAIT_S,
+    MC_DEADLINE,
+    MC_DECIDED,
+    MC_ERROR,
+    MC_OK,
+    MC_SUM_US,
+    OTEL_BOUNDS_S,
+    R_DEADLINE,
+    SI_BUDGET_SECOND,
+    SI_BUSY,
+    SI_FREE,
+    SI_HEAD,
+    SI_QLEN,
+    SI_SEEN,
+    SI_TAIL,
+    SR_FAIL,
+    SR_SINCE,
+    SR_SLOW,
+    WAITING,
+    WORKING,
+)
+from oncallsim.model.kernel import step, unmanaged
+from oncallsim.model.request.generator import exponential, uniform
+
+__all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals"]
+
+DONE, NEED_ROOM = 0, 1
+_INF = math.inf
+_LOG_RATIO = math.log(HIST_RATIO)
+_OTEL = len(OTEL_BOUNDS_S)
+
+# --- the event heap: (time, order pushed) ------------------------------------------------------------------
+
+
+@step
+def _earlier(w: Any, i: int, time: float, seq: int) -> bool:
+    return w.h_time[i] < time or (w.h_time[i] == time and w.h_seq[i] < seq)
+
+
+@step
+def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
+    seq = w.ints[I_SEQ]
+    w.ints[I_SEQ] = seq + 1
+    i = w.ints[I_HEAP]
+    w.ints[I_HEAP] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _earlier(w, parent, time, seq):
+            break
+        w.h_time[i] = w.h_time[parent]
+        w.h_seq[i] = w.h_seq[parent]
+        w.h_kind[i] = w.h_kind[parent]
+        w.h_obj[i] = w.h_obj[parent]
+        w.h_gen[i] = w.h_gen[parent]
+        w.h_aux[i] = w.h_aux[parent]
+        i = parent
+    w.h_time[i] = time
+    w.h_seq[i] = seq
+    w.h_kind[i] = kind
+    w.h_obj[i] = obj
+    w.h_gen[i] = gen
+    w.h_aux[i] = aux
+
+
+@step
+def pop(w: Any) -> None:
+    """Remove the earliest event (read its fields at index 0 first)."""
+    n = w.ints[I_HEAP] - 1
+    w.ints[I_HEAP] = n
+    if n == 0:
+        return
+    time = w.h_time[n]
+    seq = w.h_seq[n]
+    kind = w.h_kind[n]
+    obj = w.h_obj[n]
+    gen = w.h_gen[n]
+    aux = w.h_aux[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _earlier(w, c + 1, w.h_time[c], w.h_seq[c]):
+            c += 1
+        if not _earlier(w, c, time, seq):
+            break
+        w.h_time[i] = w.h_time[c]
+        w.h_seq[i] = w.h_seq[c]
+        w.h_kind[i] = w.h_kind[c]
+        w.h_obj[i] = w.h_obj[c]
+        w.h_gen[i] = w.h_gen[c]
+        w.h_aux[i] = w.h_aux[c]
+        i = c
+    w.h_time[i] = time
+    w.h_seq[i] = seq
+    w.h_kind[i] = kind
+    w.h_obj[i] = obj
+    w.h_gen[i] = gen
+    w.h_aux[i] = aux
+
+
+# --- the pools ------------------------------------------------------------------------------------------------
+
+
+@step
+def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: float) -> int:
+    n = w.ints[I_AFREE] - 1
+    w.ints[I_AFREE] = n
+    a = w.att_free[n]
+    ai = w.att_i
+    ai[a, A_SVC] = s
+    ai[a, A_CALL] = call
+    ai[a, A_HEDGE] = hedge
+    ai[a, A_ALIVE] = 1
+    ai[a, A_PHASE] = WAITING
+    ai[a, A_CANCELLED] = 0
+    ai[a, A_HOLDS] = 0
+    ai[a, A_STAGE] = -1
+    ai[a, A_PENDING] = 0
+    ai[a, A_FIRST] = -1
+    ai[a, A_QNEXT] = -1
+    ai[a, A_OK] = 0
+    w.att_r[a, AR_DEADLINE] = deadline
+    w.att_r[a, AR_ARRIVED] = now
+    w.att_r[a, AR_SENT] = now
+    return a
+
+
+@step
+def maybe_free(w: Any, a: int) -> None:
+    """Give an attempt back once its service is done with it and its caller no longer waits for it; its
+    generation grows, so the events still pending for it are dropped when they come."""
+    if w.att_i[a, A_PHASE] == FINISHED and w.att_i[a, A_ALIVE] == 0 and w.att_i[a, A_STAGE] != -2:
+        w.att_i[a, A_STAGE] = -2  # given back (once)
+        w.att_i[a, A_GEN] += 1
+        w.att_free[w.ints[I_AFREE]] = a
+        w.ints[I_AFREE] += 1
+
+
+@step
+def new_call(w: Any, parent: int, edge: int) -> int:
+    n = w.ints[I_CFREE] - 1
+    w.ints[I_CFREE] = n
+    c = w.call_free[n]
+    ci = w.call_i
+    ci[c, C_PARENT] = parent
+    ci[c, C_EDGE] = edge
+    ci[c, C_RETRIES] = 0
+    ci[c, C_TRY] = 0
+    ci[c, C_HEDGED] = 0
+    ci[c, C_DONE] = 0
+    ci[c, C_COPY1] = -1
+    ci[c, C_COPY2] = -1
+    ci[c, C_NEXT] = -1
+    return c
+
+
+@step
+def free_calls(w: Any, a: int) -> None:
+    """Give back the calls of an attempt's stage (each is done: none of its copies is still awaited)."""
+    c = w.att_i[a, A_FIRST]
+    while c >= 0:
+        after = w.call_i[c, C_NEXT]
+        w.call_i[c, C_GEN] += 1
+        w.call_free[w.ints[I_CFREE]] = c
+        w.ints[I_CFREE] += 1
+        c = after
+    w.att_i[a, A_FIRST] = -1
+
+
+@step
+def copy_alive(w: Any, a: int, gen: int) -> bool:
+    return a >= 0 and w.att_i[a, A_GEN] == gen and w.att_i[a, A_ALIVE] == 1
+
+
+# --- measures ---------------------------------------------------------------------------------------------------
+
+
+@step
+def hist_bin(seconds: float) -> int:
+    if seconds <= HIST_FLOOR_S:
+        return 0
+    b = int(math.log(seconds / HIST_FLOOR_S) / _LOG_RATIO) + 1
+    return b if b < HIST_BINS else HIST_BINS - 1
+
+
+@step
+def busy_change(w: Any, s: int, x: float, delta: int) -> None:
+    w.m_svc[s, M_BUSY_S] += w.svc_i[s, SI_BUSY] * (x - w.svc_r[s, SR_SINCE])
+    w.svc_r[s, SR_SINCE] = x
+    w.svc_i[s, SI_BUSY] += delta
+
+
+@step
+def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool) -> None:
+    """An entry request's answer reaches its client (once: the first of its answer and its deadline)."""
+    if w.att_i[a, A_ALIVE] == 0:
+        return
+    w.att_i[a, A_ALIVE] = 0
+    latency = x - w.att_r[a, AR_ARRIVED]
+    mc = w.m_client
+    mc[MC_DECIDED] += 1
+    if ok:
+        mc[MC_OK] += 1
+    elif at_deadline:
+        mc[MC_DEADLINE] += 1
+    else:
+        mc[MC_ERROR] += 1
+    mc[MC_SUM_US] += int(latency * 1e6 + 0.5)
+    w.c_hist[hist_bin(latency)] += 1
+    k = 0
+    while k < _OTEL and latency >= OTEL_BOUNDS_S[k]:
+        k += 1
+    w.c_otel[k] += 1
+
+
+# --- budgets and hedges -----------------------------------------------------------------------------------------
+
+
+@step
+def budget_roll(w: Any, s: int, x: float) -> None:
+    """Bring the service's retry budget's ring to the second of ``x``: buckets of seconds gone are emptied."""
+    second = int(x)
+    last = w.svc_i[s, SI_BUDGET_SECOND]
+    if second <= last:
+        return
+    gap = second - last
+    if gap > BUDGET_WINDOW_S:
+        gap = BUDGET_WINDOW_S
+    for k in range(1, gap + 1):
+        slot = (last + k) % BUDGET_WINDOW_S
+        w.budget[s, slot] = 0
+        w.budget[s, BUDGET_WINDOW_S + slot] = 0
+    w.svc_i[s, SI_BUDGET_SECOND] = second
+
+
+@step
+def budget_allows(w: Any, s: int, x: float) -> bool:
+    """A retry is sent only if the service's retries would then be at most its budget's share of its calls
+    (first tries and retries) over the last ``BUDGET_WINDOW_S`` seconds, this one included."""
+    budget_roll(w, s, x)
+    sent = 0
+    retries = 0
+    for k in range(BUDGET_WINDOW_S):
+        sent += w.budget[s, k]
+        retries += w.budget[s, BUDGET_WINDOW_S + k]
+    return retries + 1 <= w.svc[s, SV_BUDGET] * (sent + 1)
+
+
+@step
+def select(v: Any, n: int, k: int) -> float:
+    """The k-th smallest of v[0:n] (0-based), by partitioning v in place (Hoare's selection)."""
+    lo = 0
+    hi = n - 1
+    while lo < hi:
+        pivot = v[(lo + hi) >> 1]
+        i = lo
+        j = hi
+        while i <= j:
+            while v[i] < pivot:
+                i += 1
+            while v[j] > pivot:
+                j -= 1
+            if i <= j:
+                tmp = v[i]
+                v[i] = v[j]
+                v[j] = tmp
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return v[k]
+    return v[k]
+
+
+@step
+def hedge_delay(w: Any, e: int) -> float:
+    """How long a caller waits before it hedges a try of call ``e``: the callee's latency at the caller's
+    quantile as its callers have seen it (linear between order statistics, as numpy's default), read again every
+    ``HEDGE_REFRESH`` answers; the declared quantile plus the network until ``HEDGE_MIN_SEEN`` answers."""
+    callee = w.edge_i[e, EI_CALLEE]
+    seen = w.svc_i[callee, SI_SEEN]
+    if seen < HEDGE_MIN_SEEN:
+        return w.edge_f[e, EF_HEDGE_DECLARED_S]
+    if w.edge_read_at[e] >= 0 and seen - w.edge_read_at[e] < HEDGE_REFRESH:
+        return w.edge_delay[e]
+    n = seen if seen < HEDGE_WINDOW else HEDGE_WINDOW
+    for k in range(n):
+        w.scratch[k] = w.seen[callee, k]
+    q = w.svc[w.edge_i[e, EI_CALLER], SV_HEDGE_Q]
+    h = (n - 1) * q
+    lo = int(h)
+    low = select(w.scratch, n, lo)
+    value = low
+    if lo + 1 < n and h > lo:
+        high = w.scratch[lo + 1]  # after the selection every value past lo is at least low: the next is their least
+        for k in range(lo + 2, n):
+            if w.scratch[k] < high:
+                high = w.scratch[k]
+        value = low + (h - lo) * (high - low)
+    w.edge_delay[e] = value
+    w.edge_read_at[e] = seen
+    return value
+
+
+@step
+def saw(w: Any, s: int, seconds: float) -> None:
+    """A first copy's latency as its caller saw it: to its answer, or to the moment its hedge answered first (a
+    lower bound; see verify/chains.py ``seen`` for why the censored record still finds the quantile)."""
+    k = w.svc_i[s, SI_SEEN]
+    w.seen[s, k % HEDGE_WINDOW] = seconds
+    w.svc_i[s, SI_SEEN] = k + 1
+
+
+# --- a service --------------------------------------------------------------------------------------------------
+
+
+@step
+def work_s(w: Any, s: int) -> float:
+    dist = int(w.svc[s, SV_DIST])
+    mean = w.svc[s, SV_MEAN_S]
+    slow = w.svc_r[s, SR_SLOW]
+    if dist == DIST_CONSTANT:
+        return mean * slow
+    if dist == DIST_EXPONENTIAL:
+        return exponential(w.gen, mean) * slow
+    u1 = 1.0 - uniform(w.gen)  # Box–Muller: (0, 1] so the log is finite
+    u2 = uniform(w.gen)
+    z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    return math.exp(w.svc[s, SV_MU] + w.svc[s, SV_SIGMA] * z) * slow
+
+
+@step
+def reach(w: Any, x: float, a: int) -> None:
+    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed, else
+    queued (and taken at once if a worker is idle)."""
+    s = w.att_i[a, A_SVC]
+    w.att_r[a, AR_ARRIVED] = x
+    w.m_svc[s, M_ATTEMPTS] += 1
+    if w.att_i[a, A_CANCELLED]:
+        w.m_svc[s, M_CANCELLED] += 1
+        w.att_i[a, A_PHASE] = FINISHED
+        maybe_free(w, a)
+        return
+    if x >= w.att_r[a, AR_DEADLINE]:
+        w.m_svc[s, M_REFUSED] += 1
+        refuse(w, x, a)
+        return
+    tail = w.svc_i[s, SI_TAIL]
+    if tail >= 0:
+        w.att_i[tail, A_QNEXT] = a
+    else:
+        w.svc_i[s, SI_HEAD] = a
+    w.svc_i[s, SI_TAIL] = a
+    w.att_i[a, A_QNEXT] = -1
+    w.svc_i[s, SI_QLEN] += 1
+    w.ints[I_QUEUED] += 1
+    dequeue(w, x, s)
+
+
+@step
+def dequeue(w: Any, x: float, s: int) -> None:
+    """Idle workers take the queue's attempts in order; one cancelled or past its deadline is dropped."""
+    while w.svc_i[s, SI_FREE] > 0 and w.svc_i[s, SI_QLEN] > 0:
+        a = w.svc_i[s, SI_HEAD]
+        w.svc_i[s, SI_HEAD] = w.att_i[a, A_QNEXT]
+        if w.svc_i[s, SI_HEAD] < 0:
+            w.svc_i[s, SI_TAIL] = -1
+        w.svc_i[s, SI_QLEN] -= 1
+        w.ints[I_QUEUED] -= 1
+        if w.att_i[a, A_CANCELLED]:
+            w.m_svc[s, M_CANCELLED] += 1
+            w.att_i[a, A_PHASE] = FINISHED
+            maybe_free(w, a)
+            continue
+        if x >= w.att_r[a, AR_DEADLINE]:
+            w.m_svc[s, M_REFUSED] += 1
+            refuse(w, x, a)
+            continue
+        w.svc_i[s, SI_FREE] -= 1
+        busy_change(w, s, x, 1)
+        w.att_i[a, A_HOLDS] = 1
+        w.att_i[a, A_PHASE] = WORKING
+        w.m_svc[s, M_STARTED] += 1
+        w.m_svc[s, M_WAIT_S] += x - w.att_r[a, AR_ARRIVED]
+        push(w, x + work_s(w, s), EV_OWN_DONE, a, w.att_i[a, A_GEN], 0)
+
+
+@step
+def refuse(w: Any, x: float, a: int) -> None:
+    """An attempt refused before any work (its deadline passed): it holds no worker and has made no call, so
+    its error answer goes back at once (a step apart from ``finish``, which may release a worker)."""
+    w.att_i[a, A_PHASE] = FINISHED
+    reply_with(w, x, a, False)
+
+
+@step
+def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
+    """A finished attempt's answer goes back: to the client of an entry request, else over the call's network
+    to a caller still waiting (one that gave up gets nothing: the attempt is given back)."""
+    c = w.att_i[a, A_CALL]
+    if c < 0:
+        if x <= w.att_r[a, AR_DEADLINE]:
+            answer(w, x, a, ok, False)
+    elif w.att_i[a, A_ALIVE]:
+        w.att_i[a, A_OK] = 1 if ok else 0
+        push(w, x + w.edge_f[w.call_i[c, C_EDGE], EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN], 0)
+    maybe_free(w, a)
+
+
+@step
+def release(w: Any, x: float, a: int) -> None:
+    if w.att_i[a, A_HOLDS]:
+        w.att_i[a, A_HOLDS] = 0
+        s = w.att_i[a, A_SVC]
+        busy_change(w, s, x, -1)
+        w.svc_i[s, SI_FREE] += 1
+        dequeue(w, x, s)
+
+
+@step
+def own_done(w: Any, x: float, a: int) -> None:
+    s = w.att_i[a, A_SVC]
+    if w.att_i[a, A_CANCELLED]:  # given up on while it worked: the work is wasted, the worker freed
+        w.att_i[a, A_PHASE] = FINISHED
+        release(w, x, a)
+        maybe_free(w, a)
+        return
+    fail = w.svc_r[s, SR_FAIL]
+    if fail > 0.0 and uniform(w.gen) < fail:
+        finish(w, x, a, False)
+        return
+    w.att_i[a, A_PHASE] = CALLING
+    if w.svc[s, SV_ASYNC] != 0.0:
+        release(w, x, a)
+    next_stage(w, x, a)
+
+
+@step
+def next_stage(w: Any, x: float, a: int) -> None:
+    """The attempt's next stage of calls (each call with a probability drawn now), or its answer after the last;
+    abandoned once its deadline has passed."""
+    s = w.att_i[a, A_SVC]
+    while True:
+        if x >= w.att_r[a, AR_DEADLINE]:
+            finish(w, x, a, False)
+            return
+        stage = w.att_i[a, A_STAGE] + 1
+        w.att_i[a, A_STAGE] = stage
+        g = w.stage_first[s] + stage
+        if g >= w.stage_first[s + 1]:
+            finish(w, x, a, True)
+            return
+        first = -1
+        pending = 0
+        for e in range(w.stage_edges[g + 1] - 1, w.stage_edges[g] - 1, -1):  # built backwards: sent in order
+            copies = w.edge_i[e, EI_COPIES]
+            p = w.edge_f[e, EF_PROBABILITY]
+            if p >= 0.0 and not uniform(w.gen) < p:
+                copies = 0
+            for _ in range(copies):
+                c = new_call(w, a, e)
+                w.call_i[c, C_NEXT] = first
+                first = c
+                pending += 1
+        if pending == 0:
+            continue  # every call of this stage drawn away
+        w.att_i[a, A_FIRST] = first
+        w.att_i[a, A_PENDING] = pending
+        c = first
+        while c >= 0 and w.att_i[a, A_PHASE] == CALLING:
+            after = w.call_i[c, C_NEXT]
+            send(w, x, c, False)
+            c = after
+        return
+
+
+@step
+def finish(w: Any, x: float, a: int, ok: bool) -> None:
+    """The attempt's answer: its calls cancelled, its worker released, the answer sent back (to the client, for
+    an entry request)."""
+    if w.att_i[a, A_PHASE] == FINISHED:
+        return
+    w.att_i[a, A_PHASE] = FINISHED
+    s = w.att_i[a, A_SVC]
+    if ok:
+        w.m_svc[s, M_SUCCEEDED] += 1
+        w.m_hist[s, hist_bin(x - w.att_r[a, AR_ARRIVED])] += 1
+    else:
+        w.m_svc[s, M_FAILED] += 1
+    cancel_calls(w, x, a)
+    release(w, x, a)
+    reply_with(w, x, a, ok)
+
+
+@step
+def cancel(w: Any, x: float, a: int) -> None:
+    """Its caller gave up (or another copy won): a queued or travelling attempt is dropped when it is reached,
+    one at work stops when its work ends, one waiting on calls stops now and cancels them."""
+    if w.att_i[a, A_CANCELLED] or w.att_i[a, A_PHASE] == FINISHED:
+        return
+    w.att_i[a, A_CANCELLED] = 1
+    phase = w.att_i[a, A_PHASE]
+    if phase == CALLING:
+        w.att_i[a, A_PHASE] = FINISHED
+        w.m_svc[w.att_i[a, A_SVC], M_CANCELLED] += 1
+        cancel_calls(w, x, a)
+        release(w, x, a)
+        maybe_free(w, a)
+    elif phase == WORKING:
+        w.m_svc[w.att_i[a, A_SVC], M_CANCELLED] += 1
+
+
+@step
+def drop_copy(w: Any, x: float, a: int) -> None:
+    """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
+    w.att_i[a, A_ALIVE] = 0
+    c = w.att_i[a, A_CALL]
+    push(w, x + w.edge_f[w.call_i[c, C_EDGE], EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN], 0)
+    maybe_free(w, a)
+
+
+@step
+def cancel_calls(w: Any, x: float, a: int) -> None:
+    c = w.att_i[a, A_FIRST]
+    while c >= 0:
+        if not w.call_i[c, C_DONE]:
+            w.call_i[c, C_DONE] = 1
+            if copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
+                drop_copy(w, x, w.call_i[c, C_COPY1])
+            if copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
+                drop_copy(w, x, w.call_i[c, C_COPY2])
+        c = w.call_i[c, C_NEXT]
+    free_calls(w, a)
+
+
+# --- a call ---------------------------------------------------------------------------------------------------
+
+
+@step
+def send(w: Any, x: float, c: int, hedge: bool) -> None:
+    """A try of call ``c`` (or its hedge) goes out: the callee's attempt travels the network; the caller's timer
+    is set at the attempt's deadline; a hedging caller sets the hedge's delay."""
+    parent = w.call_i[c, C_PARENT]
+    if x >= w.att_r[parent, AR_DEADLINE]:
+        call_failed(w, x, c)
+        return
+    e = w.call_i[c, C_EDGE]
+    callee = w.edge_i[e, EI_CALLEE]
+    caller = w.att_i[parent, A_SVC]
+    deadline = w.att_r[parent, AR_DEADLINE]
+    limit = x + w.svc[callee, SV_TIMEOUT_S]
+    if limit < deadline:
+        deadline = limit
+    a = new_attempt(w, callee, deadline, c, 1 if hedge else 0, x)
+    gen = w.att_i[a, A_GEN]
+    if hedge:
+        w.call_i[c, C_HEDGED] = 1
+        w.call_i[c, C_COPY2] = a
+        w.call_i[c, C_GEN2] = gen
+        w.m_svc[caller, M_HEDGES] += 1
+    else:
+        budget_roll(w, caller, x)
+        w.budget[caller, int(x) % BUDGET_WINDOW_S] += 1
+        w.call_i[c, C_TRY] += 1
+        w.call_i[c, C_HEDGED] = 0
+        w.call_i[c, C_COPY1] = a
+        w.call_i[c, C_GEN1] = gen
+        w.call_i[c, C_COPY2] = -1
+        if w.svc[caller, SV_HEDGE_Q] > 0.0:
+            push(w, x + hedge_delay(w, e), EV_HEDGE, c, w.call_i[c, C_GEN], w.call_i[c, C_TRY])
+    push(w, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen, 0)
+    push(w, deadline, EV_TIMER, a, gen, 0)
+
+
+@step
+def hedge(w: Any, x: float, c: int, try_no: int) -> None:
+    if w.call_i[c, C_DONE] or w.call_i[c, C_TRY] != try_no or w.call_i[c, C_HEDGED]:
+        return
+    if not copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
+        return
+    send(w, x, c, True)
+
+
+@step
+def timer(w: Any, x: float, a: int) -> None:
+    """The caller's wait for a copy ends at its deadline: given up on, cancelled, and maybe retried."""
+    if w.att_i[a, A_ALIVE] == 0:
+        return
+    c = w.att_i[a, A_CALL]
+    w.m_svc[w.att_i[w.call_i[c, C_PARENT], A_SVC], M_TIMEOUTS] += 1
+    drop_copy(w, x, a)
+    copy_failed(w, x, c)
+
+
+@step
+def reply(w: Any, x: float, a: int) -> None:
+    """A copy's answer reaches its caller: a failure may be retried; the first success settles the call, the
+    other copy is cancelled, and the last call of a stage moves its caller to the next stage."""
+    if w.att_i[a, A_ALIVE] == 0:
+        return  # given up on already (its deadline, or another copy won)
+    w.att_i[a, A_ALIVE] = 0
+    c = w.att_i[a, A_CALL]
+    callee = w.att_i[a, A_SVC]
+    if not w.att_i[a, A_OK]:
+        maybe_free(w, a)
+        copy_failed(w, x, c)
+        return
+    if not w.att_i[a, A_HEDGE]:
+        saw(w, callee, x - w.att_r[a, AR_SENT])
+    maybe_free(w, a)
+    if w.call_i[c, C_DONE]:
+        return
+    w.call_i[c, C_DONE] = 1
+    for k in range(2):
+        other = w.call_i[c, C_COPY1] if k == 0 else w.call_i[c, C_COPY2]
+        gen = w.call_i[c, C_GEN1] if k == 0 else w.call_i[c, C_GEN2]
+        if other != a and copy_alive(w, other, gen):
+            if not w.att_i[other, A_HEDGE]:  # a first copy its hedge beat: seen as at least this long
+                saw(w, callee, x - w.att_r[other, AR_SENT])
+            drop_copy(w, x, other)
+    parent = w.call_i[c, C_PARENT]
+    if w.att_i[parent, A_PHASE] != CALLING:
+        return
+    w.att_i[parent, A_PENDING] -= 1
+    if w.att_i[parent, A_PENDING] == 0:
+        free_calls(w, parent)
+        next_stage(w, x, parent)
+
+
+@step
+def copy_failed(w: Any, x: float, c: int) -> None:
+    """A copy failed (an error answer, or no answer by its deadline): when no other copy of the try is awaited,
+    the caller retries while its retries, its budget and the deadline allow, else the call fails."""
+    if w.call_i[c, C_DONE]:
+        return
+    if copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
+        return
+    if copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
+        return
+    parent = w.call_i[c, C_PARENT]
+    caller = w.att_i[parent, A_SVC]
+    if w.call_i[c, C_RETRIES] < w.svc[caller, SV_RETRIES] and x < w.att_r[parent, AR_DEADLINE]:
+        if budget_allows(w, caller, x):
+            w.call_i[c, C_RETRIES] += 1
+            w.budget[caller, BUDGET_WINDOW_S + int(x) % BUDGET_WINDOW_S] += 1
+            w.m_svc[caller, M_RETRIES] += 1
+            send(w, x, c, False)
+            return
+        w.m_svc[caller, M_DENIED] += 1
+    call_failed(w, x, c)
+
+
+@step
+def call_failed(w: Any, x: float, c: int) -> None:
+    w.call_i[c, C_DONE] = 1
+    parent = w.call_i[c, C_PARENT]
+    if w.att_i[parent, A_PHASE] == CALLING:
+        finish(w, x, parent, False)
+
+
+# --- the minute -------------------------------------------------------------------------------------------------
+
+
+@unmanaged
+def draw_arrivals(w: Any, count: int, t0: float) -> None:
+    """The minute's ``count`` arrivals, uniform in [t0, t0 + 60) and sorted: exponential spacings normalised
+    (the order statistics of uniforms, without a sort)."""
+    total = 0.0
+    for k in range(count):
+        total += exponential(w.gen, 1.0)
+        w.arrivals[k] = total
+    total += exponential(w.gen, 1.0)
+    for k in range(count):
+        w.arrivals[k] = t0 + 60.0 * w.arrivals[k] / total
+    w.ints[I_COUNT] = count
+    w.ints[I_NEXT] = 0
+
+
+@unmanaged
+def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h: int) -> int:
+    """Run the minute's events up to ``t1`` (the arrivals drawn by ``draw_arrivals``). Returns ``NEED_ROOM``
+    when the next event could need more attempts, calls or heap entries than are left (given as ``need_*``,
+    apart from the queued attempts' replies): Python grows the world and calls again, and the minute goes on
+    where it stopped. ``DONE`` at the minute's end, the busy time counted up to ``t1``."""
+    entry = w.ints[I_ENTRY]
+    client_deadline = w.reals[R_DEADLINE]
+    entry_timeout = w.svc[entry, SV_TIMEOUT_S]
+    if entry_timeout < client_deadline:
+        client_deadline = entry_timeout
+    count = w.ints[I_COUNT]
+    heap_room = len(w.h_time)
+    if w.ints[I_NEXT] == 0:  # the minute's start: workers added since (the entry's fleet scaled) take the queue
+        for s in range(len(w.svc_i)):
+            dequeue(w, t0, s)
+    while True:
+        if (
+            w.ints[I_AFREE] < need_a
+            or w.ints[I_CFREE] < need_c
+            or heap_room - w.ints[I_HEAP] < need_h + w.ints[I_QUEUED]
+        ):
+            return NEED_ROOM
+        i = w.ints[I_NEXT]
+        ta = w.arrivals[i] if i < count else _INF
+        te = w.h_time[0] if w.ints[I_HEAP] > 0 else _INF
+        if ta <= te:
+            if ta >= t1:
+                break
+            w.ints[I_NEXT] = i + 1
+            a = new_attempt(w, entry, ta + client_deadline, -1, 0, ta)
+            push(w, ta + client_deadline, EV_CLIENT_TIMER, a, w.att_i[a, A_GEN], 0)
+            reach(w, ta, a)
+            continue
+        if te >= t1:
+            break
+        kind = w.h_kind[0]
+        obj = w.h_obj[0]
+        gen = w.h_gen[0]
+        aux = w.h_aux[0]
+        pop(w)
+        if kind == EV_HEDGE:
+            if w.call_i[obj, C_GEN] == gen:
+                hedge(w, te, obj, aux)
+            continue
+        if w.att_i[obj, A_GEN] != gen:
+            continue  # an event for an attempt since given back
+        if kind == EV_REACH:
+            reach(w, te, obj)
+        elif kind == EV_OWN_DONE:
+            own_done(w, te, obj)
+        elif kind == EV_REPLY:
+            reply(w, te, obj)
+        elif kind == EV_TIMER:
+            timer(w, te, obj)
+        elif kind == EV_CANCEL:
+            cancel(w, te, obj)
+        else:  # EV_CLIENT_TIMER
+            if w.att_i[obj, A_ALIVE]:
+                answer(w, te, obj, False, True)
+                cancel(w, te, obj)
+                maybe_free(w, obj)
+    for s in range(len(w.svc_i)):
+        busy_change(w, s, t1, 0)
+    return DONE

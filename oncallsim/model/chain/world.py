@@ -1,0 +1,294 @@
+"""A chain run's world: everything that carries from one minute to the next (the requests in flight at every
+service, their calls, the pending events), in arrays the compiled loop reads and writes in place.
+
+Pools, not objects: an attempt (a request being served at one service: an entry request, or one copy of a
+call) and a call (one call an attempt makes, with its tries) are rows of ``att_i``/``att_r`` and ``call_i``,
+taken from a free list and given back once nothing refers to them any more. Each row has a generation that
+grows when it is given back; an event names the row and its generation, so an event left pending for a row
+since reused is recognised and dropped. Compiled code does not allocate: Python grows the pools, the heap and
+the arrival buffer before they could run out (``with_room``; the loop stops and asks when an event could need
+more than is left).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
+from oncallsim.model.jit import by_reference
+from oncallsim.model.request.generator import seeded
+
+__all__ = ["ChainWorld", "copy_chain", "new_chain", "with_room"]
+
+# ints[...]
+(
+    I_HEAP,  # events in the heap
+    I_SEQ,  # events ever pushed: the tie-break of equal times (first pushed, first handled)
+    I_AFREE,  # attempts on the free list
+    I_CFREE,  # calls on the free list
+    I_COUNT,  # the minute's arrivals
+    I_NEXT,  # the next of them to arrive
+    I_QUEUED,  # attempts waiting in every service's queue
+    I_WIDEST,  # the most calls one stage sends
+    I_ENTRY,  # the entry service
+    I_INTS,
+) = range(10)
+
+# reals[...]
+R_DEADLINE, R_REALS = range(2)
+
+# svc_i[s, ...]: a service's state
+(
+    SI_FREE,  # idle workers
+    SI_HEAD,  # its FIFO queue: a list through the attempts' A_QNEXT
+    SI_TAIL,
+    SI_QLEN,
+    SI_BUSY,  # workers held
+    SI_SEEN,  # answers its callers have timed (the hedge delay's window, ``seen``)
+    SI_BUDGET_SECOND,  # the second the retry budget's newest bucket counts
+    SI_COLUMNS,
+) = range(8)
+
+# svc_r[s, ...]
+SR_SINCE, SR_SLOW, SR_FAIL, SR_COLUMNS = range(4)  # busy time counted up to; work × slow; an attempt fails w.p.
+
+BUDGET_WINDOW_S = 10  # a retry budget counts the calls of the last 10 s, in whole seconds (as Finagle's)
+HEDGE_WINDOW = 1000  # the latencies a hedge delay is read from
+HEDGE_MIN_SEEN = 100  # fewer than this: the declared quantile
+HEDGE_REFRESH = 100  # the observed quantile read again every so many new answers
+
+# att_i[a, ...]: an attempt
+(
+    A_GEN,
+    A_SVC,
+    A_CALL,  # the call it is a copy of (−1: an entry request, answered to its client)
+    A_HEDGE,  # 1: a hedged copy
+    A_ALIVE,  # its caller still waits for it (for an entry request: its client has no answer yet)
+    A_PHASE,
+    A_CANCELLED,
+    A_HOLDS,  # holds a worker
+    A_STAGE,
+    A_PENDING,  # calls of its stage not yet answered
+    A_FIRST,  # its stage's calls: a list through C_NEXT
+    A_QNEXT,
+    A_OK,  # the answer it sent
+    A_COLUMNS,
+) = range(14)
+AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
+WAITING, WORKING, CALLING, FINISHED = range(4)
+
+# call_i[c, ...]: a call
+(
+    C_GEN,
+    C_PARENT,
+    C_EDGE,
+    C_RETRIES,
+    C_TRY,
+    C_HEDGED,
+    C_DONE,
+    C_COPY1,  # the copies of its current try: attempt and generation
+    C_GEN1,
+    C_COPY2,
+    C_GEN2,
+    C_NEXT,
+    C_COLUMNS,
+) = range(13)
+
+# event kinds
+EV_REACH, EV_OWN_DONE, EV_REPLY, EV_TIMER, EV_HEDGE, EV_CLIENT_TIMER, EV_CANCEL = range(7)
+
+# m_svc[s, ...]: a service's counts in the minute
+(
+    M_ATTEMPTS,  # arrived (first tries, retries and hedges alike)
+    M_STARTED,
+    M_SUCCEEDED,
+    M_FAILED,
+    M_REFUSED,  # their deadline had passed on arrival or when a worker was free
+    M_CANCELLED,
+    M_RETRIES,  # as a caller
+    M_HEDGES,
+    M_TIMEOUTS,
+    M_DENIED,  # retries its budget refused
+    M_WAIT_S,
+    M_BUSY_S,  # worker-seconds held
+    M_COLUMNS,
+) = range(13)
+
+# m_client[...]: the clients' answers in the minute
+MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
+
+# latency histograms: logarithmic bins, 1 % wide, from 10 µs (bin 0 holds all below) to past 600 s
+HIST_FLOOR_S = 1e-5
+HIST_RATIO = 1.01
+HIST_BINS = 1810
+# OpenTelemetry's advisory bounds (s) of http.server.request.duration, then +Inf: the record's buckets
+OTEL_BOUNDS_S = np.array([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0])
+
+
+@by_reference
+class ChainWorld(NamedTuple):
+    gen: npt.NDArray[np.uint64]
+    ints: npt.NDArray[np.int64]
+    reals: npt.NDArray[np.float64]
+    # the graph (layout.py), read only
+    svc: npt.NDArray[np.float64]
+    stage_first: npt.NDArray[np.int64]
+    stage_edges: npt.NDArray[np.int64]
+    edge_i: npt.NDArray[np.int64]
+    edge_f: npt.NDArray[np.float64]
+    # the services
+    svc_i: npt.NDArray[np.int64]
+    svc_r: npt.NDArray[np.float64]
+    seen: npt.NDArray[np.float64]  # [s, HEDGE_WINDOW] the latest latencies of its answers, a ring
+    scratch: npt.NDArray[np.float64]  # [HEDGE_WINDOW] for reading a quantile
+    edge_delay: npt.NDArray[np.float64]  # [e] a call's hedge delay as last read
+    edge_read_at: npt.NDArray[np.int64]  # [e] the callee's SI_SEEN then (−1: never)
+    budget: npt.NDArray[np.int64]  # [s, 2 × BUDGET_WINDOW_S] calls sent, then retries, per second, a ring
+    # the pools and the events
+    att_i: npt.NDArray[np.int64]
+    att_r: npt.NDArray[np.float64]
+    att_free: npt.NDArray[np.int64]
+    call_i: npt.NDArray[np.int64]
+    call_free: npt.NDArray[np.int64]
+    h_time: npt.NDArray[np.float64]
+    h_seq: npt.NDArray[np.int64]
+    h_kind: npt.NDArray[np.int64]
+    h_obj: npt.NDArray[np.int64]
+    h_gen: npt.NDArray[np.int64]
+    h_aux: npt.NDArray[np.int64]  # a hedge's try
+    arrivals: npt.NDArray[np.float64]
+    # the minute's measures
+    m_svc: npt.NDArray[np.float64]
+    m_hist: npt.NDArray[np.int64]  # [s, HIST_BINS] the latencies of each service's successful answers
+    m_client: npt.NDArray[np.int64]
+    c_hist: npt.NDArray[np.int64]  # [HIST_BINS] every client's answer, success or not
+    c_otel: npt.NDArray[np.int64]  # [len(OTEL_BOUNDS_S) + 1] the same at OpenTelemetry's bounds, not cumulative
+
+
+def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
+    """A world at the run's start: every worker idle, nothing in flight."""
+    n = len(layout.services)
+    edges = len(layout.edge_i)
+    ints = np.zeros(I_INTS, dtype=np.int64)
+    ints[I_WIDEST] = layout.widest_stage
+    ints[I_ENTRY] = layout.entry
+    reals = np.zeros(R_REALS)
+    reals[R_DEADLINE] = layout.deadline_s
+    svc_i = np.zeros((n, SI_COLUMNS), dtype=np.int64)
+    svc_i[:, SI_FREE] = layout.svc[:, SV_WORKERS].astype(np.int64)
+    svc_i[:, SI_HEAD] = -1
+    svc_i[:, SI_TAIL] = -1
+    svc_r = np.zeros((n, SR_COLUMNS))
+    svc_r[:, SR_SLOW] = 1.0
+    world = ChainWorld(
+        gen=seeded(seed),
+        ints=ints,
+        reals=reals,
+        svc=layout.svc.copy(),
+        stage_first=layout.stage_first.copy(),
+        stage_edges=layout.stage_edges.copy(),
+        edge_i=layout.edge_i.copy(),
+        edge_f=layout.edge_f.copy(),
+        svc_i=svc_i,
+        svc_r=svc_r,
+        seen=np.zeros((n, HEDGE_WINDOW)),
+        scratch=np.zeros(HEDGE_WINDOW),
+        edge_delay=np.zeros(max(edges, 1)),
+        edge_read_at=np.full(max(edges, 1), -1, dtype=np.int64),
+        budget=np.zeros((n, 2 * BUDGET_WINDOW_S), dtype=np.int64),
+        att_i=np.zeros((0, A_COLUMNS), dtype=np.int64),
+        att_r=np.zeros((0, AR_COLUMNS)),
+        att_free=np.zeros(0, dtype=np.int64),
+        call_i=np.zeros((0, C_COLUMNS), dtype=np.int64),
+        call_free=np.zeros(0, dtype=np.int64),
+        h_time=np.zeros(0),
+        h_seq=np.zeros(0, dtype=np.int64),
+        h_kind=np.zeros(0, dtype=np.int64),
+        h_obj=np.zeros(0, dtype=np.int64),
+        h_gen=np.zeros(0, dtype=np.int64),
+        h_aux=np.zeros(0, dtype=np.int64),
+        arrivals=np.zeros(0),
+        m_svc=np.zeros((n, M_COLUMNS)),
+        m_hist=np.zeros((n, HIST_BINS), dtype=np.int64),
+        m_client=np.zeros(MC_COLUMNS, dtype=np.int64),
+        c_hist=np.zeros(HIST_BINS, dtype=np.int64),
+        c_otel=np.zeros(len(OTEL_BOUNDS_S) + 1, dtype=np.int64),
+    )
+    return with_room(world, 0)
+
+
+def copy_chain(world: ChainWorld) -> ChainWorld:
+    """An independent copy (a what-if that starts from a minute of this run)."""
+    return ChainWorld._make(a.copy() for a in world)
+
+
+def margins(world: ChainWorld) -> tuple[int, int, int]:
+    """The attempts, calls and heap entries one event may need at most: a stage's calls, each sent (three events:
+    its arrival, its timer, its hedge) and cancelled (one), with room to spare. Besides, a freed worker may find
+    expired attempts in its queue and reply to each: the heap also needs room for every queued attempt
+    (``ints[I_QUEUED]``, which the loop adds as it changes)."""
+    widest = int(world.ints[I_WIDEST])
+    return widest + 8, widest + 8, 6 * widest + 16
+
+
+def with_room(world: ChainWorld, arrivals: int) -> ChainWorld:
+    """The world with room for a minute of ``arrivals`` and for the next event: each pool at least twice what
+    one event may need, the arrival buffer for the minute. Grown by doubling; the rows in use keep their
+    places (events name them)."""
+    need_a, need_c, need_h = margins(world)
+    out = world
+    if len(out.arrivals) < arrivals:
+        out = out._replace(arrivals=np.zeros(max(arrivals, 2 * len(out.arrivals))))
+    if out.ints[I_AFREE] < need_a:
+        out = _grow_attempts(out, max(2 * len(out.att_i), len(out.att_i) + 2 * need_a, 1024))
+    if out.ints[I_CFREE] < need_c:
+        out = _grow_calls(out, max(2 * len(out.call_i), len(out.call_i) + 2 * need_c, 1024))
+    need_h += int(out.ints[I_QUEUED])
+    if len(out.h_time) - out.ints[I_HEAP] < need_h:
+        out = _grow_heap(out, max(2 * len(out.h_time), len(out.h_time) + 2 * need_h, 4096))
+    return out
+
+
+def _grow_attempts(world: ChainWorld, size: int) -> ChainWorld:
+    old = len(world.att_i)
+    att_i = np.zeros((size, A_COLUMNS), dtype=np.int64)
+    att_i[:old] = world.att_i
+    att_r = np.zeros((size, AR_COLUMNS))
+    att_r[:old] = world.att_r
+    free = np.zeros(size, dtype=np.int64)
+    n = int(world.ints[I_AFREE])
+    free[:n] = world.att_free[:n]
+    free[n : n + size - old] = np.arange(size - 1, old - 1, -1)  # the new rows, lowest taken first
+    world.ints[I_AFREE] = n + size - old
+    return world._replace(att_i=att_i, att_r=att_r, att_free=free)
+
+
+def _grow_calls(world: ChainWorld, size: int) -> ChainWorld:
+    old = len(world.call_i)
+    call_i = np.zeros((size, C_COLUMNS), dtype=np.int64)
+    call_i[:old] = world.call_i
+    free = np.zeros(size, dtype=np.int64)
+    n = int(world.ints[I_CFREE])
+    free[:n] = world.call_free[:n]
+    free[n : n + size - old] = np.arange(size - 1, old - 1, -1)
+    world.ints[I_CFREE] = n + size - old
+    return world._replace(call_i=call_i, call_free=free)
+
+
+def _grow_heap(world: ChainWorld, size: int) -> ChainWorld:
+    def grown(a: Any) -> Any:
+        out = np.zeros(size, dtype=a.dtype)
+        out[: len(a)] = a
+        return out
+
+    return world._replace(
+        h_time=grown(world.h_time),
+        h_seq=grown(world.h_seq),
+        h_kind=grown(world.h_kind),
+        h_obj=grown(world.h_obj),
+        h_gen=grown(world.h_gen),
+        h_aux=grown(world.h_aux),
+    )
