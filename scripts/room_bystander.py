@@ -16,57 +16,14 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.server import start_server
+from tests.server import Watcher, get_json, post_json, start_server, stop_server, wait_engines_ready
 
-
-def post(base: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(
-        base + path, json.dumps(body).encode(), {"Content-Type": "application/json", "Origin": base}
-    )
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read())  # type: ignore[no-any-return]
-
-
-def get(base: str, path: str) -> Any:
-    with urllib.request.urlopen(base + path, timeout=120) as r:
-        return json.loads(r.read())
-
-
-class Watcher(threading.Thread):
-    """A socket on a run or a room (a facilitator, who starts it): the last minute and ``slowed`` it was sent."""
-
-    def __init__(self, url: str, origin: str, join: dict[str, Any] | None = None) -> None:
-        super().__init__(daemon=True)
-        self.url, self.origin, self.join = url, origin, join
-        self.minute, self.slowed = -1, None
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        from websockets.sync.client import connect
-
-        with connect(self.url, origin=self.origin, max_size=None, open_timeout=120) as ws:  # type: ignore[arg-type]
-            if self.join is not None:
-                ws.send(json.dumps(self.join))
-                ws.recv(timeout=120)  # the snapshot
-                ws.send(json.dumps({"type": "resume"}))
-            while not self.stop.is_set():
-                try:
-                    message = json.loads(ws.recv(timeout=0.5))
-                except TimeoutError:
-                    continue
-                except Exception:  # the server stopped at the end of a point
-                    return
-                state = message if message.get("type") == "state" else message.get("state")
-                if state:
-                    self.minute = max(self.minute, state["minute"])
-                    self.slowed = state.get("slowed")
+TIMEOUT_S = 120.0  # a loaded machine answers slowly: these bound a request, not the measurement
 
 
 def point(rooms: int, speed: int, settle: float, window: float) -> dict[str, Any]:
@@ -75,17 +32,17 @@ def point(rooms: int, speed: int, settle: float, window: float) -> dict[str, Any
         ws = base.replace("http", "ws")
         watchers: list[Watcher] = []
         try:
-            while not all(e["state"] == "ready" for e in get(base, "/api/engines")):
-                time.sleep(0.5)
-            run = post(base, "/api/runs", {"scenario": "free-play", "seed": 1, "speed": 16, "difficulty": "hard",
-                                           "minutes": 10000})  # fmt: skip
-            bystander = Watcher(f"{ws}/api/runs/{run['id']}/ws", base)
+            wait_engines_ready(base)
+            run = post_json(base, "/api/runs", {"scenario": "free-play", "seed": 1, "speed": 16, "difficulty": "hard",
+                                                "minutes": 10000}, TIMEOUT_S)  # fmt: skip
+            bystander = Watcher.of_run(base, run["id"], open_timeout_s=TIMEOUT_S)
             watchers.append(bystander)
             for i in range(rooms):
-                room = post(base, "/api/gameday/rooms", {"scenario": "slow-instance", "seed": i, "speed": speed,
-                                                         "engine": "request", "minutes": 1440})  # fmt: skip
+                spec = {"scenario": "slow-instance", "seed": i, "speed": speed, "engine": "request", "minutes": 1440}
+                room = post_json(base, "/api/gameday/rooms", spec, TIMEOUT_S)
                 token = room["facilitator_url"].split("#key=")[1]
-                watchers.append(Watcher(f"{ws}/gameday/{room['id']}/ws", base, {"type": "join", "token": token}))
+                join = {"type": "join", "token": token}
+                watchers.append(Watcher(f"{ws}/gameday/{room['id']}/ws", base, join, open_timeout_s=TIMEOUT_S))
             for w in watchers:
                 w.start()
             time.sleep(settle)
@@ -94,11 +51,11 @@ def point(rooms: int, speed: int, settle: float, window: float) -> dict[str, Any
             end = time.monotonic() + window
             while time.monotonic() < end:
                 t0 = time.monotonic()
-                get(base, "/api/stats")
+                get_json(base, "/api/stats", TIMEOUT_S)
                 ping_max = max(ping_max, time.monotonic() - t0)
                 time.sleep(0.25)
             gained = [w.minute - s for w, s in zip(watchers, start, strict=True)]
-            stats = get(base, f"/api/stats?window_s={window}")
+            stats = get_json(base, f"/api/stats?window_s={window}", TIMEOUT_S)
             return {
                 "rooms": rooms,
                 "speed": speed,
@@ -113,9 +70,7 @@ def point(rooms: int, speed: int, settle: float, window: float) -> dict[str, Any
         finally:
             for w in watchers:
                 w.stop.set()
-            process.terminate()
-            process.wait(timeout=30)
-            log.close()
+            stop_server(process, log, timeout_s=30)
 
 
 def main() -> None:

@@ -14,68 +14,38 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.server import start_server
+from tests.server import Watcher, get_json, post_json, start_server, stop_server, wait_engines_ready
 
 
-def post(base: str, body: dict[str, Any]) -> str:
-    req = urllib.request.Request(
-        base + "/api/runs", json.dumps(body).encode(), {"Content-Type": "application/json", "Origin": base}
-    )
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return str(json.loads(r.read())["id"])
-
-
-def get(base: str, path: str) -> Any:
-    with urllib.request.urlopen(base + path, timeout=30) as r:
-        return json.loads(r.read())
-
-
-def view(base: str, run_id: str, stop: threading.Event, slowed: dict[str, Any]) -> None:
-    """A viewer (a run nobody watches does not tick); the speed its states say it plays at (``slowed``)."""
-    from websockets.sync.client import connect
-
-    url = base.replace("http", "ws") + f"/api/runs/{run_id}/ws"
-    with connect(url, origin=base, max_size=None) as ws:  # type: ignore[arg-type]
-        while not stop.is_set():
-            try:
-                message = json.loads(ws.recv(timeout=0.5))
-                state = message if message.get("type") == "state" else message.get("state")
-                if state:
-                    slowed[run_id] = state.get("slowed")
-            except TimeoutError:
-                continue
-            except Exception:  # the server stopped at the end of a point
-                return
+def post_run(base: str, body: dict[str, Any]) -> str:
+    return str(post_json(base, "/api/runs", body, 60.0)["id"])
 
 
 def point(speed: int, runs: int, bystanders: int, settle: float, window: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         process, base, log = start_server(Path(tmp) / "cap.sqlite", startup_timeout_s=120)
-        stop = threading.Event()
+        viewers: list[Watcher] = []  # a run nobody watches does not tick
         try:
-            while not all(e["state"] == "ready" for e in get(base, "/api/engines")):
-                time.sleep(0.5)
-            ids = [post(base, {"scenario": "free-play", "seed": i, "speed": 16, "difficulty": "hard",
-                               "minutes": 10000}) for i in range(bystanders)]  # fmt: skip
+            wait_engines_ready(base)
+            ids = [post_run(base, {"scenario": "free-play", "seed": i, "speed": 16, "difficulty": "hard",
+                                   "minutes": 10000}) for i in range(bystanders)]  # fmt: skip
             heavy = {"scenario": "slow-instance", "speed": speed, "difficulty": "hard", "minutes": 1440}
-            ids += [post(base, {**heavy, "seed": i}) for i in range(runs)]
-            slowed: dict[str, Any] = {}
-            for run_id in ids:
-                threading.Thread(target=view, args=(base, run_id, stop, slowed), daemon=True).start()
+            ids += [post_run(base, {**heavy, "seed": i}) for i in range(runs)]
+            viewers = [Watcher.of_run(base, run_id) for run_id in ids]
+            for viewer in viewers:
+                viewer.start()
             time.sleep(settle)
             slowed_max = 0
             end = time.monotonic() + window
             while time.monotonic() < end:
-                slowed_max = max(slowed_max, get(base, "/api/stats")["slowed"])
+                slowed_max = max(slowed_max, get_json(base, "/api/stats")["slowed"])
                 time.sleep(0.5)
-            stats = get(base, f"/api/stats?window_s={window}")
+            stats = get_json(base, f"/api/stats?window_s={window}")
             return {
                 "speed": speed,
                 "runs": runs,
@@ -84,14 +54,13 @@ def point(speed: int, runs: int, bystanders: int, settle: float, window: float) 
                 "over_250ms": round(stats["late_over_250ms_share"], 3),
                 "in_workers": stats["in_workers"],
                 # what the request runs' pages said at the end: the speed each plays at (its own when not slowed)
-                "playing_at": [slowed.get(run_id) or speed for run_id in ids[bystanders:]],
+                "playing_at": [viewer.slowed or speed for viewer in viewers[bystanders:]],
                 "load": round(os.getloadavg()[0], 1),
             }
         finally:
-            stop.set()
-            process.terminate()
-            process.wait(timeout=30)
-            log.close()
+            for viewer in viewers:
+                viewer.stop.set()
+            stop_server(process, log, timeout_s=30)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from oncallsim import InvalidInput, Simulation, builtin_scenarios
 from oncallsim.scenarios.graph import GraphSpec, contradictions, least_time_ms
@@ -86,7 +87,11 @@ REFUSALS = [
     ),
     (
         ("sigma = 0.6\n", ""),
-        'my.toml: graph.services.orders: sigma is given with distribution = "lognormal" and only then',
+        'my.toml: graph.services.orders.sigma: sigma is given with distribution = "lognormal" and only then',
+    ),
+    (
+        ("service_ms = 5\n", "service_ms = 0\n"),
+        'my.toml: graph.services.api.service_ms: must be above 0 unless distribution = "constant" (here exponential)',
     ),
     (
         ("probability = 0.2,", "probability = 0.2, count = 2,"),
@@ -94,23 +99,23 @@ REFUSALS = [
     ),
     (
         ('entry = "api"', 'entry = "apx"'),
-        "my.toml: graph: entry: 'apx' is not a declared service; declared: api, orders, db",
+        "my.toml: graph.entry: 'apx' is not a declared service; declared: api, orders, db",
     ),
     (
         ('{ to = "db", mode', '{ to = "dbx", mode'),
-        "my.toml: graph: services.orders.calls.0.to: unknown service 'dbx'; declared: api, orders, db",
+        "my.toml: graph.services.orders.calls.0.to: unknown service 'dbx'; declared: api, orders, db",
     ),
     (
         ("timeout_ms = 100\n", 'timeout_ms = 100\ncalls = [{ to = "api" }]\n'),
-        "my.toml: graph: services.db.calls: a cycle, api → orders → db → api (calls must not loop back)",
+        "my.toml: graph.services.db.calls: a cycle, api → orders → db → api (calls must not loop back)",
     ),
     (
         ("timeout_ms = 100\n", "timeout_ms = 100\n\n[graph.services.cache]\nservice_ms = 1\n"),
-        "my.toml: graph: services.cache: not reachable from the entry 'api' (no call leads to it)",
+        "my.toml: graph.services.cache: not reachable from the entry 'api' (no call leads to it)",
     ),
     (
         ("deadline_ms = 1000", "deadline_ms = 20"),
-        "my.toml: graph: deadline_ms: 20 ms is less than the least a request takes at the mean service times "
+        "my.toml: graph.deadline_ms: 20 ms is less than the least a request takes at the mean service times "
         "with the network, 24 ms along api → orders → db: no request could meet it",
     ),
 ]
@@ -124,6 +129,8 @@ def test_each_refusal_is_one_line_naming_the_field(edit: tuple[str, str], line: 
         scenario_from_text(example.replace(edit[0], edit[1], 1), "my.toml")
     assert str(info.value) == line
     assert "\n" not in line
+    # every refusal names its field by its full dotted path, as pydantic's own do (never "graph: services.x")
+    assert re.fullmatch(r"graph(\.[a-z0-9_-]+)+", info.value.field.removeprefix("my.toml: ")), info.value.field
     assert f"`{line}`" in DOC.read_text(encoding="utf-8"), "docs/graphs.md shows another line"
 
 
@@ -134,14 +141,18 @@ def graph(**services: dict[str, object]) -> GraphSpec:
 def test_more_refusals() -> None:
     with pytest.raises(ValueError, match="a cycle, api → api"):
         graph(api={"service_ms": 1.0, "calls": [{"to": "api"}]})
-    with pytest.raises(ValueError, match=r"services.b.calls: a cycle, a → b → a"):
+    with pytest.raises(ValidationError) as info:
         graph(
             api={"service_ms": 1.0, "calls": [{"to": "a"}]},
             a={"service_ms": 1.0, "calls": [{"to": "b"}]},
             b={"service_ms": 1.0, "calls": [{"to": "a"}]},
         )
-    with pytest.raises(ValueError, match="service_ms must be above 0"):
+    first = info.value.errors()[0]
+    assert first["loc"] == ("services", "b", "calls") and first["msg"].startswith("a cycle, a → b → a")
+    with pytest.raises(ValidationError) as info:
         graph(api={"service_ms": 0.0})
+    first = info.value.errors()[0]
+    assert first["loc"] == ("services", "api", "service_ms") and first["msg"].startswith("must be above 0")
     with pytest.raises(ValueError, match="Input should be a valid number"):
         graph(api={"service_ms": "5"})  # strict: text is not a number
     with pytest.raises(ValueError, match="finite number"):

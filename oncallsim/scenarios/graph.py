@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from oncallsim.model.chain.layout import (
     DIST_CONSTANT,
@@ -53,6 +54,14 @@ class Strict(BaseModel):
 
 
 ServiceName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")]
+
+
+def _refusal(model: str, loc: tuple[str | int, ...], message: str, value: Any) -> ValidationError:
+    """A refusal of the field at ``loc`` below the model being checked (a check across fields, which pydantic
+    would place at the model itself). Raised from a model's validator, pydantic puts the model's own place in
+    front, so the line names the full dotted path (``graph.services.orders.calls.0.to``), as its own do."""
+    error = PydanticCustomError("value_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data(model, [InitErrorDetails(type=error, loc=loc, input=value)])
 
 
 class CallSpec(Strict):
@@ -105,9 +114,11 @@ class ServiceSpec(Strict):
     @model_validator(mode="after")
     def _distribution_fits(self) -> ServiceSpec:
         if (self.sigma is not None) != (self.distribution == "lognormal"):
-            raise ValueError('sigma is given with distribution = "lognormal" and only then')
+            message = 'sigma is given with distribution = "lognormal" and only then'
+            raise _refusal("ServiceSpec", ("sigma",), message, self.sigma)
         if self.service_ms == 0.0 and self.distribution != "constant":
-            raise ValueError(f"service_ms must be above 0 for a {self.distribution} service time")
+            message = f'must be above 0 unless distribution = "constant" (here {self.distribution})'
+            raise _refusal("ServiceSpec", ("service_ms",), message, self.service_ms)
         return self
 
     @property
@@ -126,26 +137,29 @@ class GraphSpec(Strict):
     def _a_graph_that_can_run(self) -> GraphSpec:
         names = list(self.services)
         if self.entry not in self.services:
-            raise ValueError(f"entry: {self.entry!r} is not a declared service; declared: {', '.join(names)}")
+            message = f"{self.entry!r} is not a declared service; declared: {', '.join(names)}"
+            raise _refusal("GraphSpec", ("entry",), message, self.entry)
         for name, service in self.services.items():
             for i, call in enumerate(service.calls):
                 if call.to not in self.services:
-                    raise ValueError(
-                        f"services.{name}.calls.{i}.to: unknown service {call.to!r}; declared: {', '.join(names)}"
-                    )
+                    message = f"unknown service {call.to!r}; declared: {', '.join(names)}"
+                    raise _refusal("GraphSpec", ("services", name, "calls", i, "to"), message, call.to)
         cycle = _a_cycle(self)
         if cycle:
-            raise ValueError(f"services.{cycle[-2]}.calls: a cycle, {' → '.join(cycle)} (calls must not loop back)")
+            message = f"a cycle, {' → '.join(cycle)} (calls must not loop back)"
+            raise _refusal("GraphSpec", ("services", cycle[-2], "calls"), message, cycle)
         reached = _reachable(self)
         for name in names:
             if name not in reached:
-                raise ValueError(f"services.{name}: not reachable from the entry {self.entry!r} (no call leads to it)")
+                message = f"not reachable from the entry {self.entry!r} (no call leads to it)"
+                raise _refusal("GraphSpec", ("services", name), message, name)
         least, path = least_time_ms(self)
         if least > self.deadline_ms:
-            raise ValueError(
-                f"deadline_ms: {self.deadline_ms:g} ms is less than the least a request takes at the mean service "
-                f"times with the network, {least:g} ms along {' → '.join(path)}: no request could meet it"
+            message = (
+                f"{self.deadline_ms:g} ms is less than the least a request takes at the mean service times with the "
+                f"network, {least:g} ms along {' → '.join(path)}: no request could meet it"
             )
+            raise _refusal("GraphSpec", ("deadline_ms",), message, self.deadline_ms)
         return self
 
     def callers(self, name: str) -> list[str]:

@@ -361,15 +361,7 @@ class _Chain:
             counts.attempts += 1
             if not service.stages:
                 self.leaf_counts[service.name][attempt.root] += 1
-        if attempt.cancelled:
-            if counts is not None:
-                counts.cancelled += 1
-            attempt.phase = _FINISHED
-            return
-        if t >= attempt.deadline:
-            if counts is not None:
-                counts.refused += 1
-            self.finish(t, attempt, False, counted=False)
+        if self.turned_away(t, attempt):
             return
         service.queue.append(attempt)
         self.dequeue(t, service)
@@ -377,17 +369,9 @@ class _Chain:
     def dequeue(self, t: float, service: _Service) -> None:
         while service.free > 0 and service.queue:
             attempt = service.queue.popleft()
+            if self.turned_away(t, attempt):
+                continue
             counts = service.counts if attempt.measured else None
-            if attempt.cancelled:
-                if counts is not None:
-                    counts.cancelled += 1
-                attempt.phase = _FINISHED
-                continue
-            if t >= attempt.deadline:
-                if counts is not None:
-                    counts.refused += 1
-                self.finish(t, attempt, False, counted=False)
-                continue
             service.free -= 1
             attempt.holds = True
             attempt.phase = _WORKING
@@ -395,6 +379,22 @@ class _Chain:
                 counts.started += 1
                 counts.waits.append(t - attempt.arrived)
             self.push(t + self.work_ms(service.spec), _OWN_DONE, attempt)
+
+    def turned_away(self, t: float, attempt: _Attempt) -> bool:
+        """Whether the service drops the attempt before any work: cancelled by its caller, or its deadline past.
+        Checked twice, on arrival and again when a worker takes it (a deadline can pass while it queues)."""
+        counts = attempt.service.counts if attempt.measured else None
+        if attempt.cancelled:
+            if counts is not None:
+                counts.cancelled += 1
+            attempt.phase = _FINISHED
+            return True
+        if t >= attempt.deadline:
+            if counts is not None:
+                counts.refused += 1
+            self.finish(t, attempt, False, counted=False)
+            return True
+        return False
 
     def work_ms(self, spec: ServiceSpec) -> float:
         if spec.distribution == "constant":
