@@ -1,9 +1,9 @@
 """One minute of a chain of services, request by request: a compiled discrete-event loop (docs/graphs.md).
 
 The minute's arrivals (uniform in the minute, sorted) reach the entry service; every other step is an event
-on one heap ordered by time, then by the order pushed: an attempt reaching a service, its own work done, an
-answer reaching the caller, a caller's timer, a hedge's delay, the client's deadline, a cancellation reaching
-a callee. A service is one FIFO queue in front of its workers; an attempt waits for a worker, does its own work,
+on one heap ordered by time, then by the order pushed (an attempt reaching a service, its own work done, an
+answer reaching the caller, a hedge's delay, a cancellation reaching a callee, a timer at a caller's inherited
+deadline), or in a timer list (world.py: a caller's timer at its callee's timeout, a client's deadline). A service is one FIFO queue in front of its workers; an attempt waits for a worker, does its own work,
 then sends its calls stage by stage; unless the service is asynchronous its worker stays held meanwhile.
 
 Deadlines: an entry request carries the clients' deadline (or the entry's timeout, if sooner); a call carries
@@ -58,6 +58,8 @@ from oncallsim.model.chain.world import (
     A_QNEXT,
     A_STAGE,
     A_SVC,
+    A_TIMED,
+    A_TNEXT,
     AR_ARRIVED,
     AR_DEADLINE,
     AR_SENT,
@@ -76,7 +78,6 @@ from oncallsim.model.chain.world import (
     C_TRY,
     CALLING,
     EV_CANCEL,
-    EV_CLIENT_TIMER,
     EV_HEDGE,
     EV_OWN_DONE,
     EV_REACH,
@@ -230,6 +231,7 @@ def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: flo
     ai[a, A_FIRST] = -1
     ai[a, A_QNEXT] = -1
     ai[a, A_OK] = 0
+    ai[a, A_TIMED] = 0
     w.att_r[a, AR_DEADLINE] = deadline
     w.att_r[a, AR_ARRIVED] = now
     w.att_r[a, AR_SENT] = now
@@ -240,11 +242,25 @@ def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: flo
 def maybe_free(w: Any, a: int) -> None:
     """Give an attempt back once its service is done with it and its caller no longer waits for it; its
     generation grows, so the events still pending for it are dropped when they come."""
-    if w.att_i[a, A_PHASE] == FINISHED and w.att_i[a, A_ALIVE] == 0 and w.att_i[a, A_STAGE] != -2:
+    ai = w.att_i
+    if ai[a, A_PHASE] == FINISHED and ai[a, A_ALIVE] == 0 and ai[a, A_TIMED] == 0 and ai[a, A_STAGE] != -2:
         w.att_i[a, A_STAGE] = -2  # given back (once)
         w.att_i[a, A_GEN] += 1
         w.att_free[w.ints[I_AFREE]] = a
         w.ints[I_AFREE] += 1
+
+
+@step
+def add_timer(w: Any, lst: int, a: int) -> None:
+    """The attempt's timer at its deadline, at the end of timer list ``lst`` (whose deadlines come in order)."""
+    w.att_i[a, A_TIMED] = 1
+    w.att_i[a, A_TNEXT] = -1
+    tail = w.timers[lst, 1]
+    if tail >= 0:
+        w.att_i[tail, A_TNEXT] = a
+    else:
+        w.timers[lst, 0] = a
+    w.timers[lst, 1] = a
 
 
 @step
@@ -683,7 +699,10 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
         if w.svc[caller, SV_HEDGE_Q] > 0.0:
             push(w, x + hedge_delay(w, e), EV_HEDGE, c, w.call_i[c, C_GEN], w.call_i[c, C_TRY])
     push(w, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen, 0)
-    push(w, deadline, EV_TIMER, a, gen, 0)
+    if deadline == limit:  # at the callee's own timeout: in its list, in order
+        add_timer(w, callee, a)
+    else:  # at what is left of the caller's deadline
+        push(w, deadline, EV_TIMER, a, gen, 0)
 
 
 @step
@@ -704,6 +723,15 @@ def timer(w: Any, x: float, a: int) -> None:
     w.m_svc[w.att_i[w.call_i[c, C_PARENT], A_SVC], M_TIMEOUTS] += 1
     drop_copy(w, x, a)
     copy_failed(w, x, c)
+
+
+@step
+def client_timer(w: Any, x: float, a: int) -> None:
+    """The client's deadline: no answer yet is a timeout; the request is cancelled."""
+    if w.att_i[a, A_ALIVE]:
+        answer(w, x, a, False, True)
+        cancel(w, x, a)
+        maybe_free(w, a)
 
 
 @step
@@ -806,6 +834,8 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     if w.ints[I_NEXT] == 0:  # the minute's start: workers added since (the entry's fleet scaled) take the queue
         for s in range(len(w.svc_i)):
             dequeue(w, t0, s)
+    lists = len(w.timers)
+    clients = lists - 1
     while True:
         if (
             w.ints[I_AFREE] < need_a
@@ -816,13 +846,34 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
         i = w.ints[I_NEXT]
         ta = w.arrivals[i] if i < count else _INF
         te = w.h_time[0] if w.ints[I_HEAP] > 0 else _INF
-        if ta <= te:
+        tt = _INF
+        due = -1
+        for lst in range(lists):
+            head = w.timers[lst, 0]
+            if head >= 0 and w.att_r[head, AR_DEADLINE] < tt:
+                tt = w.att_r[head, AR_DEADLINE]
+                due = lst
+        if ta <= te and ta < tt:
             if ta >= t1:
                 break
             w.ints[I_NEXT] = i + 1
             a = new_attempt(w, entry, ta + client_deadline, -1, 0, ta)
-            push(w, ta + client_deadline, EV_CLIENT_TIMER, a, w.att_i[a, A_GEN], 0)
+            add_timer(w, clients, a)
             reach(w, ta, a)
+            continue
+        if tt <= te:  # a timer set when its attempt was sent: before any event of the same time pushed since
+            if tt >= t1:
+                break
+            a = w.timers[due, 0]
+            w.timers[due, 0] = w.att_i[a, A_TNEXT]
+            if w.timers[due, 0] < 0:
+                w.timers[due, 1] = -1
+            w.att_i[a, A_TIMED] = 0
+            if due == clients:
+                client_timer(w, tt, a)
+            else:
+                timer(w, tt, a)
+            maybe_free(w, a)
             continue
         if te >= t1:
             break
@@ -845,13 +896,8 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             reply(w, te, obj)
         elif kind == EV_TIMER:
             timer(w, te, obj)
-        elif kind == EV_CANCEL:
+        else:  # EV_CANCEL
             cancel(w, te, obj)
-        else:  # EV_CLIENT_TIMER
-            if w.att_i[obj, A_ALIVE]:
-                answer(w, te, obj, False, True)
-                cancel(w, te, obj)
-                maybe_free(w, obj)
     for s in range(len(w.svc_i)):
         busy_change(w, s, t1, 0)
     return DONE

@@ -1,6 +1,13 @@
 """A chain run's world: everything that carries from one minute to the next (the requests in flight at every
 service, their calls, the pending events), in arrays the compiled loop reads and writes in place.
 
+Timers in lists, not in the heap: most timers never fire (the answer comes first), and they outnumbered every
+other pending event. A caller's timer on a call into service s at the callee's timeout falls due in the order
+sent (the timeout is s's own, the clock only advances), and so do the clients' (a constant deadline after each
+arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``), and the loop
+looks at the lists' heads beside the heap's top. A timer at a caller's earlier deadline (the call inherits what is
+left of it) is an event on the heap.
+
 Pools, not objects: an attempt (a request being served at one service: an entry request, or one copy of a
 call) and a call (one call an attempt makes, with its tries) are rows of ``att_i``/``att_r`` and ``call_i``,
 taken from a free list and given back once nothing refers to them any more. Each row has a generation that
@@ -75,8 +82,10 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_FIRST,  # its stage's calls: a list through C_NEXT
     A_QNEXT,
     A_OK,  # the answer it sent
+    A_TIMED,  # 1: in a timer list (not given back before its timer is taken off)
+    A_TNEXT,  # the next in its timer list
     A_COLUMNS,
-) = range(14)
+) = range(16)
 AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
@@ -98,7 +107,7 @@ WAITING, WORKING, CALLING, FINISHED = range(4)
 ) = range(13)
 
 # event kinds
-EV_REACH, EV_OWN_DONE, EV_REPLY, EV_TIMER, EV_HEDGE, EV_CLIENT_TIMER, EV_CANCEL = range(7)
+EV_REACH, EV_OWN_DONE, EV_REPLY, EV_TIMER, EV_HEDGE, EV_CANCEL = range(6)
 
 # m_svc[s, ...]: a service's counts in the minute
 (
@@ -147,6 +156,7 @@ class ChainWorld(NamedTuple):
     edge_delay: npt.NDArray[np.float64]  # [e] a call's hedge delay as last read
     edge_read_at: npt.NDArray[np.int64]  # [e] the callee's SI_SEEN then (−1: never)
     budget: npt.NDArray[np.int64]  # [s, 2 × BUDGET_WINDOW_S] calls sent, then retries, per second, a ring
+    timers: npt.NDArray[np.int64]  # [s + 1, 2] head and tail of each timer list (the last: the clients')
     # the pools and the events
     att_i: npt.NDArray[np.int64]
     att_r: npt.NDArray[np.float64]
@@ -199,6 +209,7 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         edge_delay=np.zeros(max(edges, 1)),
         edge_read_at=np.full(max(edges, 1), -1, dtype=np.int64),
         budget=np.zeros((n, 2 * BUDGET_WINDOW_S), dtype=np.int64),
+        timers=np.full((n + 1, 2), -1, dtype=np.int64),
         att_i=np.zeros((0, A_COLUMNS), dtype=np.int64),
         att_r=np.zeros((0, AR_COLUMNS)),
         att_free=np.zeros(0, dtype=np.int64),
