@@ -3,8 +3,9 @@
 The minute's arrivals (uniform in the minute, sorted) reach the entry service; every other step is an event
 on one heap ordered by time, then by the order pushed (an attempt reaching a service, its own work done, an
 answer reaching the caller, a hedge's delay, a cancellation reaching a callee, a timer at a caller's inherited
-deadline), or in a timer list (world.py: a caller's timer at its callee's timeout, a client's deadline). A service is one FIFO queue in front of its workers; an attempt waits for a worker, does its own work,
-then sends its calls stage by stage; unless the service is asynchronous its worker stays held meanwhile.
+deadline), or in a timer list (world.py: a caller's timer at its callee's timeout, a client's deadline). A
+service is one FIFO queue in front of its workers; an attempt waits for a worker, does its own work, then sends
+its calls stage by stage; unless the service is asynchronous its worker stays held meanwhile.
 
 Deadlines: an entry request carries the clients' deadline (or the entry's timeout, if sooner); a call carries
 its caller's deadline, or sooner its callee's per-attempt timeout from the moment it is sent. A callee refuses
