@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oncallsim.verify.chain_checks import chains_finding
 from oncallsim.verify.engines import EngineRow, Timeline
 from oncallsim.verify.kratos import kratos_finding
 
@@ -180,6 +181,7 @@ def summary(res: Results, cov: dict[str, tuple[int, int]]) -> str:
             "FIFO queue turns overload into timeouts of nearly everything). Section 4 has the numbers.",
             *_cliff_finding(res),
             *kratos_finding(res.kratos),
+            *chains_finding(res.chains),
         ]
     )
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from oncallsim.extras import require
 from oncallsim.model import MODEL_VERSION
+from oncallsim.verify.chain_checks import ChainChecks, chain_checks, chains_section
 from oncallsim.verify.cliff import DRAIN, DrainPoint, ShapeRow, drain_grid, shape_rows
 from oncallsim.verify.engines import EngineRow, Timeline, compare_scenarios
 from oncallsim.verify.fleet import BalancerPoint, DiscoveryCheck, balancer_grid, discovery_checks
@@ -46,6 +47,7 @@ class Results(NamedTuple):
     shapes: tuple[ShapeRow, ...] = ()
     kratos: KratosChecks | None = None
     generated: str = ""  # the day the checks ran (UTC, ISO 8601): the report says it
+    chains: ChainChecks | None = None
 
 
 def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -66,9 +68,11 @@ def run_all(quick: bool, progress: Callable[[str], None] = lambda _: None) -> Re
     drains = tuple(drain_grid(quick))
     progress("Kratos's mechanisms against their oracles")
     kratos = kratos_checks(quick)
+    progress("chains of services: retries layer by layer, the tail at scale, hedging")
+    chains = chain_checks(quick)
     return Results(
         quick, queue, cache, db, rows, timelines, balancers, discovery, tuple(amplification), tuple(bistability),
-        tuple(checks), drains, tuple(shape_rows()), kratos, datetime.now(UTC).date().isoformat(),
+        tuple(checks), drains, tuple(shape_rows()), kratos, datetime.now(UTC).date().isoformat(), chains,
     )  # fmt: skip
 
 
@@ -304,6 +308,8 @@ def render(res: Results, images_rel: Path = IMAGES) -> str:
         _resilience_section(res),
         "",
         kratos_section(res.kratos),
+        "",
+        chains_section(res.chains),
         "",
         _cliff_section(res),
     ]
