@@ -13,7 +13,7 @@ from oncallsim.model import MODEL_VERSION
 from oncallsim.model.chain.layout import ChainLayout
 from oncallsim.model.traffic import Surge
 
-__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "REVISION", "InstanceFault", "RunPlan", "time_label"]
+__all__ = ["CLOCK_LABELS", "MAX_RUN_MINUTES", "REVISION", "InstanceFault", "RunPlan", "ServiceFault", "time_label"]
 
 MAX_RUN_MINUTES = 7 * 1440  # the longest run: a week
 REVISION = int(MODEL_VERSION)  # the model version this code computes by default
@@ -44,6 +44,21 @@ class InstanceFault:
 
 
 @dataclass(frozen=True, slots=True)
+class ServiceFault:
+    """One service of a chain degraded from ``minute`` for ``minutes``: its work ``slowdown`` times longer, a
+    share ``errors`` of its attempts failing (the chain engine applies it at each minute's start)."""
+
+    minute: int
+    service: int
+    minutes: int
+    slowdown: float = 1.0
+    errors: float = 0.0
+
+    def active(self, minute: int) -> bool:
+        return self.minute <= minute < self.minute + self.minutes
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     clock_start_min: int = 8 * 60
     minutes: int = 1440
@@ -62,6 +77,7 @@ class RunPlan:
     # a chain of services (a scenario's [graph], docs/graphs.md): the request engine plays it instead of the one
     # service; None: the one service
     graph: ChainLayout | None = None
+    service_faults: tuple[ServiceFault, ...] = ()  # a chain's services degraded, in minute order
 
     def first_event(self, minutes: int) -> int | None:
         """The scenario's first event within ``minutes``: a deploy, a flush, a surge's onset (the incident's start)."""
@@ -70,6 +86,7 @@ class RunPlan:
             *self.flush_minutes,
             *(f.minute for f in self.faults if f.what != "revive"),
             *(b[0] for b in self.brownouts),
+            *(f.minute for f in self.service_faults),
         ]
         if self.surge is not None:
             starts.append(math.ceil(self.surge.onset_min))

@@ -22,7 +22,7 @@ from pydantic import (
 
 from oncallsim.model import CONTROL_SPECS, Controls, InvalidInput, Mulberry32, Params, RunPlan, Surge
 from oncallsim.model.engine import get_engine
-from oncallsim.model.plan import MAX_RUN_MINUTES, InstanceFault
+from oncallsim.model.plan import MAX_RUN_MINUTES, InstanceFault, ServiceFault
 from oncallsim.scenarios.graph import GraphSpec, layout_of
 from oncallsim.scenarios.texts import ScenarioTexts, check_languages
 
@@ -224,11 +224,33 @@ class BrownoutEvent(_Strict):
         return self.at_between is not None or isinstance(self.minutes, Range) or isinstance(self.slowdown, Range)
 
 
-# the kinds that only the request engine plays (its instances)
-REQUEST_EVENT_KINDS = ("instance", "zone_outage")
+class ServiceEvent(_Strict):
+    """One service of a chain (a scenario's ``[graph]``) degrades for ``minutes``: its own work takes ``slowdown``
+    times longer, and a share ``errors`` of its attempts end in an error. ``at`` a clock, or ``at_between`` two
+    (drawn per seed)."""
+
+    kind: Literal["service"]
+    service: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$", description="a service declared in [graph]")
+    at: Clock | None = None
+    at_between: tuple[Clock, Clock] | None = Field(default=None, strict=False)
+    minutes: Annotated[int, Field(ge=1, le=MAX_RUN_MINUTES)] = Field(description="whole minutes from 1")
+    slowdown: Annotated[float, Field(ge=1.0, le=1000.0)] = Field(default=1.0, description="times slower (1–1000)")
+    errors: Annotated[float, Field(ge=0.0, le=1.0)] = Field(default=0.0, description="a share of attempts failing")
+
+    @model_validator(mode="after")
+    def _one_time_and_an_effect(self) -> ServiceEvent:
+        if (self.at is None) == (self.at_between is None):
+            raise ValueError("give either at (a clock) or at_between (two clocks), not both")
+        if self.slowdown == 1.0 and self.errors == 0.0:
+            raise ValueError("give a slowdown above 1 or errors above 0: as written nothing happens")
+        return self
+
+
+# the kinds that only the request engine plays (its instances; a chain's services)
+REQUEST_EVENT_KINDS = ("instance", "zone_outage", "service")
 
 Event = Annotated[
-    DeployEvent | FlushEvent | SurgeEvent | InstanceEvent | ZoneOutageEvent | BrownoutEvent,
+    DeployEvent | FlushEvent | SurgeEvent | InstanceEvent | ZoneOutageEvent | BrownoutEvent | ServiceEvent,
     Field(discriminator="kind"),
 ]
 
@@ -490,6 +512,19 @@ class Scenario(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _service_events_need_their_service(self) -> Any:
+        for i, event in enumerate(self.events):
+            if not isinstance(event, ServiceEvent):
+                continue
+            if self.graph is None:
+                raise ValueError(f"events.{i}: a service event needs a chain of services ([graph]) to act on")
+            if event.service not in self.graph.services:
+                raise ValueError(
+                    f"events.{i}.service: unknown service {event.service!r}; declared: {', '.join(self.graph.services)}"
+                )
+        return self
+
     @field_validator("params")
     @classmethod
     def _known_params(cls, v: dict[str, float]) -> dict[str, float]:
@@ -513,6 +548,7 @@ class Scenario(_Strict):
         surge: Surge | None = None
         faults: list[InstanceFault] = []
         brownouts: list[tuple[int, int, float]] = []
+        service_faults: list[ServiceFault] = []
         for event in self.events:
             if isinstance(event, DeployEvent):
                 deploys.add(_offset(event.at, start))
@@ -531,6 +567,11 @@ class Scenario(_Strict):
                 length = event.minutes if isinstance(event.minutes, int) else round(event.minutes.draw(rng))
                 slowdown = event.slowdown if isinstance(event.slowdown, float) else event.slowdown.draw(rng)
                 brownouts.append((at, length, slowdown))
+            elif isinstance(event, ServiceEvent):
+                at = _offset(event.at, start) if event.at is not None else _between(event.at_between, start, rng)  # type: ignore[arg-type]
+                assert self.graph is not None  # the model's validator
+                service = list(self.graph.services).index(event.service)
+                service_faults.append(ServiceFault(at, service, event.minutes, event.slowdown, event.errors))
             elif isinstance(event, ZoneOutageEvent):
                 at = _between(event.at_between, start, rng)
                 share = event.share.draw(rng)
@@ -551,6 +592,7 @@ class Scenario(_Strict):
             speeds=tuple(self.fleet.speeds),
             weights=tuple(float(w) for w in self.fleet.weights),
             graph=None if self.graph is None else layout_of(self.graph),
+            service_faults=tuple(sorted(service_faults, key=lambda f: (f.minute, f.service))),
         )
 
 

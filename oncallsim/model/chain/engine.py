@@ -18,13 +18,13 @@ import numpy as np
 from oncallsim.model.chain.drive import chain_minute_of
 from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
-from oncallsim.model.chain.world import SI_FREE, ChainWorld, new_chain
+from oncallsim.model.chain.world import SI_FREE, SR_FAIL, SR_SLOW, ChainWorld, new_chain
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
 from oncallsim.model.fields import EXTRA_SCHEMA, REC, ST, extras_by_name
 from oncallsim.model.params import Params
-from oncallsim.model.plan import RunPlan
+from oncallsim.model.plan import RunPlan, ServiceFault
 from oncallsim.model.record import MinuteRecord
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
@@ -38,6 +38,10 @@ _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec
 
 def chain_initial(plan: RunPlan, controls: Controls, params: Params, seed: int) -> State:
     assert plan.graph is not None
+    for name in sorted(_WORLD_CONTROLS):
+        value = getattr(controls, name, None)
+        if value is not None and value != CONTROL_SPECS[name].default:
+            check_chain_action(name)  # the one service's mechanisms: set for a chain, they would do nothing
     state = initial_state(plan, controls, params)
     world = new_chain(plan.graph, seed)
     state.vec[ST.serving] = plan.graph.services[plan.graph.entry].instances
@@ -53,6 +57,18 @@ def follow_fleet(world: ChainWorld, layout: ChainLayout, serving: int) -> None:
     if delta:
         world.svc[entry, SV_WORKERS] = workers
         world.svc_i[entry, SI_FREE] += delta
+
+
+def apply_service_faults(world: ChainWorld, faults: tuple[ServiceFault, ...], minute: int) -> None:
+    """Each service's state this minute: its work slowed by the product of the active faults' slowdowns, its
+    attempts failing with 1 − ∏(1 − errors); back to itself when none is active."""
+    world.svc_r[:, SR_SLOW] = 1.0
+    world.svc_r[:, SR_FAIL] = 0.0
+    for fault in faults:
+        if fault.active(minute):
+            world.svc_r[fault.service, SR_SLOW] *= fault.slowdown
+            ok = 1.0 - world.svc_r[fault.service, SR_FAIL]
+            world.svc_r[fault.service, SR_FAIL] = 1.0 - ok * (1.0 - fault.errors)
 
 
 def check_chain_action(control: str) -> None:
@@ -88,6 +104,7 @@ def chain_step(
     # the requests the edge admits (its shedding is the minute model's), rounded half up as the one service's
     arrivals = int(np.floor(values[REC.admitted_per_s] * 60.0 + 0.5))
     follow_fleet(state.world, layout, int(vec[ST.serving]))
+    apply_service_faults(state.world, plan.service_faults, t)
     world: ChainWorld = chain_minute_of(state.world, t, arrivals)
     ext = np.zeros(len(EXTRA_SCHEMA))
     record_chain_minute(world, layout, values, ext)
