@@ -191,3 +191,31 @@ def test_the_entry_follows_the_minute_models_fleet_and_instance_controls_are_ref
     assert last["orders"]["workers"] == first["orders"]["workers"] == 24
     with pytest.raises(InvalidInput, match="chain of services"):
         Simulation(scenario, seed=2, minutes=2).run([Action(0, "eject", 1)])
+
+
+def test_without_deadline_propagation_the_chain_works_on_for_clients_that_left() -> None:
+    """As the oracle's test (tests/test_chains.py): a 500 ms leaf, clients waiting 100 ms, no timeouts. The clients
+    all time out either way; propagated, the leaf's work is cancelled; not propagated, it is all done (wasted)."""
+    services = {
+        "api": {"service_ms": 0.0, "distribution": "constant", "workers_per_instance": 100, "calls": [{"to": "leaf"}]},
+        "leaf": {"service_ms": 500.0, "distribution": "constant", "workers_per_instance": 100},
+    }
+    for propagation in (True, False):
+        spec = GraphSpec.model_validate(
+            {"entry": "api", "deadline_ms": 600.0, "deadline_propagation": propagation, "services": services}
+        )
+        layout = layout_of(spec)
+        world = new_chain(layout, 1)
+        world.reals[W.R_DEADLINE] = 0.1  # the clients wait 100 ms (below what the validator lets a file say)
+        svc = np.zeros_like(world.m_svc)
+        client = np.zeros_like(world.m_client)
+        for minute, count in enumerate((600, 0)):
+            world = chain_minute_of(world, minute, count)
+            svc += world.m_svc
+            client += world.m_client
+        assert client[W.MC_DECIDED] == client[W.MC_DEADLINE] == 600
+        if propagation:
+            assert svc[1, W.M_SUCCEEDED] == 0 and svc[1, W.M_CANCELLED] == svc[1, W.M_ATTEMPTS] == 600
+        else:
+            assert svc[1, W.M_SUCCEEDED] == svc[1, W.M_ATTEMPTS] == 600 and svc[1, W.M_CANCELLED] == 0
+            assert svc[0, W.M_SUCCEEDED] == 600

@@ -75,6 +75,8 @@ class State(NamedTuple):
     @property
     def controls(self) -> Controls:
         controls = Controls.from_vector(self.vec)
+        if self.plan.graph is not None:  # a chain: the one service's mechanisms are not in play (at their defaults)
+            return controls
         if self.world is not None:  # the request engine's own settings live in its world (or its view)
             from oncallsim.model.request.settings import world_settings
             from oncallsim.model.request.view import WorldView

@@ -86,7 +86,8 @@ def counterfactuals(sim: Simulation, progress: Progress | None = None) -> dict[s
     and the request engine's compiled minute releases the GIL, so the result is the one a replay after another
     gives, sooner."""
     policies = [name for name in COUNTERFACTUAL_POLICIES if not (name == "hands-off" and not sim.actions)]
-    request = sim.engine.name == "request" and bool(sim.timeline)
+    # the one service's mechanisms (p2c, the limiter, …): a chain of services has none of them to switch on
+    request = sim.engine.name == "request" and bool(sim.timeline) and sim.plan.graph is None
     with_p2c = request and (sim.timeline[0].extras or {}).get("balancer") != "p2c"
     lesson = lesson_after(sim) if request else None
     candidates = [m for m in _candidates(sim) if m != lesson] if request else []

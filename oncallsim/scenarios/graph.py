@@ -131,6 +131,12 @@ class GraphSpec(Strict):
 
     entry: ServiceName
     deadline_ms: float = Field(gt=0.0, le=MAX_MS, description="the clients' deadline, carried down every call")
+    deadline_propagation: bool = Field(
+        default=True,
+        description="true: each call carries what is left of the clients' deadline, and a client that gives up "
+        "cancels its request; false: a call's only deadline is its callee's timeout_ms, and the entry works on "
+        "for a client that has gone",
+    )
     services: dict[ServiceName, ServiceSpec] = Field(min_length=1, max_length=MAX_SERVICES)
 
     @model_validator(mode="after")
@@ -343,4 +349,6 @@ def layout_of(graph: GraphSpec) -> ChainLayout:
                 calls=calls,
             )
         )
-    return ChainLayout(tuple(services), names.index(graph.entry), graph.deadline_ms / 1000.0)
+    return ChainLayout(
+        tuple(services), names.index(graph.entry), graph.deadline_ms / 1000.0, graph.deadline_propagation
+    )

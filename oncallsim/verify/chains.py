@@ -248,6 +248,7 @@ def simulate(
 class _Chain:
     def __init__(self, graph: GraphSpec, rng: random.Random, failures: dict[str, float], deadline_ms: float) -> None:
         self.graph = graph
+        self.propagation = graph.deadline_propagation
         self.rng = rng
         self.failures = failures
         self.deadline_ms = deadline_ms
@@ -334,14 +335,16 @@ class _Chain:
         if entry.spec.timeout_ms is not None:
             deadline = min(deadline, t + entry.spec.timeout_ms)
         self.arrivals[root] = t
-        attempt = _Attempt(entry, root, root >= self.warmup, deadline, None)
+        # without propagation the entry knows no deadline: it serves the request however late
+        attempt = _Attempt(entry, root, root >= self.warmup, deadline if self.propagation else math.inf, None)
         self.push(deadline, _CLIENT_TIMER, attempt)
         self.reach(t, attempt)
 
     def client_timer(self, t: float, attempt: _Attempt) -> None:
         if not self.done[attempt.root]:
             self.answer(t, attempt, False)
-            self.cancel(t, attempt)
+            if self.propagation:  # else the client's going reaches nobody: the entry works on
+                self.cancel(t, attempt)
 
     def answer(self, t: float, attempt: _Attempt, ok: bool) -> None:
         root = attempt.root
@@ -506,7 +509,7 @@ class _Chain:
             self.call_failed(t, call)
             return
         callee = call.callee
-        deadline = parent.deadline
+        deadline = parent.deadline if self.propagation else math.inf
         if callee.spec.timeout_ms is not None:
             deadline = min(deadline, t + callee.spec.timeout_ms)
         copy = _Copy(call, t, hedge)
@@ -525,7 +528,8 @@ class _Chain:
         attempt = _Attempt(callee, parent.root, parent.measured, deadline, copy)
         copy.attempt = attempt
         self.push(t + call.spec.network_ms, _REACH, attempt)
-        self.push(deadline, _TIMER, copy)
+        if deadline < math.inf:  # a call without a deadline (no timeout, nothing propagated) waits for its answer
+            self.push(deadline, _TIMER, copy)
 
     def hedge_ms(self, q: float, call: _Call) -> float:
         callee = call.callee

@@ -85,6 +85,7 @@ class ChainLayout:
     services: tuple[ServiceLayout, ...]
     entry: int
     deadline_s: float
+    propagation: bool = True  # calls carry what is left of the clients' deadline; a client's cancel reaches the entry
     svc: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
     stage_first: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
     stage_edges: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)

@@ -118,6 +118,7 @@ from oncallsim.model.chain.world import (
     MC_SUM_US,
     OTEL_BOUNDS_S,
     R_DEADLINE,
+    R_PROPAGATE,
     SI_BUDGET_SECOND,
     SI_BUSY,
     SI_FREE,
@@ -678,7 +679,7 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
     e = w.call_i[c, C_EDGE]
     callee = w.edge_i[e, EI_CALLEE]
     caller = w.att_i[parent, A_SVC]
-    deadline = w.att_r[parent, AR_DEADLINE]
+    deadline = w.att_r[parent, AR_DEADLINE] if w.reals[R_PROPAGATE] != 0.0 else _INF
     limit = x + w.svc[callee, SV_TIMEOUT_S]
     if limit < deadline:
         deadline = limit
@@ -700,7 +701,9 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
         if w.svc[caller, SV_HEDGE_Q] > 0.0:
             push(w, x + hedge_delay(w, e), EV_HEDGE, c, w.call_i[c, C_GEN], w.call_i[c, C_TRY])
     push(w, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen, 0)
-    if deadline == limit:  # at the callee's own timeout: in its list, in order
+    if deadline == _INF:  # no timeout and nothing propagated: the caller waits for the answer
+        pass
+    elif deadline == limit:  # at the callee's own timeout: in its list, in order
         add_timer(w, callee, a)
     else:  # at what is left of the caller's deadline
         push(w, deadline, EV_TIMER, a, gen, 0)
@@ -731,7 +734,8 @@ def client_timer(w: Any, x: float, a: int) -> None:
     """The client's deadline: no answer yet is a timeout; the request is cancelled."""
     if w.att_i[a, A_ALIVE]:
         answer(w, x, a, False, True)
-        cancel(w, x, a)
+        if w.reals[R_PROPAGATE] != 0.0:  # else the client's going reaches nobody: the entry works on
+            cancel(w, x, a)
         maybe_free(w, a)
 
 
@@ -837,6 +841,7 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             dequeue(w, t0, s)
     lists = len(w.timers)
     clients = lists - 1
+    propagate = w.reals[R_PROPAGATE] != 0.0
     while True:
         if (
             w.ints[I_AFREE] < need_a
@@ -851,14 +856,17 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
         due = -1
         for lst in range(lists):
             head = w.timers[lst, 0]
-            if head >= 0 and w.att_r[head, AR_DEADLINE] < tt:
-                tt = w.att_r[head, AR_DEADLINE]
-                due = lst
+            if head >= 0:
+                # a client's timer: its arrival (AR_SENT) + the deadline (its request may know none of it)
+                due_at = w.att_r[head, AR_SENT] + client_deadline if lst == clients else w.att_r[head, AR_DEADLINE]
+                if due_at < tt:
+                    tt = due_at
+                    due = lst
         if ta <= te and ta < tt:
             if ta >= t1:
                 break
             w.ints[I_NEXT] = i + 1
-            a = new_attempt(w, entry, ta + client_deadline, -1, 0, ta)
+            a = new_attempt(w, entry, ta + client_deadline if propagate else _INF, -1, 0, ta)
             add_timer(w, clients, a)
             reach(w, ta, a)
             continue

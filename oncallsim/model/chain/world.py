@@ -45,7 +45,7 @@ __all__ = ["ChainWorld", "copy_chain", "new_chain", "with_room"]
 ) = range(10)
 
 # reals[...]
-R_DEADLINE, R_REALS = range(2)
+R_DEADLINE, R_PROPAGATE, R_REALS = range(3)  # the clients' deadline; 1: deadlines propagate
 
 # svc_i[s, ...]: a service's state
 (
@@ -187,6 +187,7 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
     ints[I_ENTRY] = layout.entry
     reals = np.zeros(R_REALS)
     reals[R_DEADLINE] = layout.deadline_s
+    reals[R_PROPAGATE] = 1.0 if layout.propagation else 0.0
     svc_i = np.zeros((n, SI_COLUMNS), dtype=np.int64)
     svc_i[:, SI_FREE] = layout.svc[:, SV_WORKERS].astype(np.int64)
     svc_i[:, SI_HEAD] = -1
