@@ -31,6 +31,7 @@
   let closing = false;
   let retry = 0;
   let debrief = null;
+  let workerLost = false; // the room's worker process ended: its reconnect says so (not "connection lost")
   // controls someone has typed into or chosen in and not yet applied: a state message leaves them as they are
   // (at 16x one comes every 60 ms, and pressing Apply takes the focus off the input before its click lands)
   const edited = new Set();
@@ -62,7 +63,7 @@
     ws.addEventListener("message", (event) => receive(JSON.parse(event.data), saved));
     ws.addEventListener("close", () => {
       if (closing) return;
-      $("run-state").textContent = S.reconnecting;
+      $("run-state").textContent = workerLost ? S.worker_lost_now : S.reconnecting;
       retry = Math.min(retry + 1, 5);
       window.setTimeout(connect, 500 * retry); // a dropped connection rejoins where the run is
     });
@@ -92,6 +93,7 @@
         break;
       case "snapshot":
         retry = 0;
+        workerLost = false;
         onSnapshot(message);
         break;
       case "state":
@@ -116,7 +118,10 @@
         showDebrief(message.debrief);
         break;
       case "error":
-        showError(message.localized || message.message);
+        if (message.code === "worker_lost") { // not a refusal: said where the run's state is, in the page's words
+          workerLost = true;
+          $("run-state").textContent = S.worker_lost_now;
+        } else showError(message.localized || message.message);
         break;
     }
   }
@@ -188,11 +193,13 @@
     }
   }
 
-  // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart:
-  // until the facilitator resumes), running (slowed: at what speed)
+  // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart, or
+  // back from its log after its worker process was lost: until the facilitator resumes), running (slowed: at
+  // what speed)
+  const PAUSED = { restored: S.restored, worker_lost: S.worker_lost };
   function showRunState() {
     if (!state) return;
-    let text = state.paused ? (state.pause_reason === "restored" ? S.restored : S.paused) : S.running;
+    let text = state.paused ? PAUSED[state.pause_reason] || S.paused : S.running;
     const p = state.preparing;  // the run's engine is still being compiled by the server's preparer
     if (p && !state.done && p.state !== "failed") {
       text = fill(S.preparing, { engine: p.name, share: Math.round(100 * p.share), left: p.seconds_left === null ? "?" : p.seconds_left });
