@@ -42,10 +42,10 @@
   };
 
   function showError(message) {
-    const box = $("gd-error");
-    box.textContent = fill(S.error, { message });
-    box.hidden = false;
+    $("gd-error-text").textContent = fill(S.error, { message });
+    $("gd-error").hidden = false;
   }
+  $("gd-error-dismiss").addEventListener("click", () => { $("gd-error").hidden = true; });
 
   // --- the connection ---------------------------------------------------------------------------------------
 
@@ -70,6 +70,7 @@
   }
 
   function send(message) {
+    $("gd-error").hidden = true; // a new try: the last refusal was about the one before
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
   }
 
@@ -312,7 +313,7 @@
         const wrap = el("label", "", label + " ");
         const select = el("select");
         for (const choice of c.choices) {
-          const option = el("option", "", String(choice));
+          const option = el("option", "", S.control_choices[choice] || String(choice));
           option.value = choice;
           select.append(option);
         }
@@ -330,7 +331,11 @@
         wrap.append(select);
         row.append(wrap, apply);
       } else {
-        const unit = c.unit && !label.toLowerCase().includes(c.unit.toLowerCase()) ? c.unit : ""; // not "Retries (retries)"
+        // the unit in the page's language, unless the label has it as a word already (not "Retries (retries)"; but
+        // "Cachens TTL (s)": the letter s inside a word is not the unit)
+        const unitText = c.unit ? S.units[c.unit] || c.unit : "";
+        const words = label.toLocaleLowerCase().split(/[^\p{L}\p{N}/]+/u);
+        const unit = unitText && !words.includes(unitText.toLocaleLowerCase()) ? unitText : "";
         const wrap = el("label", "", label + (unit ? " (" + unit + ")" : "") + " ");
         const input = el("input");
         input.type = "number";
