@@ -49,6 +49,8 @@ SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "room_closed": ("room_closed", {}),
     "text_rate_person": ("text_rate_person", {"n": 6}),
     "text_rate_link": ("text_rate_link", {"n": 20}),
+    "event_too_early": ("event_too_early", {"at": "08:00", "earliest": "08:01"}),
+    "event_past_end": ("event_past_end", {"at": "10:30"}),
 }
 
 

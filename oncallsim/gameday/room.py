@@ -362,7 +362,9 @@ class Room:
         live = self.live
         async with live._writing:
             self._open()
-            when = at.strip() or live.sim.plan.clock(live.sim.minute)
+            # empty: the next minute to come (never minute 0, which the run's plan holds already: a fresh room's
+            # "next minute" is 08:01, not its first, 08:00, which ``Simulation.inject`` refuses)
+            when = at.strip() or live.sim.plan.clock(max(live.sim.minute, 1))
             event = faults.build_event(kind, when, values, live.sim.engine.name)
             before = live.sim.scenario
             # refuses past minutes, draws, a second surge: nothing changed then; on the request engine the run
