@@ -56,6 +56,9 @@ REFUSAL_TEXTS: dict[str, str] = {
     # an event (a game day's fault) added to a running simulation (simulation.py ``inject``): times of day
     "event_too_early": "is at %(at)s, too early: the earliest minute to come is %(earliest)s",
     "event_past_end": "is at %(at)s, past the run's end",
+    # the request engine's bound on traffic (model/request/engine.py ``check_traffic``)
+    "surge_peak": "a surge of ×%(peak)s takes the traffic to about %(rate)s req/s; the request engine simulates "
+    "every request and takes at most %(cap)s req/s: here a peak of at most ×%(max)s (the minute engine takes any)",
 }
 
 # Kinds whose sentence counts something (``n``): one sentence per plural form (gettext's ngettext picks it).
@@ -88,6 +91,7 @@ FIELD_LABELS = {
     "room": "Room",
     "text": "Message",
     "event": "Event",
+    "peak": "Peak",
 }
 
 

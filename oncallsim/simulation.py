@@ -355,6 +355,7 @@ class Simulation:
                 "event",
                 "must have fixed values (low = high, one onset time): a drawn value would shift the run's noise",
             )
+        self.engine.check_plan(plan, self.params)  # a surge the request engine could not simulate, say
         self.scenario = scenario
         self.plan = plan
         self.state = self.state._replace(plan=plan, kernel=kernel_inputs(plan, self.params))
