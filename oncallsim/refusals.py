@@ -56,6 +56,8 @@ REFUSAL_TEXTS: dict[str, str] = {
     # an event (a game day's fault) added to a running simulation (simulation.py ``inject``): times of day
     "event_too_early": "is at %(at)s, too early: the earliest minute to come is %(earliest)s",
     "event_past_end": "is at %(at)s, past the run's end",
+    # a run (or a room) whose worker process ended, asked for something before its page reconnected
+    "worker_lost": "its worker stopped; the run comes back from its log: try again",
     # the request engine's bound on traffic (model/request/engine.py ``check_traffic``)
     "surge_peak": "a surge of ×%(peak)s takes the traffic to about %(rate)s req/s; the request engine simulates "
     "every request and takes at most %(cap)s req/s: here a peak of at most ×%(max)s (the minute engine takes any)",

@@ -14,7 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from oncallsim.gameday import Seat
 from oncallsim.gameday.faults import build_event
+from oncallsim.model import InvalidInput
 from oncallsim.simulation import Simulation
 from tests.test_gameday import console, join, key, log_of, minute_of, new_room, until
 
@@ -109,7 +111,8 @@ def test_a_room_whose_worker_dies_comes_back_paused_while_the_other_rooms_go_on(
             log_of(fac, "action")
             fac.send_json({"type": "inject", **CRASH})
             log_of(fac, "inject")
-            held = _room(client, lost["id"]).live.remote
+            stale = _room(client, lost["id"])
+            held = stale.live.remote
             if _room(client, kept["id"]).live.remote.worker is held.worker:
                 pytest.skip("one live worker on this machine: both rooms share it")
             _kill(held.worker)
@@ -121,6 +124,21 @@ def test_a_room_whose_worker_dies_comes_back_paused_while_the_other_rooms_go_on(
                 with pytest.raises(WebSocketDisconnect):  # the page reconnects
                     until(seat, lambda m: False)
             assert lost["id"] not in client.app.state.rooms.rooms  # type: ignore[attr-defined]
+            # a frame a seat's socket still reads before it closes reaches the stale room: refused, never logged
+            # behind the back of the room rebuilt from that log (nor its clock paced)
+            ann_seat, fac_seat = Seat("Ann", "operations", "player"), Seat("facilitator", "facilitator", "facilitator")
+            for call, args in (
+                (stale.act, (ann_seat, "floor", 9)),
+                (stale.say, (ann_seat, "message", "still there?")),
+                (stale.inject, (fac_seat, "flush", "", {}, False)),
+                (stale.control, (fac_seat, "resume")),
+                (stale.control, (fac_seat, "step")),
+                (stale.control, (fac_seat, "close")),
+                (stale.reveal, (fac_seat, 1)),
+            ):
+                with pytest.raises(InvalidInput) as refused:
+                    client.portal.call(call, *args)  # type: ignore[union-attr]
+                assert refused.value.kind == "worker_lost", (call, refused.value)
             fac2.send_json({"type": "step"})  # the other request room's worker goes on
             minute_of(fac2, 1)
             seen = _room(client, bystander["id"]).live.sim.minute  # and the minute-engine room's clock
@@ -132,6 +150,7 @@ def test_a_room_whose_worker_dies_comes_back_paused_while_the_other_rooms_go_on(
             assert state["paused"] and state["pause_reason"] == "worker_lost" and state["minute"] == 1
             assert state["pending"] == [{"minute": 1, "control": "floor", "value": 7}]
             assert [e["kind"] for e in snap["log"]].count("inject") == 1
+            assert "message" not in [e["kind"] for e in snap["log"]] and not snap["state"]["done"]
             assert _room(client, lost["id"]).live.remote is not None  # held by a fresh worker
             for minute in range(1, 5):
                 fac.send_json({"type": "step"})

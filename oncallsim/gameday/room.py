@@ -87,6 +87,7 @@ class SharedRun(Protocol):
     pending: list[Action]
     ended: str | None
     pause_reason: str | None
+    lost: bool  # its worker process ended: the room comes back from its log as another object
     report: Report | None
     figure_json: str | None
     room: Any
@@ -304,6 +305,8 @@ class Room:
         return entry
 
     def _open(self) -> None:
+        if self.live.lost:  # a stale room (``RoomManager._lost``): a frame its sockets still read is not logged
+            raise InvalidInput("run", "its worker stopped; the run comes back from its log: try again", "worker_lost")
         if self.live.done:
             raise InvalidInput("room", "the run is over: the room is closed", "room_closed")
 
@@ -384,6 +387,7 @@ class Room:
 
     async def reveal(self, seat: Seat, seq: int) -> None:
         roles.require(seat.role, "facilitate")
+        self._open()  # nothing is logged after the close (everything is shown then), nor in a stale room
         if seq not in self.masks:
             raise InvalidInput("seq", f"no hidden fault with log line {seq}")
         await self._log("reveal", seat.name, seat.role, {"seq": seq})
