@@ -175,3 +175,35 @@ def test_a_room_whose_worker_dies_comes_back_paused_while_the_other_rooms_go_on(
     for _ in range(3):
         here.step([])
     assert _bytes(live.sim.timeline[:5]) == _bytes(here.timeline)  # (then resumed for a while)
+
+
+def test_a_fault_injected_while_the_rooms_worker_is_dead_is_refused_and_not_kept(tmp_path: Path) -> None:
+    """The facilitator injects a fault after the room's worker died and before a minute found it: the worker
+    cannot take it, so the room is lost (its seats told, as when a minute finds it) and the fault refused with
+    "try again" in the page's language — not written: the room comes back from its log without it."""
+    with console(tmp_path / "runs.sqlite3") as client:
+        room = new_room(client, **ENGINE)
+        path = f"/gameday/{room['id']}/ws"
+        with client.websocket_connect(path + "?lang=da") as fac:
+            join(fac, key(room["facilitator_url"]))
+            fac.send_json({"type": "step"})
+            minute_of(fac, 0)
+            _kill(_room(client, room["id"]).live.remote.worker)
+            fac.send_json({"type": "inject", **CRASH})
+            refused, lost = (until(fac, lambda m: m["type"] == "error") for _ in range(2))
+            assert refused["field"] == "run" and refused["message"].endswith("try again")  # first: then the lost
+            assert (
+                refused["localized"]
+                == "Spil: dens arbejdsproces stoppede; spillet kommer tilbage fra sin log: prøv igen"
+            )
+            assert lost["code"] == "worker_lost"
+            with pytest.raises(WebSocketDisconnect):
+                until(fac, lambda m: False)
+        with client.websocket_connect(path) as fac:
+            snap = join(fac, key(room["facilitator_url"]))
+            assert snap["state"]["pause_reason"] == "worker_lost" and snap["state"]["minute"] == 1
+            assert "inject" not in [e["kind"] for e in snap["log"]]
+            assert (
+                _room(client, room["id"]).live.sim.scenario.events
+                == Simulation("free-play", seed=5, minutes=20, engine="request").scenario.events
+            )

@@ -214,9 +214,9 @@ class LiveRun:
                 await self.remote.inject(event)
             except Exception as exc:
                 log.error("run %s: its worker did not take the injected event", self.id, exc_info=exc)
-                self.lost = True
-                if self.on_lost is not None:
-                    self.on_lost(self)
+                self.lost = True  # refuses everything from now on; the viewers are told and disconnected just after
+                if self.on_lost is not None:  # this refusal, so the one who injected reads it before the reconnect
+                    asyncio.get_running_loop().call_soon(self.on_lost, self)
                 raise InvalidInput("run", WORKER_LOST, "worker_lost") from exc
         return added
 
