@@ -318,7 +318,7 @@ def test_a_game_day_rooms_controls_and_refusals_speak_the_pages_language(site: t
     """A player's room in each language, on a phone: each control's unit in the language (not "(instances)" on
     a Danish page, and a one-letter unit kept where the label has that letter inside a word: "Cachens TTL (s)");
     an out-of-range value refused in the language, the refusal dismissed by its button
-    and cleared by the next try."""
+    and cleared by the next try; the clock and the run's state in view wherever the page is scrolled."""
     base, page = site
     page.set_viewport_size({"width": 390, "height": 844})
     try:
@@ -351,5 +351,11 @@ def test_a_game_day_rooms_controls_and_refusals_speak_the_pages_language(site: t
             page.locator('#controls button[data-control="floor"]').click()
             toast.wait_for(state="hidden")
             page.locator("#channel li", has_text="12").wait_for()
+            # far down the page, the run's clock and state are still in view (the room's bar sticks to the top)
+            page.locator("#say-text").scroll_into_view_if_needed()
+            assert page.evaluate("window.scrollY") > 0
+            for shown in ("#clock", "#run-state"):
+                box = page.locator(shown).bounding_box()
+                assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 844, (language, shown, box)
     finally:
         page.set_viewport_size({"width": 1366, "height": 900})
