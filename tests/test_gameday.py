@@ -542,3 +542,13 @@ def test_a_fault_without_a_time_goes_to_the_next_minute_of_a_fresh_room(client: 
         fac.send_json({"type": "inject", "kind": "deploy", "at": "08:30"})  # minute 30 of 30: after the end
         late = until(fac, lambda m: m["type"] == "error")
         assert late["localized"] == "Hændelse: er kl. 08:30, efter spillets slutning", late
+
+
+def test_the_links_read_left_to_right_on_an_arabic_page(client: TestClient) -> None:
+    """A URL is written left to right whatever the page's direction: on an Arabic (rtl) page a link's box
+    showed its tail, the token, and not where it leads."""
+    room = new_room(client)
+    page = client.get(f"/gameday/{room['id']}?lang=ar").text
+    assert 'dir="rtl"' in page and '<input id="player-link" dir="ltr"' in page
+    made = client.get("/gameday?lang=ar").text
+    assert '<input id="link-player" dir="ltr"' in made and '<input id="link-facilitator" dir="ltr"' in made
