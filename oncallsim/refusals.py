@@ -53,6 +53,14 @@ REFUSAL_TEXTS: dict[str, str] = {
     # a game-day room's (gameday/roles.py, gameday/room.py): the roles named by their labels, translated
     "role_cannot": "the %(role)s cannot do this; allowed: %(roles)s",
     "room_closed": "the run is over: the room is closed",
+    # an event (a game day's fault) added to a running simulation (simulation.py ``inject``): times of day
+    "event_too_early": "is at %(at)s, too early: the earliest minute to come is %(earliest)s",
+    "event_past_end": "is at %(at)s, past the run's end",
+    # a run (or a room) whose worker process ended, asked for something before its page reconnected
+    "worker_lost": "its worker stopped; the run comes back from its log: try again",
+    # the request engine's bound on traffic (model/request/engine.py ``check_traffic``)
+    "surge_peak": "a surge of ×%(peak)s takes the traffic to about %(rate)s req/s; the request engine simulates "
+    "every request and takes at most %(cap)s req/s: here a peak of at most ×%(max)s (the minute engine takes any)",
 }
 
 # Kinds whose sentence counts something (``n``): one sentence per plural form (gettext's ngettext picks it).
@@ -84,6 +92,8 @@ FIELD_LABELS = {
     "role": "Role",
     "room": "Room",
     "text": "Message",
+    "event": "Event",
+    "peak": "Peak",
 }
 
 
@@ -114,7 +124,7 @@ def render(kind: str, details: Mapping[str, Any], language: str) -> str:
     if "allowed" in details:
         allowed = [v if isinstance(v, str) else _value(v, language) for v in details["allowed"]]
         filled["allowed"] = format_list(allowed, locale=language)  # "a, b og c", "a وb وc": the language's list
-    for key in ("instance", "first", "last", "engines", "engine", "difficulty"):
+    for key in ("instance", "first", "last", "engines", "engine", "difficulty", "at", "earliest"):
         if key in details:
             filled[key] = str(details[key])
     if "role" in details:  # a game-day role's label ("incident commander"), in the language's words

@@ -337,10 +337,16 @@ class Simulation:
         if at < max(self.minute, 1):
             earliest = self.plan.clock(max(self.minute, 1))
             raise InvalidInput(
-                "event", f"is at {self.plan.clock(at)}, too early: the earliest minute to come is {earliest}"
+                "event",
+                f"is at {self.plan.clock(at)}, too early: the earliest minute to come is {earliest}",
+                "event_too_early",
+                at=self.plan.clock(at),
+                earliest=earliest,
             )
         if at >= self.plan.minutes:
-            raise InvalidInput("event", f"is at {self.plan.clock(at)}, past the run's end")
+            raise InvalidInput(
+                "event", f"is at {self.plan.clock(at)}, past the run's end", "event_past_end", at=self.plan.clock(at)
+            )
         before, after = Mulberry32(self.seed), Mulberry32(self.seed)
         self.scenario.build_plan(before, clock=self.clock_override, minutes=self.minutes_override)
         plan = scenario.build_plan(after, clock=self.clock_override, minutes=self.minutes_override)
@@ -349,6 +355,7 @@ class Simulation:
                 "event",
                 "must have fixed values (low = high, one onset time): a drawn value would shift the run's noise",
             )
+        self.engine.check_plan(plan, self.params)  # a surge the request engine could not simulate, say
         self.scenario = scenario
         self.plan = plan
         self.state = self.state._replace(plan=plan, kernel=kernel_inputs(plan, self.params))

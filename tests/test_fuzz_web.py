@@ -499,3 +499,108 @@ def test_a_run_file_naming_a_device_does_not_grow_the_cli(tmp_path: Path) -> Non
         assert result.exit_code == 2 and "scenario" in result.output, result.output
     result = CliRunner().invoke(app, ["debrief", "/dev/zero"])
     assert result.exit_code == 2 and "not a regular file" in result.output
+
+
+# --- the page's language (?lang=, its cookie, Accept-Language) on the pages and the sockets ---------------------
+
+# What a forged link or a careless hand puts in ?lang=: too long, unknown, a path, another script, control bytes,
+# a language tag in another case or with a region, a list. The documented fallback (docs/web.md): a value that
+# names no language the console speaks is passed over (the cookie, then Accept-Language, then English).
+NASTY_LANGS = [
+    "",
+    "xx",
+    "da" * 5_000,
+    "x" * 60_000,
+    "../../etc/passwd",
+    "../locales/da",
+    "da/../../../../etc",
+    "..\\..\\en",
+    "日本語",
+    "\u202eda",
+    "da\x00",
+    "\x00",
+    "\ufffd",
+    "DA",
+    "da-DK",
+    "da_DK",
+    "zu-ZA-x-private",
+    "ar;q=0.5",
+    "da,ar",
+    "*",
+    "İ",
+    "hy\n",
+    "%",
+    "%2e%2e%2f",
+    "en" + "\u0301",
+    "lang=da",
+    "1e309",
+]
+LANGS = ["en", "da", "zu", "hy", "ar"]
+
+
+def expected_language(values: list[str]) -> str:
+    """The oracle, written from the documented rule and not from the code: the last ?lang= counts; its part before
+    the first "-", in lower case, if that is one of the five languages; else English (no cookie, no header)."""
+    if not values:
+        return "en"
+    code = values[-1].lower().split("-")[0]
+    return code if code in LANGS else "en"
+
+
+def lang_queries() -> list[list[tuple[str, str]]]:
+    """Each nasty value alone, and repeated with a good one before and after it (which one counts)."""
+    queries = [[("lang", v)] for v in NASTY_LANGS]
+    queries += [[("lang", "da"), ("lang", v)] for v in NASTY_LANGS[:8]]
+    queries += [[("lang", v), ("lang", "ar")] for v in NASTY_LANGS[:8]]
+    return queries
+
+
+def page_language(html: str) -> str:
+    start = html.index('<html lang="') + len('<html lang="')
+    return html[start : html.index('"', start)]
+
+
+@pytest.mark.parametrize("query", lang_queries(), ids=lambda q: repr([v[:12] for _, v in q])[:40])
+def test_a_nasty_lang_on_the_pages_falls_back_and_never_fails(
+    client: TestClient, run_id: str, room_key: tuple[str, str], query: list[tuple[str, str]]
+) -> None:
+    want = expected_language([v for _, v in query])
+    for path in ("/", "/runs", "/model", "/gameday", f"/runs/{run_id}", f"/gameday/{room_key[0]}", "/runs/nope"):
+        COUNTS["lang"] += 1
+        response = client.get(path, params=query)
+        check_http(response)
+        assert response.status_code in (200, 404), (path, response.status_code)
+        assert page_language(response.text) == want, (path, query)
+    # the same values remembered in the cookie, or sent as the browser's Accept-Language, are passed over alike
+    value = query[-1][1].replace("\x00", "").replace("\n", "")
+    check_http(client.get("/", headers={"Accept-Language": value.encode("utf-8")}))  # raw bytes, as sent
+    client.cookies.set("oncallsim_lang", value.encode("ascii", "replace").decode())
+    try:
+        check_http(client.get("/"))
+    finally:
+        client.cookies.clear()
+
+
+@pytest.mark.parametrize("value", [*NASTY_LANGS, "da"], ids=lambda v: repr(v[:12]))
+def test_a_nasty_lang_on_the_sockets_keeps_them_open_and_refuses_in_the_fallback(
+    client: TestClient, run_id: str, room_key: tuple[str, str], value: str
+) -> None:
+    """A run's socket and a room's, opened with the value: the snapshot comes, a refused action is said (in
+    English with no ``localized`` unless the value names a language), the socket stays open."""
+    from urllib.parse import urlencode
+
+    want = expected_language([value])
+    query = "?" + urlencode({"lang": value})
+    room_id, key = room_key
+    with client.websocket_connect(f"/api/runs/{run_id}/ws{query}", headers=HEADERS) as ws:
+        assert ws.receive_json()["type"] == "snapshot"
+        ws.send_json({"type": "action", "control": "floor", "value": 9999})
+        error = next(m for m in iter(ws.receive_json, None) if m["type"] == "error")
+        assert error["field"] == "floor" and ("localized" in error) == (want != "en"), (value, error)
+    with client.websocket_connect(f"/gameday/{room_id}/ws{query}", headers=HEADERS) as ws:
+        ws.send_json({"type": "join", "token": key})
+        assert ws.receive_json()["type"] == "snapshot"
+        ws.send_json({"type": "speed", "value": 10**6})
+        error = next(m for m in iter(ws.receive_json, None) if m["type"] == "error")
+        assert error["field"] == "speed", error
+        COUNTS["lang"] += 2

@@ -524,3 +524,31 @@ def test_a_seat_that_never_reads_is_closed_not_buffered(client: TestClient) -> N
     assert len(held) == room.live.max_backlog + 1 and held[-1] is None  # its socket ends here
     assert stalled not in room.seats and stalled not in room.live.subscribers
     assert reader in room.seats and reader in room.live.subscribers
+
+
+def test_a_fault_without_a_time_goes_to_the_next_minute_of_a_fresh_room(client: TestClient) -> None:
+    """The fault form's "empty = the next minute" on a room nobody has stepped yet: 08:01 (its plan holds minute
+    0 already), not 08:00, which was refused as too early; a fault too early or past the run's end is refused in
+    the page's language (its times as the run writes them)."""
+    room = new_room(client, minutes=30)
+    with client.websocket_connect(f"/gameday/{room['id']}/ws?lang=da") as fac:
+        join(fac, key(room["facilitator_url"]))
+        fac.send_json({"type": "inject", "kind": "flush", "at": ""})
+        assert log_of(fac, "inject")["data"]["at"] == "08:01"
+        fac.send_json({"type": "inject", "kind": "deploy", "at": "08:00"})
+        early = until(fac, lambda m: m["type"] == "error")
+        assert early["message"] == "event: is at 08:00, too early: the earliest minute to come is 08:01"
+        assert early["localized"] == "Hændelse: er kl. 08:00, for tidligt: det tidligste kommende minut er 08:01"
+        fac.send_json({"type": "inject", "kind": "deploy", "at": "08:30"})  # minute 30 of 30: after the end
+        late = until(fac, lambda m: m["type"] == "error")
+        assert late["localized"] == "Hændelse: er kl. 08:30, efter spillets slutning", late
+
+
+def test_the_links_read_left_to_right_on_an_arabic_page(client: TestClient) -> None:
+    """A URL is written left to right whatever the page's direction: on an Arabic (rtl) page a link's box
+    showed its tail, the token, and not where it leads."""
+    room = new_room(client)
+    page = client.get(f"/gameday/{room['id']}?lang=ar").text
+    assert 'dir="rtl"' in page and '<input id="player-link" dir="ltr"' in page
+    made = client.get("/gameday?lang=ar").text
+    assert '<input id="link-player" dir="ltr"' in made and '<input id="link-facilitator" dir="ltr"' in made

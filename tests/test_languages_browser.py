@@ -17,6 +17,8 @@ from babel.messages.pofile import read_po
 
 import oncallsim
 from oncallsim.i18n import LANGUAGES, page_catalog, translations
+from oncallsim.model import CONTROL_SPECS
+from oncallsim.refusals import render
 from oncallsim.scenarios import builtin_scenarios
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.web.tutorial import tutorial_scenario
@@ -301,3 +303,59 @@ def test_the_top_bar_stays_one_row_at_1440_in_every_language_once_a_run_has_ende
         else:
             assert page.locator(".topbar > .nav").is_visible()
     assert "zu" in folded and "en" not in folded, folded  # the check is not vacuous, nor folds what fits
+
+
+def new_room(base: str) -> dict[str, Any]:
+    body = {"scenario": "free-play", "seed": 4, "minutes": 60, "speed": 4, "engine": "minute"}
+    request = urllib.request.Request(
+        base + "/api/gameday/rooms", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return dict(json.loads(response.read()))
+
+
+def test_a_game_day_rooms_controls_and_refusals_speak_the_pages_language(site: tuple[str, Any]) -> None:
+    """A player's room in each language, on a phone: each control's unit in the language (not "(instances)" on
+    a Danish page, and a one-letter unit kept where the label has that letter inside a word: "Cachens TTL (s)");
+    an out-of-range value refused in the language, the refusal dismissed by its button
+    and cleared by the next try; the clock and the run's state in view wherever the page is scrolled."""
+    base, page = site
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        for language in LANGUAGES:
+            gettext = translations(language).gettext
+            room = new_room(base)
+            page.goto(base + room["player_url"].replace("#", f"?lang={language}#"))
+            page.locator("#join-name").fill("Ann")
+            page.locator("#join-role").select_option("operations")
+            page.locator("#join-form button[type=submit]").click()
+            page.locator("#room").wait_for()
+            for name in ("floor", "ttl_s"):
+                spec = CONTROL_SPECS[name]
+                label = page.locator(f'#controls input[data-value="{name}"]').locator("xpath=..").inner_text()
+                assert label.strip() == f"{gettext(spec.label)} ({gettext(spec.unit)})", (language, label)
+            floor = CONTROL_SPECS["floor"]
+            page.locator('#controls input[data-value="floor"]').fill("9999")
+            page.locator('#controls button[data-control="floor"]').click()
+            toast = page.locator("#gd-error")
+            toast.wait_for()
+            said = page.locator("#gd-error-text").inner_text()
+            if language != "en":  # the server's sentence in the language (English: the API's message, as ever)
+                details = {"lo": floor.min, "hi": floor.max, "got": 9999, "whole": True, "unit": floor.unit}
+                assert render("range", details, language) in said, (language, said)
+            page.locator("#gd-error-dismiss").click()
+            toast.wait_for(state="hidden")
+            page.locator('#controls button[data-control="floor"]').click()  # refused again, then a new try
+            toast.wait_for()
+            page.locator('#controls input[data-value="floor"]').fill("12")
+            page.locator('#controls button[data-control="floor"]').click()
+            toast.wait_for(state="hidden")
+            page.locator("#channel li", has_text="12").wait_for()
+            # far down the page, the run's clock and state are still in view (the room's bar sticks to the top)
+            page.locator("#say-text").scroll_into_view_if_needed()
+            assert page.evaluate("window.scrollY") > 0
+            for shown in ("#clock", "#run-state"):
+                box = page.locator(shown).bounding_box()
+                assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 844, (language, shown, box)
+    finally:
+        page.set_viewport_size({"width": 1366, "height": 900})

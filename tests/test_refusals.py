@@ -49,6 +49,10 @@ SAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "room_closed": ("room_closed", {}),
     "text_rate_person": ("text_rate_person", {"n": 6}),
     "text_rate_link": ("text_rate_link", {"n": 20}),
+    "event_too_early": ("event_too_early", {"at": "08:00", "earliest": "08:01"}),
+    "event_past_end": ("event_past_end", {"at": "10:30"}),
+    "worker_lost": ("worker_lost", {}),
+    "surge_peak": ("surge_peak", {"peak": 9999, "rate": 12498750, "cap": 100000.0, "max": 80}),
 }
 
 

@@ -131,3 +131,35 @@ def test_a_first_run_on_a_fresh_machine_shows_its_preparation(tmp_path: Path) ->
     assert "the minute engine is ready" in first.stderr and first.stdout.count("\n") == 1
     again = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     assert "preparing" not in again.stderr and again.stdout == first.stdout
+
+
+def test_a_surge_the_request_engine_cannot_simulate_is_refused_with_the_largest_it_can() -> None:
+    """The request engine draws every arrival: a surge of ×9,999 asked one minute for ~700 million (a MemoryError,
+    or the OOM killer taking a room's worker). Its peak traffic, base × (1 + daily amplitude) × surge (here
+    1,000 × 1.25 = 1,250 req/s before the surge, worked by hand), is held to 100,000 req/s: a surge up to ×80,
+    refused past it, whether the surge is injected into a running run or in the scenario it starts from."""
+    from oncallsim.model.request.engine import MAX_PEAK_REQUESTS_PER_S
+    from oncallsim.scenarios import builtin_scenarios
+    from oncallsim.scenarios.registry import scenario_from_dict
+
+    assert MAX_PEAK_REQUESTS_PER_S == 100_000
+    fixed = {"low": 5, "high": 5}
+    surge = {"kind": "surge", "onset_between": ["08:05", "08:05"], "rise_min": fixed, "decay_min": fixed}
+    sim = Simulation("free-play", seed=1, minutes=30, engine="request")
+    assert sim.params.base_requests_per_s == 1000 and sim.params.diurnal_amplitude == 0.25
+    with pytest.raises(InvalidInput) as refused:
+        sim.inject({**surge, "peak": {"low": 81, "high": 81}})  # 1,250 × 81 = 101,250 req/s
+    assert refused.value.field == "peak" and refused.value.kind == "surge_peak"
+    assert str(refused.value) == (
+        "peak: a surge of ×81 takes the traffic to about 101,250 req/s; the request engine simulates every request "
+        "and takes at most 100,000 req/s: here a peak of at most ×80 (the minute engine takes any)"
+    )
+    assert sim.plan.surge is None and len(sim.scenario.events) == 0  # nothing changed
+    sim.inject({**surge, "peak": {"low": 80, "high": 80}})  # 100,000 req/s: taken
+    assert sim.plan.surge is not None and sim.plan.surge.peak == 80
+    minute = Simulation("free-play", seed=1, minutes=30)  # the minute engine: formulas, any surge
+    minute.inject({**surge, "peak": {"low": 9999, "high": 9999}})
+    data = builtin_scenarios()["free-play"].model_dump(mode="json")
+    data["events"] = [{**surge, "peak": {"low": 200, "high": 200}}]
+    with pytest.raises(InvalidInput, match="at most ×80"):
+        Simulation(scenario_from_dict(data, "scenario"), seed=1, engine="request")

@@ -172,12 +172,24 @@ def test_a_run_whose_worker_dies_comes_back_from_its_log(tmp_path: Path) -> None
             assert client.post(f"/api/runs/{run_id}/control", json={"type": "step"}).json()["minute"] in (1, 2)
         assert client.post(f"/api/runs/{run_id}/actions", json={"control": "floor", "value": 7}).status_code == 200
         workers = client.app.state.manager.workers  # type: ignore[attr-defined]
+        stale = client.app.state.manager.runs[run_id]  # type: ignore[attr-defined]
         for worker in workers.live.workers:
             if worker._proc is not None:
                 worker._proc.kill()
                 worker._proc.wait()
         client.post(f"/api/runs/{run_id}/control", json={"type": "step"})  # finds its worker gone
         assert run_id not in client.app.state.manager.runs  # type: ignore[attr-defined]
+        written: list[Any] = []
+
+        async def write(action: Any) -> None:
+            written.append(action)
+
+        # what a console's socket still sends the stale run before it closes: refused, nothing written
+        for call, args in ((stale.take, ("floor", 9, write)), (stale.resume, ()), (stale.step_once, ())):
+            with pytest.raises(InvalidInput) as refused:
+                client.portal.call(call, *args)  # type: ignore[union-attr]
+            assert refused.value.kind == "worker_lost"
+        assert written == []
         back = client.get(f"/api/runs/{run_id}").json()  # rebuilt from the log, held by a new worker
         assert back["state"]["minute"] == 2 and back["state"]["pending"] == [
             {"minute": 2, "control": "floor", "value": 7}

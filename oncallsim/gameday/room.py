@@ -58,6 +58,10 @@ MESSAGES_PER_MINUTE = 30  # a person's lines in any 60 s
 LINK_MESSAGES_PER_MINUTE = 60  # everyone's who came in by one link (names are free: a link is not)
 PLAYERS_PER_LINK = 8
 PLAYERS_PER_ROOM = 40
+# why a room back in memory is paused (its state's ``pause_reason``; the page says it in its language)
+RESTORED = "restored"  # the server restarted (or the reason it had was forgotten)
+WORKER_LOST = "worker_lost"  # the worker process holding its run ended (killed, out of memory): the server did not
+MAX_RETURNING = 10_000  # rooms out of memory whose reason is remembered
 PLAYER_KINDS = {"action", "message", "status", "join", "control", "reveal", "close"}
 
 
@@ -83,6 +87,7 @@ class SharedRun(Protocol):
     pending: list[Action]
     ended: str | None
     pause_reason: str | None
+    lost: bool  # its worker process ended: the room comes back from its log as another object
     report: Report | None
     figure_json: str | None
     room: Any
@@ -300,6 +305,8 @@ class Room:
         return entry
 
     def _open(self) -> None:
+        if self.live.lost:  # a stale room (``RoomManager._lost``): a frame its sockets still read is not logged
+            raise InvalidInput("run", "its worker stopped; the run comes back from its log: try again", "worker_lost")
         if self.live.done:
             raise InvalidInput("room", "the run is over: the room is closed", "room_closed")
 
@@ -358,7 +365,9 @@ class Room:
         live = self.live
         async with live._writing:
             self._open()
-            when = at.strip() or live.sim.plan.clock(live.sim.minute)
+            # empty: the next minute to come (never minute 0, which the run's plan holds already: a fresh room's
+            # "next minute" is 08:01, not its first, 08:00, which ``Simulation.inject`` refuses)
+            when = at.strip() or live.sim.plan.clock(max(live.sim.minute, 1))
             event = faults.build_event(kind, when, values, live.sim.engine.name)
             before = live.sim.scenario
             # refuses past minutes, draws, a second surge: nothing changed then; on the request engine the run
@@ -378,6 +387,7 @@ class Room:
 
     async def reveal(self, seat: Seat, seq: int) -> None:
         roles.require(seat.role, "facilitate")
+        self._open()  # nothing is logged after the close (everything is shown then), nor in a stale room
         if seq not in self.masks:
             raise InvalidInput("seq", f"no hidden fault with log line {seq}")
         await self._log("reveal", seat.name, seat.role, {"seq": seq})
@@ -489,6 +499,9 @@ class RoomManager:
         self.owners: dict[str, str] = {}  # room → the client that created it (the limits per client)
         self.used: dict[str, float] = {}  # room → when someone was last in it or asked for it
         self.evicted = 0
+        # room → why it will be paused when it comes back (``get``): "worker_lost" (its worker process ended), or
+        # the reason it had when it left memory idle (``sweep``); a room absent here came back from a restart
+        self.returning: dict[str, str | None] = {}
 
     async def create(self, sim: Simulation, title: str, speed: int, client: str = "") -> tuple[Room, str]:
         """A new room, paused at its first minute (the facilitator starts it); returns it and the facilitator's
@@ -521,7 +534,9 @@ class RoomManager:
                 over = closed or row.status in ("finished", "closed")
                 replayed = await self.runs.replay(row.run_file, over)
                 room = await asyncio.to_thread(self._rebuild, row, *replayed)
+                reason = self.returning.pop(room_id, RESTORED)
                 if not room.live.done:
+                    room.live.pause_reason = reason
                     await self.runs.hold(room.live, lambda: self._lost(room))
                 self.rooms[room_id] = room
                 self.used[room_id] = time.monotonic()
@@ -544,7 +559,7 @@ class RoomManager:
         if (closed or row.status in ("finished", "closed")) and not sim.done:
             live.ended = "ended"
         if not live.done:
-            live.pause_reason = "restored"
+            live.pause_reason = RESTORED  # ``get`` says why, when it knows better (a lost worker, an idle room)
         if row.summary is not None:
             live.report = Report.model_validate(row.summary)
             live.figure_json = row.debrief_figure
@@ -572,15 +587,25 @@ class RoomManager:
             del self.rooms[room.id]
             for table in (self.used, self.owners, self.created):
                 table.pop(room.id, None)
+            self._returning(room.id, WORKER_LOST)  # not "the server restarted": this room's worker alone ended
         live = room.live
         _spawn(live.stop(), name=f"lost-room-{room.id}")
-        room.relay({"type": "error", "field": "run",
+        # ``code``: what the page says in its language (the message is the API's English, as before)
+        room.relay({"type": "error", "field": "run", "code": WORKER_LOST,
                     "message": "run: the room's worker process stopped; the room comes back paused from its log "
                     "(reconnecting)"})  # fmt: skip
         for queue in list(room.seats):
             queue.put_nowait(None)
         room.seats.clear()
         live.subscribers.clear()
+
+    def _returning(self, room_id: str, reason: str | None) -> None:
+        """Remember why a room leaving memory will be paused when it comes back; bounded (the oldest forgotten:
+        such a room comes back saying "restored", the text for a room whose server restarted)."""
+        self.returning.pop(room_id, None)
+        self.returning[room_id] = reason
+        while len(self.returning) > MAX_RETURNING:
+            del self.returning[next(iter(self.returning))]
 
     async def created_at(self, room_id: str) -> str:
         if room_id not in self.created:
@@ -622,6 +647,8 @@ class RoomManager:
                 del self.rooms[room.id]
                 for table in (self.used, self.owners, self.created):
                     table.pop(room.id, None)
+                if not live.done:  # back as it left: paused by its facilitator (or still a restored one)
+                    self._returning(room.id, live.pause_reason)
             await live.stop()
             self.evicted += 1
             gone += 1

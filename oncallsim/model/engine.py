@@ -40,6 +40,11 @@ class Engine(Protocol):
         """Refuse (``InvalidInput``) an action the run's state cannot take now (an instance that is not there)."""
         ...
 
+    def check_plan(self, plan: RunPlan, params: Params) -> None:
+        """Refuse (``InvalidInput``) a plan the engine cannot play: at the start (``initial``) and for a plan an
+        injected event changed (``Simulation.inject``), before anything changes."""
+        ...
+
 
 class MinuteEngine:
     """The minute model: textbook formulas, one compiled minute (``model.stages``)."""
@@ -47,8 +52,11 @@ class MinuteEngine:
     name = "minute"
     vectorized = True
 
-    def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
+    def check_plan(self, plan: RunPlan, params: Params) -> None:
         refuse_faults(plan, self.name)
+
+    def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
+        self.check_plan(plan, params)
         return initial_state(plan, controls, params)
 
     def step(

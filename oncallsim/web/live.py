@@ -60,6 +60,8 @@ PROGRESS_EVERY_MIN = 15
 ACTIONS_PER_MINUTE = 120
 # A viewer this many messages behind (a stalled tab, a client that never reads) is closed rather than buffered.
 MAX_BACKLOG = 4096
+# A run whose worker process ended, asked for anything meanwhile (``LiveRun.lost``; refusals.py, kind worker_lost)
+WORKER_LOST = "its worker stopped; the run comes back from its log: try again"
 # This server process: sent with every state, so a page that saw state 900 of the process before a restart
 # follows state 3 of this one at once (the numbers start again from 1) instead of waiting for 901.
 EPOCH = secrets.token_hex(6)
@@ -183,6 +185,9 @@ class LiveRun:
         self.pacer = Pacer()
         self._warm = False  # a minute computed by its worker already
         self.on_lost: Callable[[LiveRun], None] | None = None  # its worker process ended (RunManager._lost)
+        # its worker process ended: this object is stale (the run comes back from its log as another one); a
+        # frame a socket still reads meanwhile is refused, never written to the log behind the new one's back
+        self.lost = False
 
     async def hold(self, workers: Workers | None, on_lost: Callable[[LiveRun], None]) -> bool:
         """Where the run's minutes are computed, for the console's runs and the game-day rooms alike: with the
@@ -209,9 +214,10 @@ class LiveRun:
                 await self.remote.inject(event)
             except Exception as exc:
                 log.error("run %s: its worker did not take the injected event", self.id, exc_info=exc)
-                if self.on_lost is not None:
-                    self.on_lost(self)
-                raise InvalidInput("run", "its worker stopped; the run comes back from its log: try again") from exc
+                self.lost = True  # refuses everything from now on; the viewers are told and disconnected just after
+                if self.on_lost is not None:  # this refusal, so the one who injected reads it before the reconnect
+                    asyncio.get_running_loop().call_soon(self.on_lost, self)
+                raise InvalidInput("run", WORKER_LOST, "worker_lost") from exc
         return added
 
     def _gauge(self, record: MinuteRecord) -> dict[str, Any] | None:
@@ -373,6 +379,8 @@ class LiveRun:
         return action
 
     def _open(self) -> None:
+        if self.lost:
+            raise InvalidInput("run", WORKER_LOST, "worker_lost")
         if self.done:
             raise InvalidInput("run", "the run is over", "run_over")
 
@@ -421,6 +429,8 @@ class LiveRun:
 
     async def step_once(self) -> None:
         """Advance one minute (while paused)."""
+        if self.lost:
+            raise InvalidInput("run", WORKER_LOST, "worker_lost")
         if self.done:
             raise InvalidInput("run", "the run is over", "run_over")
         if not self.paused:
@@ -515,6 +525,7 @@ class LiveRun:
             except WorkerLost:
                 if self.on_lost is None:
                     raise
+                self.lost = True
                 self.on_lost(self)  # the run leaves memory; its log brings it back (every action in it)
                 return
             except Exception as exc:

@@ -40,13 +40,25 @@ from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import make_record
 from oncallsim.model.traffic import diurnal_rate, surge_factor
 
-__all__ = ["MAX_BASE_REQUESTS_PER_S", "RequestEngine", "extras_of", "minute_count", "steady_hit_ratio"]
+__all__ = [
+    "MAX_BASE_REQUESTS_PER_S",
+    "MAX_PEAK_REQUESTS_PER_S",
+    "RequestEngine",
+    "check_traffic",
+    "extras_of",
+    "minute_count",
+    "steady_hit_ratio",
+]
 
 # The request engine simulates every request: a minute's cost grows with its traffic (a busy minute of 2,500 req/s
 # ~30 ms; 50,000 req/s ~1 s). Past this base rate one minute holds a worker process for over a second and a live
 # run could not be served at the console's speeds; the minute engine's formulas take up to the parameter's own
 # range (1e7). Refused when the run is built, so every surface (web, rooms, CLI, files, Gym) refuses it alike.
 MAX_BASE_REQUESTS_PER_S = 20_000.0
+# A surge multiplies the base rate: its peak is bounded too (the base's cap × the daily peak × a ×4 surge). Without
+# it a game day's fault "surge ×9,999" asked one minute for 700 million arrivals: a MemoryError, or the kernel's OOM
+# killer taking the room's worker. At this rate a minute costs a worker about two seconds (the run plays slower).
+MAX_PEAK_REQUESTS_PER_S = 100_000.0
 
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
 
@@ -122,11 +134,38 @@ def _p99_ms(hist: np.ndarray[Any, Any]) -> float | None:
     return float(b + 1) * INSTANCE_HIST_BIN_S * 1000.0
 
 
+def check_traffic(plan: RunPlan, params: Params) -> None:
+    """Refuse a plan whose traffic at its peak (the base rate × the daily peak × the surge's peak, an upper bound
+    of the expected rate) the request engine could not simulate request by request: ``MAX_PEAK_REQUESTS_PER_S``.
+    The message says the largest surge peak this run's base rate allows (rounded down)."""
+    surge = plan.surge.peak if plan.surge is not None else 1.0
+    daily = params.base_requests_per_s * (1.0 + params.diurnal_amplitude)
+    if daily * surge <= MAX_PEAK_REQUESTS_PER_S:
+        return
+    allowed = math.floor(MAX_PEAK_REQUESTS_PER_S / daily * 10.0) / 10.0
+    rate = round(daily * surge)
+    raise InvalidInput(
+        "peak",
+        f"a surge of ×{surge:g} takes the traffic to about {rate:,} req/s; the request engine simulates every "
+        f"request and takes at most {MAX_PEAK_REQUESTS_PER_S:,.0f} req/s: here a peak of at most ×{allowed:g} "
+        "(the minute engine takes any)",
+        "surge_peak",
+        peak=surge,
+        rate=rate,
+        cap=MAX_PEAK_REQUESTS_PER_S,
+        max=allowed,
+    )
+
+
 class RequestEngine:
     """Every request simulated (REQUESTS.md); the SLO, page, cost and fleet as in the minute model."""
 
     name = "request"
     vectorized = False
+
+    def check_plan(self, plan: RunPlan, params: Params) -> None:
+        """Refuse a plan this engine cannot play: traffic past what it simulates (``check_traffic``)."""
+        check_traffic(plan, params)
 
     def initial(self, plan: RunPlan, controls: Controls, params: Params, seed: int = 0) -> State:
         if params.base_requests_per_s > MAX_BASE_REQUESTS_PER_S:
@@ -135,6 +174,7 @@ class RequestEngine:
                 f"must be from 0 to {MAX_BASE_REQUESTS_PER_S:,.0f} req/s on the request engine, which simulates every "
                 f"request (the minute engine takes up to 10,000,000), got {params.base_requests_per_s:g}",
             )
+        self.check_plan(plan, params)
         if plan.graph is not None:
             return chain_initial(plan, controls, params, seed)
         state = initial_state(plan, controls, params)

@@ -31,6 +31,7 @@
   let closing = false;
   let retry = 0;
   let debrief = null;
+  let workerLost = false; // the room's worker process ended: its reconnect says so (not "connection lost")
   // controls someone has typed into or chosen in and not yet applied: a state message leaves them as they are
   // (at 16x one comes every 60 ms, and pressing Apply takes the focus off the input before its click lands)
   const edited = new Set();
@@ -41,10 +42,10 @@
   };
 
   function showError(message) {
-    const box = $("gd-error");
-    box.textContent = fill(S.error, { message });
-    box.hidden = false;
+    $("gd-error-text").textContent = fill(S.error, { message });
+    $("gd-error").hidden = false;
   }
+  $("gd-error-dismiss").addEventListener("click", () => { $("gd-error").hidden = true; });
 
   // --- the connection ---------------------------------------------------------------------------------------
 
@@ -62,13 +63,14 @@
     ws.addEventListener("message", (event) => receive(JSON.parse(event.data), saved));
     ws.addEventListener("close", () => {
       if (closing) return;
-      $("run-state").textContent = S.reconnecting;
+      $("run-state").textContent = workerLost ? S.worker_lost_now : S.reconnecting;
       retry = Math.min(retry + 1, 5);
       window.setTimeout(connect, 500 * retry); // a dropped connection rejoins where the run is
     });
   }
 
   function send(message) {
+    $("gd-error").hidden = true; // a new try: the last refusal was about the one before
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
   }
 
@@ -92,6 +94,7 @@
         break;
       case "snapshot":
         retry = 0;
+        workerLost = false;
         onSnapshot(message);
         break;
       case "state":
@@ -116,7 +119,10 @@
         showDebrief(message.debrief);
         break;
       case "error":
-        showError(message.localized || message.message);
+        if (message.code === "worker_lost") { // not a refusal: said where the run's state is, in the page's words
+          workerLost = true;
+          $("run-state").textContent = S.worker_lost_now;
+        } else showError(message.localized || message.message);
         break;
     }
   }
@@ -188,11 +194,13 @@
     }
   }
 
-  // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart:
-  // until the facilitator resumes), running (slowed: at what speed)
+  // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart, or
+  // back from its log after its worker process was lost: until the facilitator resumes), running (slowed: at
+  // what speed)
+  const PAUSED = { restored: S.restored, worker_lost: S.worker_lost };
   function showRunState() {
     if (!state) return;
-    let text = state.paused ? (state.pause_reason === "restored" ? S.restored : S.paused) : S.running;
+    let text = state.paused ? PAUSED[state.pause_reason] || S.paused : S.running;
     const p = state.preparing;  // the run's engine is still being compiled by the server's preparer
     if (p && !state.done && p.state !== "failed") {
       text = fill(S.preparing, { engine: p.name, share: Math.round(100 * p.share), left: p.seconds_left === null ? "?" : p.seconds_left });
@@ -305,7 +313,7 @@
         const wrap = el("label", "", label + " ");
         const select = el("select");
         for (const choice of c.choices) {
-          const option = el("option", "", String(choice));
+          const option = el("option", "", S.control_choices[choice] || String(choice));
           option.value = choice;
           select.append(option);
         }
@@ -323,7 +331,11 @@
         wrap.append(select);
         row.append(wrap, apply);
       } else {
-        const unit = c.unit && !label.toLowerCase().includes(c.unit.toLowerCase()) ? c.unit : ""; // not "Retries (retries)"
+        // the unit in the page's language, unless the label has it as a word already (not "Retries (retries)"; but
+        // "Cachens TTL (s)": the letter s inside a word is not the unit)
+        const unitText = c.unit ? S.units[c.unit] || c.unit : "";
+        const words = label.toLocaleLowerCase().split(/[^\p{L}\p{N}/]+/u);
+        const unit = unitText && !words.includes(unitText.toLocaleLowerCase()) ? unitText : "";
         const wrap = el("label", "", label + (unit ? " (" + unit + ")" : "") + " ");
         const input = el("input");
         input.type = "number";
