@@ -20,6 +20,7 @@ HELD_OUT = (201, 202)
 
 # each lesson's fix: the services' settings it changes (docs/graphs.md says why)
 FIXES: dict[str, dict[str, dict[str, Any]]] = {
+    "cascade": {"recs": {"timeout_ms": 100}},
     "retry-layers": {"api": {"retries": 0}, "orders": {"retry_budget": 0.1}},
     "fan-out": {"page": {"hedge_after_quantile": 0.95}},
 }
@@ -44,3 +45,26 @@ def test_hands_off_fails_and_the_fix_passes(name: str, seed: int) -> None:
     assert not ok, objectives
     ok, objectives = passed(name, seed, FIXES[name])
     assert ok, objectives
+
+
+def test_the_docs_service_event_is_valid_and_refused_without_its_service() -> None:
+    """The [[events]] block under docs/graphs.md's "Service events", added to the cascade file (whose graph has a
+    recs service), loads and plans a fault; on a graph without that service, it is refused naming the field."""
+    import re
+
+    from oncallsim.model.errors import InvalidInput
+    from oncallsim.model.rng import Mulberry32
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "graphs.md").read_text(encoding="utf-8")
+    section = doc.split("## Service events", 1)[1]
+    match = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert match
+    event = tomllib.loads(match.group(1))["events"][0]
+    data = tomllib.loads((EXAMPLES / "cascade.toml").read_text(encoding="utf-8"))
+    data["events"] = [event]
+    plan = scenario_from_dict(data, "cascade").build_plan(Mulberry32(1))
+    assert len(plan.service_faults) == 1 and plan.service_faults[0].slowdown == 40
+    del data["graph"]["services"]["recs"]
+    data["graph"]["services"]["api"]["calls"] = [{"to": "catalog"}]
+    with pytest.raises(InvalidInput, match=r"events\.0\.service: unknown service 'recs'"):
+        scenario_from_dict(data, "cascade")
