@@ -191,7 +191,7 @@ def read_actions(path: Path, plan: RunPlan) -> list[Action]:
                         f"unknown field{did_you_mean(key, ACTION_FIELDS)}; the fields: {', '.join(ACTION_FIELDS)}",
                     )
             control = item.get("control")
-            if isinstance(control, str) and control not in CONTROL_SPECS:
+            if isinstance(control, str) and control not in CONTROL_SPECS and "." not in control:
                 raise InvalidInput(
                     f"{where}.control",
                     f"unknown control {control[:80]!r}{did_you_mean(control, CONTROL_SPECS)}; "

@@ -230,6 +230,10 @@ def _switch(name: str, value: Any) -> bool:
 
 def coerce_control_value(name: str, value: Any) -> Any:
     """Validate one control value (strings from a command line are parsed); raise ``InvalidInput`` if bad."""
+    if isinstance(name, str) and "." in name:  # a chain's service: <service>.<setting> (model/chain/controls.py)
+        from oncallsim.model.chain.controls import coerce_service_control
+
+        return coerce_service_control(name, value)
     spec = CONTROL_SPECS.get(name)
     if spec is None:
         raise InvalidInput("control", f"unknown control {name!r}; known: " + ", ".join(CONTROL_SPECS))
@@ -384,6 +388,8 @@ def apply_to_vector(
     on a run's state (``p``: the parameters as compiled code reads them, ``kernel.kernel_params``)."""
     events: list[Event] = []
     for name, value in actions:
+        if "." in name:  # a chain's service: the chain engine applies it (model/chain/engine.py)
+            continue
         spec, index = _APPLY[name]
         if spec.engines != BOTH:  # the request engine applied it to its world
             continue

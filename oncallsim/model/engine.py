@@ -65,7 +65,10 @@ class MinuteEngine:
         return advance(state, actions, rng, params)
 
     def check_action(self, state: State, control: str, value: Any) -> None:
-        return None
+        if "." in control:  # a chain's service: the minute model has one service
+            from oncallsim.model.chain.controls import check_service_action
+
+            check_service_action(control, (), None)
 
 
 def refuse_faults(plan: RunPlan, engine: str) -> None:

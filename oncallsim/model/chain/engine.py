@@ -15,8 +15,20 @@ from typing import Any
 
 import numpy as np
 
+from oncallsim.model.chain.controls import check_service_action, split_control
 from oncallsim.model.chain.drive import chain_minute_of
-from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
+from oncallsim.model.chain.layout import (
+    EF_HEDGE_DECLARED_S,
+    EF_NETWORK_S,
+    EI_CALLEE,
+    EI_CALLER,
+    SV_BUDGET,
+    SV_HEDGE_Q,
+    SV_RETRIES,
+    SV_WORKERS,
+    ChainLayout,
+    quantile_s,
+)
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
 from oncallsim.model.chain.world import SI_FREE, SR_FAIL, SR_SLOW, ChainWorld, new_chain
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
@@ -59,6 +71,30 @@ def follow_fleet(world: ChainWorld, layout: ChainLayout, serving: int) -> None:
         world.svc_i[entry, SI_FREE] += delta
 
 
+def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, value: Any) -> None:
+    """``<service>.<setting>`` from this minute on (checked already): the world's copy of the graph changes, the
+    layout stays as declared (a what-if from the start replays the file)."""
+    service, setting = split_control(name)
+    s = layout.names.index(service)
+    if setting == "retries":
+        world.svc[s, SV_RETRIES] = value
+    elif setting == "retry_budget":
+        world.svc[s, SV_BUDGET] = value
+    elif setting == "hedge_after_quantile":
+        world.svc[s, SV_HEDGE_Q] = value
+        for e in range(len(world.edge_i)):  # its calls' hedge delays: the declared one, and read again
+            if world.edge_i[e, EI_CALLER] == s:
+                callee = layout.services[int(world.edge_i[e, EI_CALLEE])]
+                world.edge_f[e, EF_HEDGE_DECLARED_S] = (
+                    2.0 * world.edge_f[e, EF_NETWORK_S] + quantile_s(callee, value) if value else 0.0
+                )
+                world.edge_read_at[e] = -1
+    else:  # instances: its workers (those removed while busy finish their request first)
+        workers = int(value) * layout.services[s].workers_per_instance
+        world.svc_i[s, SI_FREE] += workers - int(world.svc[s, SV_WORKERS])
+        world.svc[s, SV_WORKERS] = workers
+
+
 def apply_service_faults(world: ChainWorld, faults: tuple[ServiceFault, ...], minute: int) -> None:
     """Each service's state this minute: its work slowed by the product of the active faults' slowdowns, its
     attempts failing with 1 − ∏(1 − errors); back to itself when none is active."""
@@ -71,8 +107,16 @@ def apply_service_faults(world: ChainWorld, faults: tuple[ServiceFault, ...], mi
             world.svc_r[fault.service, SR_FAIL] = 1.0 - ok * (1.0 - fault.errors)
 
 
-def check_chain_action(control: str) -> None:
-    """The one service's instance controls have no instances to act on in a chain."""
+def check_chain_action(control: str, layout: ChainLayout | None = None) -> None:
+    """The one service's instance controls have no instances to act on in a chain; a service's control
+    (``<service>.<setting>``) must name one of the chain's services."""
+    if "." in control:
+        check_service_action(
+            control,
+            () if layout is None else layout.names,
+            None if layout is None else layout.services[layout.entry].name,
+        )
+        return
     if control in _WORLD_CONTROLS:
         raise InvalidInput(
             control,
@@ -90,8 +134,11 @@ def chain_step(
     vec, boot, window, k = state.vec, state.boot, state.window, state.kernel
     actions = list(actions)
     for name, _ in actions:
-        check_chain_action(name)
+        check_chain_action(name, layout)
     events: list[Event] = apply_to_vector(vec, boot, actions, k.params) if actions else []
+    for name, value in actions:
+        if "." in name:
+            apply_service_control(state.world, layout, name, value)
     t = state.minute
     values, slots = k.values, k.slots
     z_count = z_scale = 0.0

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from oncallsim.model.chain.controls import check_service_action
 from oncallsim.model.chain.engine import chain_initial, chain_step, check_chain_action
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.errors import InvalidInput
@@ -231,6 +232,8 @@ class RequestEngine:
 
     def check_action(self, state: State, control: str, value: Any) -> None:
         if state.plan.graph is not None:
-            check_chain_action(control)
+            check_chain_action(control, state.plan.graph)
             return
+        if "." in control:
+            check_service_action(control, (), None)  # refused: this run is not a chain
         check_instance_action(state.world, int(state.vec[ST.serving]), control, value)

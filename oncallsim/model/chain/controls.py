@@ -1,0 +1,91 @@
+"""What an operator may change in a chain of services during a run: a service's policy on the calls into it and
+out of it, and its fleet, by the control ``<service>.<setting>`` ("recs.timeout_ms", "api.retries").
+
+A service's name has no dot (``scenarios/graph.py``), the one service's controls have none either
+(``controls.CONTROL_SPECS``), so the two never meet. The value is checked here, on every surface that takes an
+action (``controls.coerce_control_value`` sends a dotted name here); whether the service exists is the run's to
+say (``check_service_action``: the engine, with the run's graph). Each setting means what the same key means in
+the file (docs/graphs.md), with one addition: ``hedge_after_quantile`` 0 takes hedging away. A timeout is not
+among them yet: the timers of the calls into a service are kept in the order its one timeout makes
+(``chain/world.py``), which a change during the run would break.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from oncallsim.model.errors import InvalidInput, number_text, quote
+
+__all__ = ["SERVICE_SETTINGS", "ServiceSetting", "check_service_action", "coerce_service_control", "split_control"]
+
+
+@dataclass(frozen=True)
+class ServiceSetting:
+    whole: bool  # a whole number
+    low: float
+    high: float
+    off: bool  # 0 takes the setting away
+    meaning: str
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.whole else "a number"
+        span = f"{kind} from {self.low:g} to {self.high:g}"
+        return f"0 ({self.meaning}) or {span}" if self.off else span
+
+
+SERVICE_SETTINGS: dict[str, ServiceSetting] = {
+    "retries": ServiceSetting(True, 0.0, 5.0, False, ""),
+    "retry_budget": ServiceSetting(False, 0.0, 1.0, False, ""),
+    "hedge_after_quantile": ServiceSetting(False, 0.5, 0.999, True, "no hedging"),
+    "instances": ServiceSetting(True, 1.0, 1000.0, False, ""),
+}
+
+
+def split_control(name: str) -> tuple[str, str]:
+    """("recs", "timeout_ms") from "recs.timeout_ms"; refused when the setting is not one a service has."""
+    service, _, setting = name.partition(".")
+    if not service or setting not in SERVICE_SETTINGS:
+        raise InvalidInput(
+            "control",
+            f"unknown control {name!r}: a chain's service takes <service>.<setting>, the settings "
+            + ", ".join(SERVICE_SETTINGS),
+        )
+    return service, setting
+
+
+def coerce_service_control(name: str, value: Any) -> float | int:
+    """The value of ``<service>.<setting>``, checked (text from a command line is parsed); never clamped."""
+    _, setting = split_control(name)
+    spec = SERVICE_SETTINGS[setting]
+    parsed: Any = value
+    if isinstance(value, str):
+        try:
+            parsed = number_text(value)
+        except ValueError:
+            raise InvalidInput(name, f"must be {spec.describe()}, got {quote(value)}") from None
+    # an integer is compared as it is (10**400 is out of range, never an OverflowError on the way to a float)
+    finite = isinstance(parsed, int) or (isinstance(parsed, float) and math.isfinite(parsed))
+    if isinstance(parsed, bool) or not finite:
+        raise InvalidInput(name, f"must be {spec.describe()}, got {quote(value)}")
+    if spec.off and parsed == 0:
+        return 0 if spec.whole else 0.0
+    whole = isinstance(parsed, int) or parsed.is_integer()
+    if not spec.low <= parsed <= spec.high or (spec.whole and not whole):
+        raise InvalidInput(name, f"must be {spec.describe()}, got {quote(value)}")
+    return int(parsed) if spec.whole else float(parsed) + 0.0
+
+
+def check_service_action(name: str, services: tuple[str, ...], entry: str | None) -> None:
+    """A dotted control on a run: its service must be one of the run's graph (``services``; none: the run is not
+    a chain), and the entry's instances are the fleet's (the minute model's floor and autoscaler)."""
+    service, setting = split_control(name)
+    if not services:
+        raise InvalidInput(name, "acts on a chain's service; this run has no [graph]")
+    if service not in services:
+        raise InvalidInput(name, f"unknown service {service!r}; this run's services: {', '.join(services)}")
+    if setting == "instances" and service == entry:
+        raise InvalidInput(
+            name, f"{service} is the entry: its instances are the fleet's (set floor, or let the autoscaler act)"
+        )

@@ -1,0 +1,109 @@
+"""A chain's services' controls during a run (``<service>.<setting>``, oncallsim/model/chain/controls.py): checked
+alike on every surface that takes an action, refused on runs that are not chains, and acting from their minute:
+the retry-layers lesson's fix applied live ends the outage it could only prevent from a file before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oncallsim import InvalidInput, Simulation
+from oncallsim.debrief import make_report
+from oncallsim.model.controls import coerce_control_value
+from oncallsim.simulation import Action
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "graphs"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("orders.retries", 0, 0),
+        ("orders.retries", "3", 3),
+        ("orders.retry_budget", 0.1, 0.1),
+        ("page.hedge_after_quantile", 0, 0.0),
+        ("page.hedge_after_quantile", "0.95", 0.95),
+        ("db.instances", 12, 12),
+    ],
+)
+def test_a_service_control_value_is_checked_and_parsed(name: str, value: object, expected: object) -> None:
+    assert coerce_control_value(name, value) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("orders.retries", 6, "orders.retries: must be a whole number from 0 to 5, got 6"),
+        ("orders.retries", 1.5, "orders.retries: must be a whole number from 0 to 5, got 1.5"),
+        ("orders.retry_budget", -0.1, "orders.retry_budget: must be a number from 0 to 1, got -0.1"),
+        ("page.hedge_after_quantile", 0.3, "must be 0 (no hedging) or a number from 0.5 to 0.999, got 0.3"),
+        ("db.instances", 10**400, "db.instances: must be a whole number from 1 to 1000"),
+        ("db.instances", float("nan"), "db.instances: must be a whole number from 1 to 1000"),
+        ("db.instances", True, "db.instances: must be a whole number from 1 to 1000"),
+        ("db.timeout_ms", 100, "unknown control 'db.timeout_ms': a chain's service takes <service>.<setting>"),
+        (".retries", 1, "unknown control '.retries'"),
+    ],
+)
+def test_a_bad_service_control_is_refused_in_one_line(name: str, value: object, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        coerce_control_value(name, value)
+
+
+def test_the_run_refuses_unknown_services_the_entrys_instances_and_non_chains() -> None:
+    sim = Simulation(EXAMPLES / "retry-layers.toml", seed=1, minutes=3)
+    with pytest.raises(InvalidInput, match="unknown service 'cache'; this run's services: api, orders, db"):
+        sim.step([("cache.retries", 1)])
+    with pytest.raises(InvalidInput, match="api is the entry: its instances are the fleet's"):
+        sim.step([("api.instances", 30)])
+    assert sim.minute == 0  # nothing was played by a refused step
+    one = Simulation("slow-instance", seed=1, minutes=2)
+    with pytest.raises(InvalidInput, match="acts on a chain's service; this run has no \\[graph\\]"):
+        one.step([("db.retries", 1)])
+    minute = Simulation("free-play", seed=1, minutes=2)
+    with pytest.raises(InvalidInput, match="this run has no \\[graph\\]"):
+        minute.step([("db.retries", 1)])
+
+
+def test_the_retry_layers_fix_applied_live_ends_the_outage() -> None:
+    """Hands-off the two-minute blip becomes a run-long outage; retrying at one layer with a budget, set ten
+    minutes after the blip began (the storm in full), drains it: the budget spent stops growing, the errors end.
+    Held-out seed 203."""
+    hands_off = Simulation(EXAMPLES / "retry-layers.toml", seed=203)
+    hands_off.run()
+    blip = hands_off.plan.service_faults[0].minute
+    fixed = Simulation(EXAMPLES / "retry-layers.toml", seed=203)
+    records = fixed.run([Action(blip + 10, "api.retries", 0), Action(blip + 10, "orders.retry_budget", 0.1)])
+    assert max(r.error_rate for r in hands_off.timeline[-10:]) > 0.9  # still down at the end
+    assert max(r.error_rate for r in records[-10:]) < 0.01  # recovered
+    assert make_report(fixed, effects=False).budget_spent < make_report(hands_off, effects=False).budget_spent / 2
+    assert records[blip + 12].extras["graph"]["services"]["db"]["attempts_per_s"] < 2000
+
+
+def test_service_controls_replay_from_the_run_file_and_the_cli(tmp_path: Path) -> None:
+    """The same actions through the command line's --actions and the run file it saves: the same records."""
+    actions = [{"minute": 2, "control": "page.hedge_after_quantile", "value": 0.95}]
+    (tmp_path / "actions.json").write_text(json.dumps(actions))
+    run = tmp_path / "run.json"
+    out = subprocess.run(
+        [sys.executable, "-m", "oncallsim", "run", str(EXAMPLES / "fan-out.toml"), "--seed", "5", "--minutes", "5",
+         "--actions", str(tmp_path / "actions.json"), "--format", "jsonl", "--save-run", str(run)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    hedges = [line["extras"]["graph"]["services"]["page"]["hedges_per_s"] for line in lines]
+    assert hedges[:2] == [0.0, 0.0] and all(h > 0 for h in hedges[3:])
+    replayed = Simulation.replay(run)
+    assert [r.extras["graph"]["services"]["page"]["hedges_per_s"] for r in replayed.timeline] == hedges
+    assert [r.p99_ms for r in replayed.timeline] == [line["p99_ms"] for line in lines]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"minute": 1, "control": "page.retries", "value": 9}]))
+    refused = subprocess.run(
+        [sys.executable, "-m", "oncallsim", "run", str(EXAMPLES / "fan-out.toml"), "--minutes", "3",
+         "--actions", str(bad)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "page.retries: must be a whole number from 0 to 5, got 9" in refused.stderr
