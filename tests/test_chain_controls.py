@@ -107,3 +107,17 @@ def test_service_controls_replay_from_the_run_file_and_the_cli(tmp_path: Path) -
         capture_output=True, text=True,
     )  # fmt: skip
     assert refused.returncode != 0 and "page.retries: must be a whole number from 0 to 5, got 9" in refused.stderr
+
+
+def test_deadline_propagation_is_the_one_service_control_a_chain_takes_during_a_run() -> None:
+    """On the cascade (deadlines not propagated), switching propagation on at the slowdown contains it to the
+    requests that need the slow service; as an opening control it is refused (the graph's own key opens it)."""
+    late = Simulation(EXAMPLES / "cascade.toml", seed=204)
+    late.run()
+    slow = late.plan.service_faults[0].minute
+    fixed = Simulation(EXAMPLES / "cascade.toml", seed=204)
+    records = fixed.run([Action(slow + 2, "deadline_propagation", True)])
+    assert max(r.error_rate for r in late.timeline[slow + 5 : slow + 25]) > 0.9
+    assert max(r.error_rate for r in records[slow + 5 : slow + 25]) < 0.4
+    with pytest.raises(InvalidInput, match="a chain opens with its graph's deadline_propagation"):
+        Simulation(EXAMPLES / "cascade.toml", seed=1, overrides={"deadline_propagation": True})

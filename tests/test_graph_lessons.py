@@ -47,6 +47,19 @@ def test_hands_off_fails_and_the_fix_passes(name: str, seed: int) -> None:
     assert ok, objectives
 
 
+@pytest.mark.parametrize("name", ["cascade", "fan-out", "retry-layers"])
+def test_the_playbook_learns_each_fix(name: str) -> None:
+    """The textbook policy, reading only the console, applies the lesson's fix when its failure shows and meets
+    the objective on a held-out seed (the chain rules: policies/chains.py)."""
+    from oncallsim.policies.base import load_policy
+
+    sim = Simulation(EXAMPLES / f"{name}.toml", seed=HELD_OUT[0])
+    sim.run(policy=load_policy("textbook"))
+    objectives = make_report(sim, effects=False).objectives
+    assert all(o.passed for o in objectives), objectives
+    assert sim.actions, "the playbook did nothing"
+
+
 def test_the_docs_service_event_is_valid_and_refused_without_its_service() -> None:
     """The [[events]] block under docs/graphs.md's "Service events", added to the cascade file (whose graph has a
     recs service), loads and plans a fault; on a graph without that service, it is refused naming the field."""

@@ -9,6 +9,8 @@
   fleet is saturated and take it back once there is room; follow the wave down at the normal target, and
   restore the opening floor once traffic is back to normal.
 - On the request engine, the fleet view: eject (and replace) instances that fail or lag (policies/fleet.py).
+- On a chain of services, instead of all the above (its cache and database are services of the graph, its fleet
+  the entry's): each lesson's fix when its failure shows (policies/chains.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from oncallsim.model.fields import REC, ST
 from oncallsim.model.kernel import P, compiled, kernel_params, step
 from oncallsim.model.traffic import diurnal_rate
 from oncallsim.policies.base import register
+from oncallsim.policies.chains import ChainPlaybook
 from oncallsim.policies.fleet import FleetPlaybook
 from oncallsim.simulation import Observation
 
@@ -219,6 +222,7 @@ class Textbook:
         self.codes = np.zeros(MAX_ACTIONS, dtype=np.int64)
         self.values = np.zeros(MAX_ACTIONS)
         self.fleet = FleetPlaybook()
+        self.chains = ChainPlaybook()
 
     def decide(self, observation: Observation) -> Iterable[tuple[str, Any]]:
         if self.opening is None:
@@ -226,6 +230,8 @@ class Textbook:
         last = observation.last
         if last is None:
             return []
+        if observation.scenario.graph is not None:  # a chain: no cache nor database of the minute model to tend
+            return self.chains.decide(observation)
         record = np.array(last[2:-2], dtype=np.float64)  # the record's numbers (NUMERIC_FIELDS)
         recent = np.array([r.requests_per_s for r in observation.timeline[-4:]])
         usual = usual_rate(last, observation.params)

@@ -5,7 +5,9 @@ service; in between every request is simulated through the graph (``drive.chain_
 What the operator's controls reach in a chain: the minute model's shedding at the edge, and its fleet, which is
 the entry service's: the entry's instances start at the declared count and follow the autoscaler and the
 operator's scaling (its workers per instance as declared); the other services keep their declared fleets. The
-per-instance controls act on the one service's instances, which a chain does not have: refused, naming why.
+per-instance controls act on the one service's instances, which a chain does not have: refused, naming why; of
+the one service's mechanisms only ``deadline_propagation`` has a meaning in a chain (its graph's, from the minute
+it is set). A chain's own services take ``<service>.<setting>`` (``chain/controls.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from oncallsim.model.chain.layout import (
     quantile_s,
 )
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
-from oncallsim.model.chain.world import SI_FREE, SR_FAIL, SR_SLOW, ChainWorld, new_chain
+from oncallsim.model.chain.world import R_PROPAGATE, SI_FREE, SR_FAIL, SR_SLOW, ChainWorld, new_chain
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
@@ -53,6 +55,10 @@ def chain_initial(plan: RunPlan, controls: Controls, params: Params, seed: int) 
     for name in sorted(_WORLD_CONTROLS):
         value = getattr(controls, name, None)
         if value is not None and value != CONTROL_SPECS[name].default:
+            if name == "deadline_propagation":  # a chain opens with its graph's
+                raise InvalidInput(
+                    name, "a chain opens with its graph's deadline_propagation (set it in [graph]); it may change later"
+                )
             check_chain_action(name)  # the one service's mechanisms: set for a chain, they would do nothing
     state = initial_state(plan, controls, params)
     world = new_chain(plan.graph, seed)
@@ -117,7 +123,7 @@ def check_chain_action(control: str, layout: ChainLayout | None = None) -> None:
             None if layout is None else layout.services[layout.entry].name,
         )
         return
-    if control in _WORLD_CONTROLS:
+    if control in _WORLD_CONTROLS and control != "deadline_propagation":
         raise InvalidInput(
             control,
             "acts on the one service's instances; this run is a chain of services (its [graph]), whose fleets are "
@@ -139,6 +145,8 @@ def chain_step(
     for name, value in actions:
         if "." in name:
             apply_service_control(state.world, layout, name, value)
+        elif name == "deadline_propagation":  # from this minute's requests on (those in flight keep theirs)
+            state.world.reals[R_PROPAGATE] = 1.0 if value else 0.0
     t = state.minute
     values, slots = k.values, k.slots
     z_count = z_scale = 0.0
