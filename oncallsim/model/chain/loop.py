@@ -78,6 +78,13 @@ from oncallsim.model.chain.world import (
     C_RETRIES,
     C_TRY,
     CALLING,
+    E_AUX,
+    E_GEN,
+    E_KIND,
+    E_LIST,
+    E_NEXT,
+    E_OBJ,
+    E_SEQ,
     EV_CANCEL,
     EV_HEDGE,
     EV_OWN_DONE,
@@ -94,11 +101,14 @@ from oncallsim.model.chain.world import (
     I_AFREE,
     I_CFREE,
     I_COUNT,
+    I_EFREE,
     I_ENTRY,
     I_HEAP,
     I_NEXT,
     I_QUEUED,
     I_SEQ,
+    KEY_NODE_BITS,
+    KEY_NODE_MASK,
     M_ATTEMPTS,
     M_BUSY_S,
     M_CANCELLED,
@@ -141,74 +151,125 @@ _INF = math.inf
 _LOG_RATIO = math.log(HIST_RATIO)
 _OTEL = len(OTEL_BOUNDS_S)
 
-# --- the event heap: (time, order pushed) ------------------------------------------------------------------
+# --- the events: a heap ordered by (time, order pushed), and the edges' lists (world.py) ------------------------
 
 
 @step
-def _earlier(w: Any, i: int, time: float, seq: int) -> bool:
-    return w.h_time[i] < time or (w.h_time[i] == time and w.h_seq[i] < seq)
-
-
-@step
-def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
-    seq = w.ints[I_SEQ]
-    w.ints[I_SEQ] = seq + 1
-    i = w.ints[I_HEAP]
-    w.ints[I_HEAP] = i + 1
+def heap_up(w: Any, i: int, time: float, key: int) -> None:
+    """Put the entry (time, key) in the hole at ``i``, moving it up past the later entries above."""
     while i > 0:
         parent = (i - 1) >> 1
-        if _earlier(w, parent, time, seq):
+        pt = w.h_time[parent]
+        if pt < time or (pt == time and w.h_key[parent] < key):
             break
-        w.h_time[i] = w.h_time[parent]
-        w.h_seq[i] = w.h_seq[parent]
-        w.h_kind[i] = w.h_kind[parent]
-        w.h_obj[i] = w.h_obj[parent]
-        w.h_gen[i] = w.h_gen[parent]
-        w.h_aux[i] = w.h_aux[parent]
+        w.h_time[i] = pt
+        w.h_key[i] = w.h_key[parent]
         i = parent
     w.h_time[i] = time
-    w.h_seq[i] = seq
-    w.h_kind[i] = kind
-    w.h_obj[i] = obj
-    w.h_gen[i] = gen
-    w.h_aux[i] = aux
+    w.h_key[i] = key
 
 
 @step
-def pop(w: Any) -> None:
-    """Remove the earliest event (read its fields at index 0 first)."""
-    n = w.ints[I_HEAP] - 1
-    w.ints[I_HEAP] = n
-    if n == 0:
-        return
-    time = w.h_time[n]
-    seq = w.h_seq[n]
-    kind = w.h_kind[n]
-    obj = w.h_obj[n]
-    gen = w.h_gen[n]
-    aux = w.h_aux[n]
+def heap_down(w: Any, n: int, time: float, key: int) -> None:
+    """Put the entry (time, key) at the top of the heap's ``n`` entries, moving it down past the earlier ones."""
     i = 0
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _earlier(w, c + 1, w.h_time[c], w.h_seq[c]):
-            c += 1
-        if not _earlier(w, c, time, seq):
+        ct = w.h_time[c]
+        ck = w.h_key[c]
+        if c + 1 < n:
+            t2 = w.h_time[c + 1]
+            k2 = w.h_key[c + 1]
+            if t2 < ct or (t2 == ct and k2 < ck):
+                c += 1
+                ct = t2
+                ck = k2
+        if time < ct or (time == ct and key < ck):
             break
-        w.h_time[i] = w.h_time[c]
-        w.h_seq[i] = w.h_seq[c]
-        w.h_kind[i] = w.h_kind[c]
-        w.h_obj[i] = w.h_obj[c]
-        w.h_gen[i] = w.h_gen[c]
-        w.h_aux[i] = w.h_aux[c]
+        w.h_time[i] = ct
+        w.h_key[i] = ck
         i = c
     w.h_time[i] = time
-    w.h_seq[i] = seq
-    w.h_kind[i] = kind
-    w.h_obj[i] = obj
-    w.h_gen[i] = gen
-    w.h_aux[i] = aux
+    w.h_key[i] = key
+
+
+@step
+def new_event(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> int:
+    """An event node, numbered in the order pushed."""
+    seq = w.ints[I_SEQ]
+    w.ints[I_SEQ] = seq + 1
+    n = w.ints[I_EFREE] - 1
+    w.ints[I_EFREE] = n
+    node = w.ev_free[n]
+    ev = w.ev_i
+    ev[node, E_KIND] = kind
+    ev[node, E_OBJ] = obj
+    ev[node, E_GEN] = gen
+    ev[node, E_AUX] = aux
+    ev[node, E_SEQ] = seq
+    ev[node, E_NEXT] = -1
+    w.ev_t[node] = time
+    return node
+
+
+@step
+def heap_insert(w: Any, node: int) -> None:
+    i = w.ints[I_HEAP]
+    w.ints[I_HEAP] = i + 1
+    heap_up(w, i, w.ev_t[node], (w.ev_i[node, E_SEQ] << KEY_NODE_BITS) | node)
+
+
+@step
+def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
+    """An event on the heap by itself."""
+    node = new_event(w, time, kind, obj, gen, aux)
+    w.ev_i[node, E_LIST] = -1
+    heap_insert(w, node)
+
+
+@step
+def push_net(w: Any, e: int, time: float, kind: int, obj: int, gen: int) -> None:
+    """An event a network delay of edge ``e`` away: at the end of the edge's list (on the heap if the list was
+    empty), or on the heap by itself if it falls due before the list's last (the delay changed)."""
+    node = new_event(w, time, kind, obj, gen, 0)
+    tail = w.fifo[e, 1]
+    if tail < 0:
+        w.ev_i[node, E_LIST] = e
+        w.fifo[e, 0] = node
+        w.fifo[e, 1] = node
+        heap_insert(w, node)
+    elif time >= w.ev_t[tail]:  # pushed after it: (time, order pushed) stays in order along the list
+        w.ev_i[node, E_LIST] = e
+        w.ev_i[tail, E_NEXT] = node
+        w.fifo[e, 1] = node
+    else:
+        w.ev_i[node, E_LIST] = -1
+        heap_insert(w, node)
+
+
+@step
+def take_top(w: Any, node: int) -> None:
+    """Take the heap's top (event node ``node``, its fields read first): its list's next event takes its place,
+    or the heap's last entry does; the node is given back."""
+    e = w.ev_i[node, E_LIST]
+    n = w.ints[I_HEAP]
+    if e >= 0:
+        after = w.ev_i[node, E_NEXT]
+        w.fifo[e, 0] = after
+        if after >= 0:
+            heap_down(w, n, w.ev_t[after], (w.ev_i[after, E_SEQ] << KEY_NODE_BITS) | after)
+        else:
+            w.fifo[e, 1] = -1
+            e = -1
+    if e < 0:
+        n -= 1
+        w.ints[I_HEAP] = n
+        if n > 0:
+            heap_down(w, n, w.h_time[n], w.h_key[n])
+    w.ev_free[w.ints[I_EFREE]] = node
+    w.ints[I_EFREE] += 1
 
 
 # --- the pools ------------------------------------------------------------------------------------------------
@@ -534,7 +595,8 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
             answer(w, x, a, ok, False)
     elif w.att_i[a, A_ALIVE]:
         w.att_i[a, A_OK] = 1 if ok else 0
-        push(w, x + w.edge_f[w.call_i[c, C_EDGE], EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN], 0)
+        e = w.call_i[c, C_EDGE]
+        push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
 
 
@@ -646,7 +708,8 @@ def drop_copy(w: Any, x: float, a: int) -> None:
     """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
     w.att_i[a, A_ALIVE] = 0
     c = w.att_i[a, A_CALL]
-    push(w, x + w.edge_f[w.call_i[c, C_EDGE], EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN], 0)
+    e = w.call_i[c, C_EDGE]
+    push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
 
 
@@ -699,7 +762,7 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
         w.call_i[c, C_COPY2] = -1
         if w.svc[caller, SV_HEDGE_Q] > 0.0:
             push(w, x + hedge_delay(w, e), EV_HEDGE, c, w.call_i[c, C_GEN], w.call_i[c, C_TRY])
-    push(w, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen, 0)
+    push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen)
     if deadline == limit:  # at the callee's own timeout: in its list, in order
         add_timer(w, callee, a)
     else:  # at what is left of the caller's deadline
@@ -831,18 +894,13 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     if entry_timeout < client_deadline:
         client_deadline = entry_timeout
     count = w.ints[I_COUNT]
-    heap_room = len(w.h_time)
     if w.ints[I_NEXT] == 0:  # the minute's start: workers added since (the entry's fleet scaled) take the queue
         for s in range(len(w.svc_i)):
             dequeue(w, t0, s)
     lists = len(w.timers)
     clients = lists - 1
     while True:
-        if (
-            w.ints[I_AFREE] < need_a
-            or w.ints[I_CFREE] < need_c
-            or heap_room - w.ints[I_HEAP] < need_h + w.ints[I_QUEUED]
-        ):
+        if w.ints[I_AFREE] < need_a or w.ints[I_CFREE] < need_c or w.ints[I_EFREE] < need_h + w.ints[I_QUEUED]:
             return NEED_ROOM
         i = w.ints[I_NEXT]
         ta = w.arrivals[i] if i < count else _INF
@@ -878,11 +936,12 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             continue
         if te >= t1:
             break
-        kind = w.h_kind[0]
-        obj = w.h_obj[0]
-        gen = w.h_gen[0]
-        aux = w.h_aux[0]
-        pop(w)
+        node = w.h_key[0] & KEY_NODE_MASK
+        kind = w.ev_i[node, E_KIND]
+        obj = w.ev_i[node, E_OBJ]
+        gen = w.ev_i[node, E_GEN]
+        aux = w.ev_i[node, E_AUX]
+        take_top(w, node)
         if kind == EV_HEDGE:
             if w.call_i[obj, C_GEN] == gen:
                 hedge(w, te, obj, aux)
