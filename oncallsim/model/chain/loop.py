@@ -61,6 +61,7 @@ from oncallsim.model.chain.world import (
     A_SVC,
     A_TIMED,
     A_TNEXT,
+    A_TPREV,
     AR_ARRIVED,
     AR_DEADLINE,
     AR_SENT,
@@ -318,11 +319,32 @@ def add_timer(w: Any, lst: int, a: int) -> None:
     w.att_i[a, A_TIMED] = 1
     w.att_i[a, A_TNEXT] = -1
     tail = w.timers[lst, 1]
+    w.att_i[a, A_TPREV] = tail
     if tail >= 0:
         w.att_i[tail, A_TNEXT] = a
     else:
         w.timers[lst, 0] = a
     w.timers[lst, 1] = a
+
+
+@step
+def untime(w: Any, a: int) -> None:
+    """Nobody waits on the attempt any more: its timer (if in a list) is taken off, since it would do nothing
+    when it fell due."""
+    if w.att_i[a, A_TIMED] == 0:
+        return
+    w.att_i[a, A_TIMED] = 0
+    lst = len(w.timers) - 1 if w.att_i[a, A_CALL] < 0 else w.att_i[a, A_SVC]
+    before = w.att_i[a, A_TPREV]
+    after = w.att_i[a, A_TNEXT]
+    if before >= 0:
+        w.att_i[before, A_TNEXT] = after
+    else:
+        w.timers[lst, 0] = after
+    if after >= 0:
+        w.att_i[after, A_TPREV] = before
+    else:
+        w.timers[lst, 1] = before
 
 
 @step
@@ -385,6 +407,7 @@ def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool) -> None:
     if w.att_i[a, A_ALIVE] == 0:
         return
     w.att_i[a, A_ALIVE] = 0
+    untime(w, a)
     latency = x - w.att_r[a, AR_ARRIVED]
     mc = w.m_client
     mc[MC_DECIDED] += 1
@@ -707,6 +730,7 @@ def cancel(w: Any, x: float, a: int) -> None:
 def drop_copy(w: Any, x: float, a: int) -> None:
     """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
     w.att_i[a, A_ALIVE] = 0
+    untime(w, a)
     c = w.att_i[a, A_CALL]
     e = w.call_i[c, C_EDGE]
     push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN])
@@ -805,6 +829,7 @@ def reply(w: Any, x: float, a: int) -> None:
     if w.att_i[a, A_ALIVE] == 0:
         return  # given up on already (its deadline, or another copy won)
     w.att_i[a, A_ALIVE] = 0
+    untime(w, a)
     c = w.att_i[a, A_CALL]
     callee = w.att_i[a, A_SVC]
     if not w.att_i[a, A_OK]:
@@ -924,8 +949,11 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             if tt >= t1:
                 break
             a = w.timers[due, 0]
-            w.timers[due, 0] = w.att_i[a, A_TNEXT]
-            if w.timers[due, 0] < 0:
+            after = w.att_i[a, A_TNEXT]
+            w.timers[due, 0] = after
+            if after >= 0:
+                w.att_i[after, A_TPREV] = -1
+            else:
                 w.timers[due, 1] = -1
             w.att_i[a, A_TIMED] = 0
             if due == clients:

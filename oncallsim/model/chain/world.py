@@ -4,8 +4,10 @@ service, their calls, the pending events), in arrays the compiled loop reads and
 Timers in lists, not in the heap: most timers never fire (the answer comes first), and they outnumbered every
 other pending event. A caller's timer on a call into service s at the callee's timeout falls due in the order
 sent (the timeout is s's own, the clock only advances), and so do the clients' (a constant deadline after each
-arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``), and the loop
-looks at the lists' heads beside the heap's top. A timer at a caller's earlier deadline (the call inherits what is
+arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``, ``A_TPREV``), and the
+loop looks at the lists' heads beside the heap's top. A timer is taken off its list as soon as nobody waits on it
+any more (the answer came, or the caller gave up): a timer that fired then would do nothing, and the attempt it
+held (out of the pool, and out of the cache by then) is given back at once. A timer at a caller's earlier deadline (the call inherits what is
 left of it) is an event on the heap.
 
 Network events in lists too: an attempt reaching its callee, a cancellation reaching it and an answer reaching the
@@ -96,8 +98,9 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_OK,  # the answer it sent
     A_TIMED,  # 1: in a timer list (not given back before its timer is taken off)
     A_TNEXT,  # the next in its timer list
+    A_TPREV,  # the one before
     A_COLUMNS,
-) = range(16)
+) = range(17)
 AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
