@@ -4,11 +4,11 @@ service, their calls, the pending events), in arrays the compiled loop reads and
 Timers in lists, not in the heap: most timers never fire (the answer comes first), and they outnumbered every
 other pending event. A caller's timer on a call into service s at the callee's timeout falls due in the order
 sent (the timeout is s's own, the clock only advances), and so do the clients' (a constant deadline after each
-arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``, ``A_TPREV``), and the
-loop looks at the lists' heads beside the heap's top. A timer is taken off its list as soon as nobody waits on it
-any more (the answer came, or the caller gave up): a timer that fired then would do nothing, and the attempt it
-held (out of the pool, and out of the cache by then) is given back at once. A timer at a caller's earlier deadline (the call inherits what is
-left of it) is an event on the heap.
+arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``, ``A_TPREV``),
+and the loop looks at the lists' heads beside the heap's top. A timer is taken off its list as soon as nobody
+waits on it any more (the answer came, or the caller gave up): a timer that fired then would do nothing, and the
+attempt it held (out of the pool, and out of the cache by then) is given back at once. A timer at a caller's
+earlier deadline (the call inherits what is left of it) is an event on the heap.
 
 Network events in lists too: an attempt reaching its callee, a cancellation reaching it and an answer reaching the
 caller each fall due a call's network delay after they are sent, a delay constant per call (edge): the events of
