@@ -182,15 +182,15 @@ def heap_down(w: Any, n: int, time: float, key: int) -> None:
         c = 2 * i + 1
         if c >= n:
             break
+        if c + 1 < n:
+            t1 = w.h_time[c]
+            t2 = w.h_time[c + 1]
+            if t2 == t1:  # rare: by the order pushed
+                c += int(w.h_key[c + 1] < w.h_key[c])
+            else:  # without a branch: which child is earlier is a coin toss, and a mispredicted branch costly
+                c += int(t2 < t1)
         ct = w.h_time[c]
         ck = w.h_key[c]
-        if c + 1 < n:
-            t2 = w.h_time[c + 1]
-            k2 = w.h_key[c + 1]
-            if t2 < ct or (t2 == ct and k2 < ck):
-                c += 1
-                ct = t2
-                ck = k2
         if time < ct or (time == ct and key < ck):
             break
         w.h_time[i] = ct
