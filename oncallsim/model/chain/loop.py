@@ -146,7 +146,7 @@ from oncallsim.model.chain.world import (
     WAITING,
     WORKING,
 )
-from oncallsim.model.kernel import step, unmanaged
+from oncallsim.model.kernel import inline_step, step, unmanaged
 from oncallsim.model.request.generator import exponential, uniform
 
 __all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals"]
@@ -159,7 +159,7 @@ _OTEL = len(OTEL_BOUNDS_S)
 # --- the events: a heap ordered by (time, order pushed), and the edges' lists (world.py) ------------------------
 
 
-@step
+@inline_step
 def heap_up(w: Any, i: int, time: float, key: int) -> None:
     """Put the entry (time, key) in the hole at ``i``, moving it up past the later entries above."""
     while i > 0:
@@ -174,7 +174,7 @@ def heap_up(w: Any, i: int, time: float, key: int) -> None:
     w.h_key[i] = key
 
 
-@step
+@inline_step
 def heap_down(w: Any, n: int, time: float, key: int) -> None:
     """Put the entry (time, key) at the top of the heap's ``n`` entries, moving it down past the earlier ones."""
     i = 0
@@ -200,7 +200,7 @@ def heap_down(w: Any, n: int, time: float, key: int) -> None:
     w.h_key[i] = key
 
 
-@step
+@inline_step
 def new_event(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> int:
     """An event node, numbered in the order pushed."""
     seq = w.ints[I_SEQ]
@@ -219,14 +219,14 @@ def new_event(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> i
     return node
 
 
-@step
+@inline_step
 def heap_insert(w: Any, node: int) -> None:
     i = w.ints[I_HEAP]
     w.ints[I_HEAP] = i + 1
     heap_up(w, i, w.ev_t[node], (w.ev_i[node, E_SEQ] << KEY_NODE_BITS) | node)
 
 
-@step
+@inline_step
 def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
     """An event on the heap by itself."""
     node = new_event(w, time, kind, obj, gen, aux)
@@ -234,7 +234,7 @@ def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
     heap_insert(w, node)
 
 
-@step
+@inline_step
 def push_net(w: Any, e: int, time: float, kind: int, obj: int, gen: int) -> None:
     """An event a network delay of edge ``e`` away: at the end of the edge's list (on the heap if the list was
     empty), or on the heap by itself if it falls due before the list's last (the delay changed)."""
@@ -254,7 +254,7 @@ def push_net(w: Any, e: int, time: float, kind: int, obj: int, gen: int) -> None
         heap_insert(w, node)
 
 
-@step
+@inline_step
 def take_top(w: Any, node: int) -> None:
     """Take the heap's top (event node ``node``, its fields read first): its list's next event takes its place,
     or the heap's last entry does; the node is given back."""
