@@ -110,6 +110,7 @@ from oncallsim.model.chain.world import (
     I_ENTRY,
     I_HEAP,
     I_NEXT,
+    I_QHEAP,
     I_QUEUED,
     I_SEQ,
     KEY_NODE_BITS,
@@ -160,22 +161,23 @@ _OTEL = len(OTEL_BOUNDS_S)
 
 
 @inline_step
-def heap_up(w: Any, i: int, time: float, key: int) -> None:
-    """Put the entry (time, key) in the hole at ``i``, moving it up past the later entries above."""
+def heap_up(ht: Any, hk: Any, i: int, time: float, key: int) -> None:
+    """Put the entry (time, key) in the hole at ``i`` of the heap ``ht``, ``hk``, moving it up past the later
+    entries above."""
     while i > 0:
         parent = (i - 1) >> 1
-        pt = w.h_time[parent]
-        if pt < time or (pt == time and w.h_key[parent] < key):
+        pt = ht[parent]
+        if pt < time or (pt == time and hk[parent] < key):
             break
-        w.h_time[i] = pt
-        w.h_key[i] = w.h_key[parent]
+        ht[i] = pt
+        hk[i] = hk[parent]
         i = parent
-    w.h_time[i] = time
-    w.h_key[i] = key
+    ht[i] = time
+    hk[i] = key
 
 
 @inline_step
-def heap_down(w: Any, n: int, time: float, key: int) -> None:
+def heap_down(ht: Any, hk: Any, n: int, time: float, key: int) -> None:
     """Put the entry (time, key) at the top of the heap's ``n`` entries, moving it down past the earlier ones."""
     i = 0
     while True:
@@ -183,21 +185,21 @@ def heap_down(w: Any, n: int, time: float, key: int) -> None:
         if c >= n:
             break
         if c + 1 < n:
-            t1 = w.h_time[c]
-            t2 = w.h_time[c + 1]
+            t1 = ht[c]
+            t2 = ht[c + 1]
             if t2 == t1:  # rare: by the order pushed
-                c += int(w.h_key[c + 1] < w.h_key[c])
+                c += int(hk[c + 1] < hk[c])
             else:  # without a branch: which child is earlier is a coin toss, and a mispredicted branch costly
                 c += int(t2 < t1)
-        ct = w.h_time[c]
-        ck = w.h_key[c]
+        ct = ht[c]
+        ck = hk[c]
         if time < ct or (time == ct and key < ck):
             break
-        w.h_time[i] = ct
-        w.h_key[i] = ck
+        ht[i] = ct
+        hk[i] = ck
         i = c
-    w.h_time[i] = time
-    w.h_key[i] = key
+    ht[i] = time
+    hk[i] = key
 
 
 @inline_step
@@ -220,10 +222,8 @@ def new_event(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> i
 
 
 @inline_step
-def heap_insert(w: Any, node: int) -> None:
-    i = w.ints[I_HEAP]
-    w.ints[I_HEAP] = i + 1
-    heap_up(w, i, w.ev_t[node], (w.ev_i[node, E_SEQ] << KEY_NODE_BITS) | node)
+def node_key(w: Any, node: int) -> int:
+    return (w.ev_i[node, E_SEQ] << KEY_NODE_BITS) | node
 
 
 @inline_step
@@ -231,48 +231,58 @@ def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
     """An event on the heap by itself."""
     node = new_event(w, time, kind, obj, gen, aux)
     w.ev_i[node, E_LIST] = -1
-    heap_insert(w, node)
+    i = w.ints[I_HEAP]
+    w.ints[I_HEAP] = i + 1
+    heap_up(w.h_time, w.h_key, i, time, node_key(w, node))
 
 
 @inline_step
 def push_net(w: Any, e: int, time: float, kind: int, obj: int, gen: int) -> None:
-    """An event a network delay of edge ``e`` away: at the end of the edge's list (on the heap if the list was
-    empty), or on the heap by itself if it falls due before the list's last (the delay changed)."""
+    """An event a network delay of edge ``e`` away: at the end of the edge's list (the list into the heap of
+    heads if it was empty), or on the heap by itself if it falls due before the list's last (the delay
+    changed)."""
     node = new_event(w, time, kind, obj, gen, 0)
     tail = w.fifo[e, 1]
     if tail < 0:
         w.ev_i[node, E_LIST] = e
         w.fifo[e, 0] = node
         w.fifo[e, 1] = node
-        heap_insert(w, node)
+        i = w.ints[I_QHEAP]
+        w.ints[I_QHEAP] = i + 1
+        heap_up(w.q_time, w.q_key, i, time, node_key(w, node))
     elif time >= w.ev_t[tail]:  # pushed after it: (time, order pushed) stays in order along the list
         w.ev_i[node, E_LIST] = e
         w.ev_i[tail, E_NEXT] = node
         w.fifo[e, 1] = node
     else:
         w.ev_i[node, E_LIST] = -1
-        heap_insert(w, node)
+        i = w.ints[I_HEAP]
+        w.ints[I_HEAP] = i + 1
+        heap_up(w.h_time, w.h_key, i, time, node_key(w, node))
 
 
 @inline_step
-def take_top(w: Any, node: int) -> None:
-    """Take the heap's top (event node ``node``, its fields read first): its list's next event takes its place,
-    or the heap's last entry does; the node is given back."""
+def take_event(w: Any, node: int) -> None:
+    """Take the earliest event (node ``node``, its fields read first) off the heap, or off the heap of heads:
+    its list's next takes its place there, or the heap's last entry does; the node is given back."""
     e = w.ev_i[node, E_LIST]
-    n = w.ints[I_HEAP]
-    if e >= 0:
-        after = w.ev_i[node, E_NEXT]
-        w.fifo[e, 0] = after
-        if after >= 0:
-            heap_down(w, n, w.ev_t[after], (w.ev_i[after, E_SEQ] << KEY_NODE_BITS) | after)
-        else:
-            w.fifo[e, 1] = -1
-            e = -1
     if e < 0:
-        n -= 1
+        n = w.ints[I_HEAP] - 1
         w.ints[I_HEAP] = n
         if n > 0:
-            heap_down(w, n, w.h_time[n], w.h_key[n])
+            heap_down(w.h_time, w.h_key, n, w.h_time[n], w.h_key[n])
+    else:
+        after = w.ev_i[node, E_NEXT]
+        w.fifo[e, 0] = after
+        n = w.ints[I_QHEAP]
+        if after >= 0:
+            heap_down(w.q_time, w.q_key, n, w.ev_t[after], node_key(w, after))
+        else:
+            w.fifo[e, 1] = -1
+            n -= 1
+            w.ints[I_QHEAP] = n
+            if n > 0:
+                heap_down(w.q_time, w.q_key, n, w.q_time[n], w.q_key[n])
     w.ev_free[w.ints[I_EFREE]] = node
     w.ints[I_EFREE] += 1
 
@@ -985,7 +995,16 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             return NEED_ROOM
         i = w.ints[I_NEXT]
         ta = w.arrivals[i] if i < count else _INF
-        te = w.h_time[0] if w.ints[I_HEAP] > 0 else _INF
+        te = _INF
+        top = -1
+        if w.ints[I_HEAP] > 0:
+            te = w.h_time[0]
+            top = w.h_key[0]
+        if w.ints[I_QHEAP] > 0:
+            tq = w.q_time[0]
+            if tq < te or (tq == te and w.q_key[0] < top):
+                te = tq
+                top = w.q_key[0]
         tt = _INF
         due = -1
         for lst in range(lists):
@@ -1020,12 +1039,12 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             continue
         if te >= t1:
             break
-        node = w.h_key[0] & KEY_NODE_MASK
+        node = top & KEY_NODE_MASK
         kind = w.ev_i[node, E_KIND]
         obj = w.ev_i[node, E_OBJ]
         gen = w.ev_i[node, E_GEN]
         aux = w.ev_i[node, E_AUX]
-        take_top(w, node)
+        take_event(w, node)
         if kind == EV_HEDGE:
             if w.call_i[obj, C_GEN] == gen:
                 hedge(w, te, obj, aux)

@@ -13,11 +13,13 @@ earlier deadline (the call inherits what is left of it) is an event on the heap.
 Network events in lists too: an attempt reaching its callee, a cancellation reaching it and an answer reaching the
 caller each fall due a call's network delay after they are sent, a delay constant per call (edge): the events of
 one edge fall due in the order pushed. Each edge keeps them in a FIFO list of event nodes (``fifo``), and only the
-list's head sits in the heap; taking it puts the next in its place (one sift down). An event whose time would come
-before its list's tail (a network delay changed between minutes) goes on the heap itself: the order stays that
-of (time, order pushed) either way, so the events are handled exactly as one heap of all of them would.
+list's head sits in a second, small heap, of the lists' heads (``q_time``, ``q_key``: at most one entry an edge);
+taking it puts the next in its place. The loop takes the earlier of the two heaps' tops. An event whose time
+would come before its list's tail (a network delay changed between minutes) goes on the heap itself: the order
+stays that of (time, order pushed) either way, so the events are handled exactly as one heap of all of them
+would.
 
-The heap's entries are two numbers: the time, and a key that is the order pushed (``I_SEQ``) above the event
+The heaps' entries are two numbers: the time, and a key that is the order pushed (``I_SEQ``) above the event
 node's row (``KEY_NODE_BITS``); equal times are handled first pushed, first handled. An event's fields (kind,
 object, generation, ...) are in its node (``ev_i``), a row of a pool like the attempts'.
 
@@ -55,8 +57,9 @@ __all__ = ["ChainWorld", "copy_chain", "new_chain", "with_room"]
     I_WIDEST,  # the most calls one stage sends
     I_ENTRY,  # the entry service
     I_EFREE,  # event nodes on the free list
+    I_QHEAP,  # lists in the heap of heads
     I_INTS,
-) = range(11)
+) = range(12)
 
 # reals[...]
 R_DEADLINE, R_REALS = range(2)
@@ -199,6 +202,8 @@ class ChainWorld(NamedTuple):
     ev_t: npt.NDArray[np.float64]  # [n] their times
     ev_free: npt.NDArray[np.int64]
     fifo: npt.NDArray[np.int64]  # [e, 2] head and tail of each edge's list of network events
+    q_time: npt.NDArray[np.float64]  # [e] the heap of the lists' heads: time, then key
+    q_key: npt.NDArray[np.int64]
     arrivals: npt.NDArray[np.float64]
     # the minute's measures
     m_svc: npt.NDArray[np.float64]
@@ -251,6 +256,8 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         ev_t=np.zeros(0),
         ev_free=np.zeros(0, dtype=np.int64),
         fifo=np.full((max(edges, 1), 2), -1, dtype=np.int64),
+        q_time=np.zeros(max(edges, 1)),
+        q_key=np.zeros(max(edges, 1), dtype=np.int64),
         arrivals=np.zeros(0),
         m_svc=np.zeros((n, M_COLUMNS)),
         m_hist=np.zeros((n, HIST_BINS), dtype=np.int64),
