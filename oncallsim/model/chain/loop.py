@@ -113,6 +113,7 @@ from oncallsim.model.chain.world import (
     I_QHEAP,
     I_QUEUED,
     I_SEQ,
+    I_TMOVED,
     KEY_NODE_BITS,
     KEY_NODE_MASK,
     M_ATTEMPTS,
@@ -338,6 +339,7 @@ def add_timer(w: Any, lst: int, a: int) -> None:
         w.att_i[tail, A_TNEXT] = a
     else:
         w.timers[lst, 0] = a
+        w.ints[I_TMOVED] = 1
     w.timers[lst, 1] = a
 
 
@@ -355,6 +357,7 @@ def untime(w: Any, a: int) -> None:
         w.att_i[before, A_TNEXT] = after
     else:
         w.timers[lst, 0] = after
+        w.ints[I_TMOVED] = 1
     if after >= 0:
         w.att_i[after, A_TPREV] = before
     else:
@@ -989,6 +992,9 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             dequeue(w, t0, s)
     lists = len(w.timers)
     clients = lists - 1
+    w.ints[I_TMOVED] = 1
+    tt = _INF
+    due = -1
     while True:
         if w.ints[I_AFREE] < need_a or w.ints[I_CFREE] < need_c or w.ints[I_EFREE] < need_h + w.ints[I_QUEUED]:
             return NEED_ROOM
@@ -1004,13 +1010,15 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             if tq < te or (tq == te and w.q_key[0] < top):
                 te = tq
                 top = w.q_key[0]
-        tt = _INF
-        due = -1
-        for lst in range(lists):
-            head = w.timers[lst, 0]
-            if head >= 0 and w.att_r[head, AR_DEADLINE] < tt:
-                tt = w.att_r[head, AR_DEADLINE]
-                due = lst
+        if w.ints[I_TMOVED]:  # the earliest timer looked for again only when a list's head has changed
+            w.ints[I_TMOVED] = 0
+            tt = _INF
+            due = -1
+            for lst in range(lists):
+                head = w.timers[lst, 0]
+                if head >= 0 and w.att_r[head, AR_DEADLINE] < tt:
+                    tt = w.att_r[head, AR_DEADLINE]
+                    due = lst
         if ta <= te and ta < tt:
             if ta >= t1:
                 break
@@ -1025,6 +1033,7 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             a = w.timers[due, 0]
             after = w.att_i[a, A_TNEXT]
             w.timers[due, 0] = after
+            w.ints[I_TMOVED] = 1
             if after >= 0:
                 w.att_i[after, A_TPREV] = -1
             else:

@@ -58,8 +58,9 @@ __all__ = ["ChainWorld", "copy_chain", "new_chain", "with_room"]
     I_ENTRY,  # the entry service
     I_EFREE,  # event nodes on the free list
     I_QHEAP,  # lists in the heap of heads
+    I_TMOVED,  # 1: a timer list's head has changed since the loop looked for the earliest timer
     I_INTS,
-) = range(12)
+) = range(13)
 
 # reals[...]
 R_DEADLINE, R_REALS = range(2)
