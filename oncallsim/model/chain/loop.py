@@ -452,7 +452,16 @@ _BIN_LOW, _BIN_FIRST, _E_LOW = _bin_tables()
 
 @step
 def hist_bin(seconds: float) -> int:
-    """``log_bin(seconds)``, read from the tables."""
+    """``log_bin(seconds)``, read from the tables: the same bin at each bin's least latency, at the float just
+    below it, and across the range.
+
+    >>> from oncallsim.model.kernel import from_python
+    >>> fast = from_python(hist_bin)
+    >>> lows = [float(x) for x in _BIN_LOW[1:-1]]
+    >>> xs = lows + [math.nextafter(x, 0.0) for x in lows] + [1e-6 * 1.0001**k for k in range(200_000)]
+    >>> [x for x in xs if fast(x) != log_bin(x)]
+    []
+    """
     if seconds <= HIST_FLOOR_S:
         return 0
     if seconds >= _BIN_LOW[HIST_BINS - 1]:
