@@ -18,7 +18,9 @@
    requests/s: 600,000 attempts a minute. Target: ≤ 100 ms a minute. Printed beside the one service's minute
    (the ratio) and against the oracle (verify/chains.py, plain Python) on the same graph for a tenth of the
    requests: the compiled loop's speed-up. Measured 2026-12-02: 217–228 ms (8× the one service's 28 ms; 50× the
-   oracle); the target is missed (docs/graphs.md, "Speed", says why and what is next).
+   oracle). Measured 2026-12-03 (load 2.4–3.3, two other jobs): 143–167 ms median, best 137–148 (5–6× the one
+   service's 28 ms; about 75× the oracle), the 2026-12-02 code beside it 230–350 ms; the target is still missed,
+   by about 1.5× (docs/graphs.md, "Speed", says what took it there and what is left).
 
 Peers are measured in the same run, on the same machine; ratios are what to compare across machines.
 

@@ -24,7 +24,11 @@ An outcome is counted in the minute it becomes known. The semantics are those of
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from oncallsim.model.chain.layout import (
     DIST_CONSTANT,
@@ -61,6 +65,7 @@ from oncallsim.model.chain.world import (
     A_SVC,
     A_TIMED,
     A_TNEXT,
+    A_TPREV,
     AR_ARRIVED,
     AR_DEADLINE,
     AR_SENT,
@@ -78,6 +83,13 @@ from oncallsim.model.chain.world import (
     C_RETRIES,
     C_TRY,
     CALLING,
+    E_AUX,
+    E_GEN,
+    E_KIND,
+    E_LIST,
+    E_NEXT,
+    E_OBJ,
+    E_SEQ,
     EV_CANCEL,
     EV_HEDGE,
     EV_OWN_DONE,
@@ -94,11 +106,16 @@ from oncallsim.model.chain.world import (
     I_AFREE,
     I_CFREE,
     I_COUNT,
+    I_EFREE,
     I_ENTRY,
     I_HEAP,
     I_NEXT,
+    I_QHEAP,
     I_QUEUED,
     I_SEQ,
+    I_TMOVED,
+    KEY_NODE_BITS,
+    KEY_NODE_MASK,
     M_ATTEMPTS,
     M_BUSY_S,
     M_CANCELLED,
@@ -132,7 +149,7 @@ from oncallsim.model.chain.world import (
     WAITING,
     WORKING,
 )
-from oncallsim.model.kernel import step, unmanaged
+from oncallsim.model.kernel import inline_step, step, unmanaged
 from oncallsim.model.request.generator import exponential, uniform
 
 __all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals"]
@@ -142,74 +159,134 @@ _INF = math.inf
 _LOG_RATIO = math.log(HIST_RATIO)
 _OTEL = len(OTEL_BOUNDS_S)
 
-# --- the event heap: (time, order pushed) ------------------------------------------------------------------
+# --- the events: a heap ordered by (time, order pushed), and the edges' lists (world.py) ------------------------
 
 
-@step
-def _earlier(w: Any, i: int, time: float, seq: int) -> bool:
-    return w.h_time[i] < time or (w.h_time[i] == time and w.h_seq[i] < seq)
-
-
-@step
-def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
-    seq = w.ints[I_SEQ]
-    w.ints[I_SEQ] = seq + 1
-    i = w.ints[I_HEAP]
-    w.ints[I_HEAP] = i + 1
+@inline_step
+def heap_up(ht: Any, hk: Any, i: int, time: float, key: int) -> None:
+    """Put the entry (time, key) in the hole at ``i`` of the heap ``ht``, ``hk``, moving it up past the later
+    entries above."""
     while i > 0:
         parent = (i - 1) >> 1
-        if _earlier(w, parent, time, seq):
+        pt = ht[parent]
+        if pt < time or (pt == time and hk[parent] < key):
             break
-        w.h_time[i] = w.h_time[parent]
-        w.h_seq[i] = w.h_seq[parent]
-        w.h_kind[i] = w.h_kind[parent]
-        w.h_obj[i] = w.h_obj[parent]
-        w.h_gen[i] = w.h_gen[parent]
-        w.h_aux[i] = w.h_aux[parent]
+        ht[i] = pt
+        hk[i] = hk[parent]
         i = parent
-    w.h_time[i] = time
-    w.h_seq[i] = seq
-    w.h_kind[i] = kind
-    w.h_obj[i] = obj
-    w.h_gen[i] = gen
-    w.h_aux[i] = aux
+    ht[i] = time
+    hk[i] = key
 
 
-@step
-def pop(w: Any) -> None:
-    """Remove the earliest event (read its fields at index 0 first)."""
-    n = w.ints[I_HEAP] - 1
-    w.ints[I_HEAP] = n
-    if n == 0:
-        return
-    time = w.h_time[n]
-    seq = w.h_seq[n]
-    kind = w.h_kind[n]
-    obj = w.h_obj[n]
-    gen = w.h_gen[n]
-    aux = w.h_aux[n]
+@inline_step
+def heap_down(ht: Any, hk: Any, n: int, time: float, key: int) -> None:
+    """Put the entry (time, key) at the top of the heap's ``n`` entries, moving it down past the earlier ones."""
     i = 0
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _earlier(w, c + 1, w.h_time[c], w.h_seq[c]):
-            c += 1
-        if not _earlier(w, c, time, seq):
+        if c + 1 < n:
+            t1 = ht[c]
+            t2 = ht[c + 1]
+            if t2 == t1:  # rare: by the order pushed
+                c += int(hk[c + 1] < hk[c])
+            else:  # without a branch: which child is earlier is a coin toss, and a mispredicted branch costly
+                c += int(t2 < t1)
+        ct = ht[c]
+        ck = hk[c]
+        if time < ct or (time == ct and key < ck):
             break
-        w.h_time[i] = w.h_time[c]
-        w.h_seq[i] = w.h_seq[c]
-        w.h_kind[i] = w.h_kind[c]
-        w.h_obj[i] = w.h_obj[c]
-        w.h_gen[i] = w.h_gen[c]
-        w.h_aux[i] = w.h_aux[c]
+        ht[i] = ct
+        hk[i] = ck
         i = c
-    w.h_time[i] = time
-    w.h_seq[i] = seq
-    w.h_kind[i] = kind
-    w.h_obj[i] = obj
-    w.h_gen[i] = gen
-    w.h_aux[i] = aux
+    ht[i] = time
+    hk[i] = key
+
+
+@inline_step
+def new_event(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> int:
+    """An event node, numbered in the order pushed."""
+    seq = w.ints[I_SEQ]
+    w.ints[I_SEQ] = seq + 1
+    n = w.ints[I_EFREE] - 1
+    w.ints[I_EFREE] = n
+    node = w.ev_free[n]
+    ev = w.ev_i
+    ev[node, E_KIND] = kind
+    ev[node, E_OBJ] = obj
+    ev[node, E_GEN] = gen
+    ev[node, E_AUX] = aux
+    ev[node, E_SEQ] = seq
+    ev[node, E_NEXT] = -1
+    w.ev_t[node] = time
+    return node
+
+
+@inline_step
+def node_key(w: Any, node: int) -> int:
+    return (w.ev_i[node, E_SEQ] << KEY_NODE_BITS) | node
+
+
+@inline_step
+def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
+    """An event on the heap by itself."""
+    node = new_event(w, time, kind, obj, gen, aux)
+    w.ev_i[node, E_LIST] = -1
+    i = w.ints[I_HEAP]
+    w.ints[I_HEAP] = i + 1
+    heap_up(w.h_time, w.h_key, i, time, node_key(w, node))
+
+
+@inline_step
+def push_net(w: Any, e: int, time: float, kind: int, obj: int, gen: int) -> None:
+    """An event a network delay of edge ``e`` away: at the end of the edge's list (the list into the heap of
+    heads if it was empty), or on the heap by itself if it falls due before the list's last (the delay
+    changed)."""
+    node = new_event(w, time, kind, obj, gen, 0)
+    tail = w.fifo[e, 1]
+    if tail < 0:
+        w.ev_i[node, E_LIST] = e
+        w.fifo[e, 0] = node
+        w.fifo[e, 1] = node
+        i = w.ints[I_QHEAP]
+        w.ints[I_QHEAP] = i + 1
+        heap_up(w.q_time, w.q_key, i, time, node_key(w, node))
+    elif time >= w.ev_t[tail]:  # pushed after it: (time, order pushed) stays in order along the list
+        w.ev_i[node, E_LIST] = e
+        w.ev_i[tail, E_NEXT] = node
+        w.fifo[e, 1] = node
+    else:
+        w.ev_i[node, E_LIST] = -1
+        i = w.ints[I_HEAP]
+        w.ints[I_HEAP] = i + 1
+        heap_up(w.h_time, w.h_key, i, time, node_key(w, node))
+
+
+@inline_step
+def take_event(w: Any, node: int) -> None:
+    """Take the earliest event (node ``node``, its fields read first) off the heap, or off the heap of heads:
+    its list's next takes its place there, or the heap's last entry does; the node is given back."""
+    e = w.ev_i[node, E_LIST]
+    if e < 0:
+        n = w.ints[I_HEAP] - 1
+        w.ints[I_HEAP] = n
+        if n > 0:
+            heap_down(w.h_time, w.h_key, n, w.h_time[n], w.h_key[n])
+    else:
+        after = w.ev_i[node, E_NEXT]
+        w.fifo[e, 0] = after
+        n = w.ints[I_QHEAP]
+        if after >= 0:
+            heap_down(w.q_time, w.q_key, n, w.ev_t[after], node_key(w, after))
+        else:
+            w.fifo[e, 1] = -1
+            n -= 1
+            w.ints[I_QHEAP] = n
+            if n > 0:
+                heap_down(w.q_time, w.q_key, n, w.q_time[n], w.q_key[n])
+    w.ev_free[w.ints[I_EFREE]] = node
+    w.ints[I_EFREE] += 1
 
 
 # --- the pools ------------------------------------------------------------------------------------------------
@@ -258,11 +335,34 @@ def add_timer(w: Any, lst: int, a: int) -> None:
     w.att_i[a, A_TIMED] = 1
     w.att_i[a, A_TNEXT] = -1
     tail = w.timers[lst, 1]
+    w.att_i[a, A_TPREV] = tail
     if tail >= 0:
         w.att_i[tail, A_TNEXT] = a
     else:
         w.timers[lst, 0] = a
+        w.ints[I_TMOVED] = 1
     w.timers[lst, 1] = a
+
+
+@step
+def untime(w: Any, a: int) -> None:
+    """Nobody waits on the attempt any more: its timer (if in a list) is taken off, since it would do nothing
+    when it fell due."""
+    if w.att_i[a, A_TIMED] == 0:
+        return
+    w.att_i[a, A_TIMED] = 0
+    lst = len(w.timers) - 1 if w.att_i[a, A_CALL] < 0 else w.att_i[a, A_SVC]
+    before = w.att_i[a, A_TPREV]
+    after = w.att_i[a, A_TNEXT]
+    if before >= 0:
+        w.att_i[before, A_TNEXT] = after
+    else:
+        w.timers[lst, 0] = after
+        w.ints[I_TMOVED] = 1
+    if after >= 0:
+        w.att_i[after, A_TPREV] = before
+    else:
+        w.timers[lst, 1] = before
 
 
 @step
@@ -304,12 +404,72 @@ def copy_alive(w: Any, a: int, gen: int) -> bool:
 # --- measures ---------------------------------------------------------------------------------------------------
 
 
-@step
-def hist_bin(seconds: float) -> int:
+def log_bin(seconds: float) -> int:
+    """A latency's histogram bin by its definition: bin k ≥ 1 holds HIST_FLOOR_S·HIST_RATIO^(k−1) up to the next
+    (as ``math.log`` rounds), bin 0 all below, the last all past."""
     if seconds <= HIST_FLOOR_S:
         return 0
     b = int(math.log(seconds / HIST_FLOOR_S) / _LOG_RATIO) + 1
     return b if b < HIST_BINS else HIST_BINS - 1
+
+
+def _bin_tables() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], int]:
+    """``log_bin`` without a logarithm (it was an eighth of a busy chain minute): the least latency of each bin
+    (found by bisection on the floats' bit patterns, so the bins are exactly ``log_bin``'s), and for each of
+    ``_SUBS`` slices of each binary order of magnitude, the bin of the slice's least latency. A latency's bin is
+    then its slice's, or the next if that starts inside the slice before it."""
+    lows = np.full(HIST_BINS + 1, math.inf)
+    lows[0] = -math.inf
+    for k in range(1, HIST_BINS):
+        guess = HIST_FLOOR_S * HIST_RATIO ** (k - 1)
+        lo = struct.unpack("<q", struct.pack("<d", guess * (1.0 - 1e-9)))[0]
+        hi = struct.unpack("<q", struct.pack("<d", guess * (1.0 + 1e-9)))[0]
+        assert log_bin(_as_float(lo)) < k <= log_bin(_as_float(hi))
+        while hi - lo > 1:  # log_bin(lo) < k <= log_bin(hi)
+            mid = (lo + hi) // 2
+            if log_bin(_as_float(mid)) < k:
+                lo = mid
+            else:
+                hi = mid
+        lows[k] = _as_float(hi)
+    _, e_low = math.frexp(HIST_FLOOR_S)
+    _, e_high = math.frexp(lows[HIST_BINS - 1])
+    first = np.zeros((e_high - e_low + 1) * _SUBS, dtype=np.int64)
+    for e in range(e_low, e_high + 1):
+        for j in range(_SUBS):
+            least = math.ldexp(0.5 + j / (2 * _SUBS), e)
+            first[(e - e_low) * _SUBS + j] = int(np.searchsorted(lows, least, side="right")) - 1
+    assert (np.diff(first) <= 1).all()  # a slice narrower than a bin: at most one bin starts inside it
+    return lows, first, e_low
+
+
+def _as_float(bits: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
+
+
+_SUBS = 128  # slices of a binary order of magnitude: each under 0.8 % wide, so at most one bin starts inside one
+_BIN_LOW, _BIN_FIRST, _E_LOW = _bin_tables()
+
+
+@step
+def hist_bin(seconds: float) -> int:
+    """``log_bin(seconds)``, read from the tables: the same bin at each bin's least latency, at the float just
+    below it, and across the range.
+
+    >>> from oncallsim.model.kernel import from_python
+    >>> fast = from_python(hist_bin)
+    >>> lows = [float(x) for x in _BIN_LOW[1:-1]]
+    >>> xs = lows + [math.nextafter(x, 0.0) for x in lows] + [1e-6 * 1.0001**k for k in range(200_000)]
+    >>> [x for x in xs if fast(x) != log_bin(x)]
+    []
+    """
+    if seconds <= HIST_FLOOR_S:
+        return 0
+    if seconds >= _BIN_LOW[HIST_BINS - 1]:
+        return HIST_BINS - 1
+    m, e = math.frexp(seconds)
+    b = _BIN_FIRST[(e - _E_LOW) * _SUBS + int((m - 0.5) * (2 * _SUBS))]
+    return b + int(_BIN_LOW[b + 1] <= seconds)  # without a branch: a coin toss for the predictor
 
 
 @step
@@ -325,6 +485,7 @@ def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool) -> None:
     if w.att_i[a, A_ALIVE] == 0:
         return
     w.att_i[a, A_ALIVE] = 0
+    untime(w, a)
     latency = x - w.att_r[a, AR_ARRIVED]
     mc = w.m_client
     mc[MC_DECIDED] += 1
@@ -535,7 +696,8 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
             answer(w, x, a, ok, False)
     elif w.att_i[a, A_ALIVE]:
         w.att_i[a, A_OK] = 1 if ok else 0
-        push(w, x + w.edge_f[w.call_i[c, C_EDGE], EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN], 0)
+        e = w.call_i[c, C_EDGE]
+        push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
 
 
@@ -646,8 +808,10 @@ def cancel(w: Any, x: float, a: int) -> None:
 def drop_copy(w: Any, x: float, a: int) -> None:
     """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
     w.att_i[a, A_ALIVE] = 0
+    untime(w, a)
     c = w.att_i[a, A_CALL]
-    push(w, x + w.edge_f[w.call_i[c, C_EDGE], EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN], 0)
+    e = w.call_i[c, C_EDGE]
+    push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
 
 
@@ -700,7 +864,7 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
         w.call_i[c, C_COPY2] = -1
         if w.svc[caller, SV_HEDGE_Q] > 0.0:
             push(w, x + hedge_delay(w, e), EV_HEDGE, c, w.call_i[c, C_GEN], w.call_i[c, C_TRY])
-    push(w, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen, 0)
+    push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen)
     if deadline == _INF:  # no timeout and nothing propagated: the caller waits for the answer
         pass
     elif deadline == limit:  # at the callee's own timeout: in its list, in order
@@ -746,6 +910,7 @@ def reply(w: Any, x: float, a: int) -> None:
     if w.att_i[a, A_ALIVE] == 0:
         return  # given up on already (its deadline, or another copy won)
     w.att_i[a, A_ALIVE] = 0
+    untime(w, a)
     c = w.att_i[a, A_CALL]
     callee = w.att_i[a, A_SVC]
     if not w.att_i[a, A_OK]:
@@ -835,28 +1000,38 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     if entry_timeout < client_deadline:
         client_deadline = entry_timeout
     count = w.ints[I_COUNT]
-    heap_room = len(w.h_time)
     if w.ints[I_NEXT] == 0:  # the minute's start: workers added since (the entry's fleet scaled) take the queue
         for s in range(len(w.svc_i)):
             dequeue(w, t0, s)
     lists = len(w.timers)
     clients = lists - 1
     propagate = w.reals[R_PROPAGATE] != 0.0
+    w.ints[I_TMOVED] = 1
+    tt = _INF
+    due = -1
     while True:
-        if (
-            w.ints[I_AFREE] < need_a
-            or w.ints[I_CFREE] < need_c
-            or heap_room - w.ints[I_HEAP] < need_h + w.ints[I_QUEUED]
-        ):
+        if w.ints[I_AFREE] < need_a or w.ints[I_CFREE] < need_c or w.ints[I_EFREE] < need_h + w.ints[I_QUEUED]:
             return NEED_ROOM
         i = w.ints[I_NEXT]
         ta = w.arrivals[i] if i < count else _INF
-        te = w.h_time[0] if w.ints[I_HEAP] > 0 else _INF
-        tt = _INF
-        due = -1
-        for lst in range(lists):
-            head = w.timers[lst, 0]
-            if head >= 0:
+        te = _INF
+        top = -1
+        if w.ints[I_HEAP] > 0:
+            te = w.h_time[0]
+            top = w.h_key[0]
+        if w.ints[I_QHEAP] > 0:
+            tq = w.q_time[0]
+            if tq < te or (tq == te and w.q_key[0] < top):
+                te = tq
+                top = w.q_key[0]
+        if w.ints[I_TMOVED]:  # the earliest timer looked for again only when a list's head has changed
+            w.ints[I_TMOVED] = 0
+            tt = _INF
+            due = -1
+            for lst in range(lists):
+                head = w.timers[lst, 0]
+                if head < 0:
+                    continue
                 # a client's timer: its arrival (AR_SENT) + the deadline (its request may know none of it)
                 due_at = w.att_r[head, AR_SENT] + client_deadline if lst == clients else w.att_r[head, AR_DEADLINE]
                 if due_at < tt:
@@ -874,8 +1049,12 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             if tt >= t1:
                 break
             a = w.timers[due, 0]
-            w.timers[due, 0] = w.att_i[a, A_TNEXT]
-            if w.timers[due, 0] < 0:
+            after = w.att_i[a, A_TNEXT]
+            w.timers[due, 0] = after
+            w.ints[I_TMOVED] = 1
+            if after >= 0:
+                w.att_i[after, A_TPREV] = -1
+            else:
                 w.timers[due, 1] = -1
             w.att_i[a, A_TIMED] = 0
             if due == clients:
@@ -886,11 +1065,12 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
             continue
         if te >= t1:
             break
-        kind = w.h_kind[0]
-        obj = w.h_obj[0]
-        gen = w.h_gen[0]
-        aux = w.h_aux[0]
-        pop(w)
+        node = top & KEY_NODE_MASK
+        kind = w.ev_i[node, E_KIND]
+        obj = w.ev_i[node, E_OBJ]
+        gen = w.ev_i[node, E_GEN]
+        aux = w.ev_i[node, E_AUX]
+        take_event(w, node)
         if kind == EV_HEDGE:
             if w.call_i[obj, C_GEN] == gen:
                 hedge(w, te, obj, aux)

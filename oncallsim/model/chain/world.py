@@ -4,9 +4,24 @@ service, their calls, the pending events), in arrays the compiled loop reads and
 Timers in lists, not in the heap: most timers never fire (the answer comes first), and they outnumbered every
 other pending event. A caller's timer on a call into service s at the callee's timeout falls due in the order
 sent (the timeout is s's own, the clock only advances), and so do the clients' (a constant deadline after each
-arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``), and the loop
-looks at the lists' heads beside the heap's top. A timer at a caller's earlier deadline (the call inherits what is
-left of it) is an event on the heap.
+arrival): each such list is kept in deadline order through the attempts themselves (``A_TNEXT``, ``A_TPREV``),
+and the loop looks at the lists' heads beside the heap's top. A timer is taken off its list as soon as nobody
+waits on it any more (the answer came, or the caller gave up): a timer that fired then would do nothing, and the
+attempt it held (out of the pool, and out of the cache by then) is given back at once. A timer at a caller's
+earlier deadline (the call inherits what is left of it) is an event on the heap.
+
+Network events in lists too: an attempt reaching its callee, a cancellation reaching it and an answer reaching the
+caller each fall due a call's network delay after they are sent, a delay constant per call (edge): the events of
+one edge fall due in the order pushed. Each edge keeps them in a FIFO list of event nodes (``fifo``), and only the
+list's head sits in a second, small heap, of the lists' heads (``q_time``, ``q_key``: at most one entry an edge);
+taking it puts the next in its place. The loop takes the earlier of the two heaps' tops. An event whose time
+would come before its list's tail (a network delay changed between minutes) goes on the heap itself: the order
+stays that of (time, order pushed) either way, so the events are handled exactly as one heap of all of them
+would.
+
+The heaps' entries are two numbers: the time, and a key that is the order pushed (``I_SEQ``) above the event
+node's row (``KEY_NODE_BITS``); equal times are handled first pushed, first handled. An event's fields (kind,
+object, generation, ...) are in its node (``ev_i``), a row of a pool like the attempts'.
 
 Pools, not objects: an attempt (a request being served at one service: an entry request, or one copy of a
 call) and a call (one call an attempt makes, with its tries) are rows of ``att_i``/``att_r`` and ``call_i``,
@@ -19,7 +34,7 @@ more than is left).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +56,11 @@ __all__ = ["ChainWorld", "copy_chain", "new_chain", "with_room"]
     I_QUEUED,  # attempts waiting in every service's queue
     I_WIDEST,  # the most calls one stage sends
     I_ENTRY,  # the entry service
+    I_EFREE,  # event nodes on the free list
+    I_QHEAP,  # lists in the heap of heads
+    I_TMOVED,  # 1: a timer list's head has changed since the loop looked for the earliest timer
     I_INTS,
-) = range(10)
+) = range(13)
 
 # reals[...]
 R_DEADLINE, R_PROPAGATE, R_REALS = range(3)  # the clients' deadline; 1: deadlines propagate
@@ -84,8 +102,9 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_OK,  # the answer it sent
     A_TIMED,  # 1: in a timer list (not given back before its timer is taken off)
     A_TNEXT,  # the next in its timer list
+    A_TPREV,  # the one before
     A_COLUMNS,
-) = range(16)
+) = range(17)
 AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
@@ -108,6 +127,21 @@ WAITING, WORKING, CALLING, FINISHED = range(4)
 
 # event kinds
 EV_REACH, EV_OWN_DONE, EV_REPLY, EV_TIMER, EV_HEDGE, EV_CANCEL = range(6)
+
+# ev_i[n, ...]: an event node
+(
+    E_KIND,
+    E_OBJ,  # the attempt (the call, for a hedge)
+    E_GEN,  # its generation when the event was pushed
+    E_AUX,  # a hedge's try
+    E_LIST,  # the edge whose FIFO list holds it (−1: on the heap by itself)
+    E_NEXT,  # the next in that list
+    E_SEQ,  # the order pushed
+    E_COLUMNS,
+) = range(8)
+KEY_NODE_BITS = 24  # a heap key: the order pushed << KEY_NODE_BITS | the node's row
+KEY_NODE_MASK = (1 << KEY_NODE_BITS) - 1
+MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a minute: 260,000 minutes)
 
 # m_svc[s, ...]: a service's counts in the minute
 (
@@ -163,12 +197,14 @@ class ChainWorld(NamedTuple):
     att_free: npt.NDArray[np.int64]
     call_i: npt.NDArray[np.int64]
     call_free: npt.NDArray[np.int64]
-    h_time: npt.NDArray[np.float64]
-    h_seq: npt.NDArray[np.int64]
-    h_kind: npt.NDArray[np.int64]
-    h_obj: npt.NDArray[np.int64]
-    h_gen: npt.NDArray[np.int64]
-    h_aux: npt.NDArray[np.int64]  # a hedge's try
+    h_time: npt.NDArray[np.float64]  # the heap: time, then key (order pushed, node)
+    h_key: npt.NDArray[np.int64]
+    ev_i: npt.NDArray[np.int64]  # [n, E_COLUMNS] the event nodes
+    ev_t: npt.NDArray[np.float64]  # [n] their times
+    ev_free: npt.NDArray[np.int64]
+    fifo: npt.NDArray[np.int64]  # [e, 2] head and tail of each edge's list of network events
+    q_time: npt.NDArray[np.float64]  # [e] the heap of the lists' heads: time, then key
+    q_key: npt.NDArray[np.int64]
     arrivals: npt.NDArray[np.float64]
     # the minute's measures
     m_svc: npt.NDArray[np.float64]
@@ -217,11 +253,13 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         call_i=np.zeros((0, C_COLUMNS), dtype=np.int64),
         call_free=np.zeros(0, dtype=np.int64),
         h_time=np.zeros(0),
-        h_seq=np.zeros(0, dtype=np.int64),
-        h_kind=np.zeros(0, dtype=np.int64),
-        h_obj=np.zeros(0, dtype=np.int64),
-        h_gen=np.zeros(0, dtype=np.int64),
-        h_aux=np.zeros(0, dtype=np.int64),
+        h_key=np.zeros(0, dtype=np.int64),
+        ev_i=np.zeros((0, E_COLUMNS), dtype=np.int64),
+        ev_t=np.zeros(0),
+        ev_free=np.zeros(0, dtype=np.int64),
+        fifo=np.full((max(edges, 1), 2), -1, dtype=np.int64),
+        q_time=np.zeros(max(edges, 1)),
+        q_key=np.zeros(max(edges, 1), dtype=np.int64),
         arrivals=np.zeros(0),
         m_svc=np.zeros((n, M_COLUMNS)),
         m_hist=np.zeros((n, HIST_BINS), dtype=np.int64),
@@ -238,9 +276,9 @@ def copy_chain(world: ChainWorld) -> ChainWorld:
 
 
 def margins(world: ChainWorld) -> tuple[int, int, int]:
-    """The attempts, calls and heap entries one event may need at most: a stage's calls, each sent (three events:
+    """The attempts, calls and event nodes one event may need at most: a stage's calls, each sent (three events:
     its arrival, its timer, its hedge) and cancelled (one), with room to spare. Besides, a freed worker may find
-    expired attempts in its queue and reply to each: the heap also needs room for every queued attempt
+    expired attempts in its queue and reply to each: the events also need room for every queued attempt
     (``ints[I_QUEUED]``, which the loop adds as it changes)."""
     widest = int(world.ints[I_WIDEST])
     return widest + 8, widest + 8, 6 * widest + 16
@@ -259,8 +297,10 @@ def with_room(world: ChainWorld, arrivals: int) -> ChainWorld:
     if out.ints[I_CFREE] < need_c:
         out = _grow_calls(out, max(2 * len(out.call_i), len(out.call_i) + 2 * need_c, 1024))
     need_h += int(out.ints[I_QUEUED])
-    if len(out.h_time) - out.ints[I_HEAP] < need_h:
-        out = _grow_heap(out, max(2 * len(out.h_time), len(out.h_time) + 2 * need_h, 4096))
+    if out.ints[I_EFREE] < need_h:
+        out = _grow_events(out, max(2 * len(out.ev_t), len(out.ev_t) + 2 * need_h, 4096))
+    if out.ints[I_SEQ] >= MAX_SEQ:
+        raise OverflowError(f"a chain run pushes at most {MAX_SEQ} events")
     return out
 
 
@@ -290,17 +330,22 @@ def _grow_calls(world: ChainWorld, size: int) -> ChainWorld:
     return world._replace(call_i=call_i, call_free=free)
 
 
-def _grow_heap(world: ChainWorld, size: int) -> ChainWorld:
-    def grown(a: Any) -> Any:
-        out = np.zeros(size, dtype=a.dtype)
-        out[: len(a)] = a
-        return out
-
-    return world._replace(
-        h_time=grown(world.h_time),
-        h_seq=grown(world.h_seq),
-        h_kind=grown(world.h_kind),
-        h_obj=grown(world.h_obj),
-        h_gen=grown(world.h_gen),
-        h_aux=grown(world.h_aux),
-    )
+def _grow_events(world: ChainWorld, size: int) -> ChainWorld:
+    """More event nodes, and a heap as long (it never holds more entries than there are nodes)."""
+    if size > KEY_NODE_MASK + 1:
+        raise OverflowError(f"a chain run holds at most {KEY_NODE_MASK + 1} pending events")
+    old = len(world.ev_t)
+    h_time = np.zeros(size)
+    h_time[:old] = world.h_time
+    h_key = np.zeros(size, dtype=np.int64)
+    h_key[:old] = world.h_key
+    ev_i = np.zeros((size, E_COLUMNS), dtype=np.int64)
+    ev_i[:old] = world.ev_i
+    ev_t = np.zeros(size)
+    ev_t[:old] = world.ev_t
+    free = np.zeros(size, dtype=np.int64)
+    n = int(world.ints[I_EFREE])
+    free[:n] = world.ev_free[:n]
+    free[n : n + size - old] = np.arange(size - 1, old - 1, -1)
+    world.ints[I_EFREE] = n + size - old
+    return world._replace(h_time=h_time, h_key=h_key, ev_i=ev_i, ev_t=ev_t, ev_free=free)
