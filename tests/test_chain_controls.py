@@ -28,6 +28,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "graphs"
         ("page.hedge_after_quantile", 0, 0.0),
         ("page.hedge_after_quantile", "0.95", 0.95),
         ("db.instances", 12, 12),
+        ("recs.timeout_ms", 100, 100.0),
+        ("recs.timeout_ms", "0", 0.0),
     ],
 )
 def test_a_service_control_value_is_checked_and_parsed(name: str, value: object, expected: object) -> None:
@@ -44,7 +46,8 @@ def test_a_service_control_value_is_checked_and_parsed(name: str, value: object,
         ("db.instances", 10**400, "db.instances: must be a whole number from 1 to 1000"),
         ("db.instances", float("nan"), "db.instances: must be a whole number from 1 to 1000"),
         ("db.instances", True, "db.instances: must be a whole number from 1 to 1000"),
-        ("db.timeout_ms", 100, "unknown control 'db.timeout_ms': a chain's service takes <service>.<setting>"),
+        ("recs.timeout_ms", 0.5, "recs.timeout_ms: must be 0 (no timeout) or a number from 1 to 600000, got 0.5"),
+        ("db.sigma", 1, "unknown control 'db.sigma': a chain's service takes <service>.<setting>"),
         (".retries", 1, "unknown control '.retries'"),
     ],
 )
@@ -59,6 +62,8 @@ def test_the_run_refuses_unknown_services_the_entrys_instances_and_non_chains() 
         sim.step([("cache.retries", 1)])
     with pytest.raises(InvalidInput, match="api is the entry: its instances are the fleet's"):
         sim.step([("api.instances", 30)])
+    with pytest.raises(InvalidInput, match="api is the entry: its timeout is its clients' patience"):
+        sim.step([("api.timeout_ms", 300)])
     assert sim.minute == 0  # nothing was played by a refused step
     one = Simulation("slow-instance", seed=1, minutes=2)
     with pytest.raises(InvalidInput, match="acts on a chain's service; this run has no \\[graph\\]"):
@@ -121,3 +126,31 @@ def test_deadline_propagation_is_the_one_service_control_a_chain_takes_during_a_
     assert max(r.error_rate for r in records[slow + 5 : slow + 25]) < 0.4
     with pytest.raises(InvalidInput, match="a chain opens with its graph's deadline_propagation"):
         Simulation(EXAMPLES / "cascade.toml", seed=1, overrides={"deadline_propagation": True})
+
+
+def test_a_timeout_changed_during_the_run_applies_to_the_calls_sent_from_then_on() -> None:
+    """A 50 ms leaf behind a 200 ms timeout answers every call; from the minute its timeout is cut to 20 ms, every
+    call times out, the calls already waiting keep the deadline they were sent with (moved off the ordered list:
+    nothing fires late, nothing early), and the cascade's fix applied live contains it (held-out seed 205)."""
+    from oncallsim.scenarios.registry import scenario_from_dict
+
+    data = {
+        "id": "cut", "version": 1, "title": "t", "summary": "s", "briefing": "b", "start": "09:00", "minutes": 4,
+        "params": {"base_requests_per_s": 200.0, "diurnal_amplitude": 0.0},
+        "graph": {"entry": "api", "deadline_ms": 1000.0, "services": {
+            "api": {"service_ms": 0.0, "distribution": "constant", "instances": 10, "workers_per_instance": 20,
+                    "calls": [{"to": "leaf"}]},
+            "leaf": {"service_ms": 50.0, "distribution": "constant", "workers_per_instance": 100,
+                     "timeout_ms": 200.0}}},
+    }  # fmt: skip
+    sim = Simulation(scenario_from_dict(data, "cut"), seed=1)
+    records = sim.run([Action(2, "leaf.timeout_ms", 20)])
+    assert records[1].error_rate == 0.0
+    assert records[3].error_rate == 1.0 and records[3].extras["graph"]["services"]["api"]["timeouts_per_s"] > 0
+    cascade = Simulation(EXAMPLES / "cascade.toml", seed=205)
+    cascade.run()
+    slow = cascade.plan.service_faults[0].minute
+    fixed = Simulation(EXAMPLES / "cascade.toml", seed=205)
+    fixed_records = fixed.run([Action(slow + 2, "recs.timeout_ms", 100)])
+    assert max(r.error_rate for r in cascade.timeline[slow + 5 : slow + 25]) > 0.9
+    assert max(r.error_rate for r in fixed_records[slow + 5 : slow + 25]) < 0.4

@@ -5,9 +5,8 @@ A service's name has no dot (``scenarios/graph.py``), the one service's controls
 (``controls.CONTROL_SPECS``), so the two never meet. The value is checked here, on every surface that takes an
 action (``controls.coerce_control_value`` sends a dotted name here); whether the service exists is the run's to
 say (``check_service_action``: the engine, with the run's graph). Each setting means what the same key means in
-the file (docs/graphs.md), with one addition: ``hedge_after_quantile`` 0 takes hedging away. A timeout is not
-among them yet: the timers of the calls into a service are kept in the order its one timeout makes
-(``chain/world.py``), which a change during the run would break.
+the file (docs/graphs.md), with one addition: ``timeout_ms`` 0 and ``hedge_after_quantile`` 0 take the setting
+away (no timeout, no hedging). The entry's timeout is its clients' patience, set in the file only.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ class ServiceSetting:
 
 
 SERVICE_SETTINGS: dict[str, ServiceSetting] = {
+    "timeout_ms": ServiceSetting(False, 1.0, 600_000.0, True, "no timeout"),
     "retries": ServiceSetting(True, 0.0, 5.0, False, ""),
     "retry_budget": ServiceSetting(False, 0.0, 1.0, False, ""),
     "hedge_after_quantile": ServiceSetting(False, 0.5, 0.999, True, "no hedging"),
@@ -89,3 +89,5 @@ def check_service_action(name: str, services: tuple[str, ...], entry: str | None
         raise InvalidInput(
             name, f"{service} is the entry: its instances are the fleet's (set floor, or let the autoscaler act)"
         )
+    if setting == "timeout_ms" and service == entry:
+        raise InvalidInput(name, f"{service} is the entry: its timeout is its clients' patience, set in the file")

@@ -12,6 +12,7 @@ it is set). A chain's own services take ``<service>.<setting>`` (``chain/control
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,12 +28,23 @@ from oncallsim.model.chain.layout import (
     SV_BUDGET,
     SV_HEDGE_Q,
     SV_RETRIES,
+    SV_TIMEOUT_S,
     SV_WORKERS,
     ChainLayout,
     quantile_s,
 )
+from oncallsim.model.chain.loop import requeue_timers
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
-from oncallsim.model.chain.world import R_PROPAGATE, SI_FREE, SR_FAIL, SR_SLOW, ChainWorld, new_chain
+from oncallsim.model.chain.world import (
+    R_PROPAGATE,
+    SI_FREE,
+    SR_FAIL,
+    SR_SLOW,
+    ChainWorld,
+    new_chain,
+    timers_in,
+    with_room,
+)
 from oncallsim.model.controls import CONTROL_SPECS, Controls, apply_to_vector
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.events import Event, from_slots
@@ -77,12 +89,19 @@ def follow_fleet(world: ChainWorld, layout: ChainLayout, serving: int) -> None:
         world.svc_i[entry, SI_FREE] += delta
 
 
-def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, value: Any) -> None:
+def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, value: Any) -> ChainWorld:
     """``<service>.<setting>`` from this minute on (checked already): the world's copy of the graph changes, the
-    layout stays as declared (a what-if from the start replays the file)."""
+    layout stays as declared (a what-if from the start replays the file). Returns the world to use (a changed
+    timeout moves the timers already set into the service's list onto the heap, which may need room)."""
     service, setting = split_control(name)
     s = layout.names.index(service)
-    if setting == "retries":
+    if setting == "timeout_ms":
+        world.svc[s, SV_TIMEOUT_S] = value / 1000.0 if value else math.inf
+        waiting = timers_in(world, s)
+        if waiting:
+            world = with_room(world, 0, extra_events=waiting)
+            requeue_timers(world, s)
+    elif setting == "retries":
         world.svc[s, SV_RETRIES] = value
     elif setting == "retry_budget":
         world.svc[s, SV_BUDGET] = value
@@ -99,6 +118,7 @@ def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, val
         workers = int(value) * layout.services[s].workers_per_instance
         world.svc_i[s, SI_FREE] += workers - int(world.svc[s, SV_WORKERS])
         world.svc[s, SV_WORKERS] = workers
+    return world
 
 
 def apply_service_faults(world: ChainWorld, faults: tuple[ServiceFault, ...], minute: int) -> None:
@@ -142,11 +162,12 @@ def chain_step(
     for name, _ in actions:
         check_chain_action(name, layout)
     events: list[Event] = apply_to_vector(vec, boot, actions, k.params) if actions else []
+    world: ChainWorld = state.world
     for name, value in actions:
         if "." in name:
-            apply_service_control(state.world, layout, name, value)
+            world = apply_service_control(world, layout, name, value)
         elif name == "deadline_propagation":  # from this minute's requests on (those in flight keep theirs)
-            state.world.reals[R_PROPAGATE] = 1.0 if value else 0.0
+            world.reals[R_PROPAGATE] = 1.0 if value else 0.0
     t = state.minute
     values, slots = k.values, k.slots
     z_count = z_scale = 0.0
@@ -158,9 +179,9 @@ def chain_step(
     )
     # the requests the edge admits (its shedding is the minute model's), rounded half up as the one service's
     arrivals = int(np.floor(values[REC.admitted_per_s] * 60.0 + 0.5))
-    follow_fleet(state.world, layout, int(vec[ST.serving]))
-    apply_service_faults(state.world, plan.service_faults, t)
-    world: ChainWorld = chain_minute_of(state.world, t, arrivals)
+    follow_fleet(world, layout, int(vec[ST.serving]))
+    apply_service_faults(world, plan.service_faults, t)
+    world = chain_minute_of(world, t, arrivals)
     ext = np.zeros(len(EXTRA_SCHEMA))
     record_chain_minute(world, layout, values, ext)
     if close_minute(k.params, t, vec, boot, window, values, slots):

@@ -152,7 +152,7 @@ from oncallsim.model.chain.world import (
 from oncallsim.model.kernel import inline_step, step, unmanaged
 from oncallsim.model.request.generator import exponential, uniform
 
-__all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals"]
+__all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals", "requeue_timers"]
 
 DONE, NEED_ROOM = 0, 1
 _INF = math.inf
@@ -1090,3 +1090,19 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     for s in range(len(w.svc_i)):
         busy_change(w, s, t1, 0)
     return DONE
+
+
+@unmanaged
+def requeue_timers(w: Any, lst: int) -> None:
+    """Every timer of list ``lst`` onto the event heap at its deadline, the list emptied: the service's timeout
+    changed, so the calls sent from now on fall due in another order than those already waiting (Python has made
+    room for as many events: ``world.with_room``'s ``extra_events``)."""
+    a = w.timers[lst, 0]
+    while a >= 0:
+        after = w.att_i[a, A_TNEXT]
+        w.att_i[a, A_TIMED] = 0
+        push(w, w.att_r[a, AR_DEADLINE], EV_TIMER, a, w.att_i[a, A_GEN], 0)
+        a = after
+    w.timers[lst, 0] = -1
+    w.timers[lst, 1] = -1
+    w.ints[I_TMOVED] = 1

@@ -43,7 +43,7 @@ from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
 from oncallsim.model.jit import by_reference
 from oncallsim.model.request.generator import seeded
 
-__all__ = ["ChainWorld", "copy_chain", "new_chain", "with_room"]
+__all__ = ["ChainWorld", "copy_chain", "new_chain", "timers_in", "with_room"]
 
 # ints[...]
 (
@@ -270,6 +270,15 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
     return with_room(world, 0)
 
 
+def timers_in(world: ChainWorld, lst: int) -> int:
+    """How many timers timer list ``lst`` holds."""
+    count, a = 0, int(world.timers[lst, 0])
+    while a >= 0:
+        count += 1
+        a = int(world.att_i[a, A_TNEXT])
+    return count
+
+
 def copy_chain(world: ChainWorld) -> ChainWorld:
     """An independent copy (a what-if that starts from a minute of this run)."""
     return ChainWorld._make(a.copy() for a in world)
@@ -284,11 +293,12 @@ def margins(world: ChainWorld) -> tuple[int, int, int]:
     return widest + 8, widest + 8, 6 * widest + 16
 
 
-def with_room(world: ChainWorld, arrivals: int) -> ChainWorld:
+def with_room(world: ChainWorld, arrivals: int, extra_events: int = 0) -> ChainWorld:
     """The world with room for a minute of ``arrivals`` and for the next event: each pool at least twice what
-    one event may need, the arrival buffer for the minute. Grown by doubling; the rows in use keep their
-    places (events name them)."""
+    one event may need, the arrival buffer for the minute (and ``extra_events`` more events: a timer list moved to
+    the heap). Grown by doubling; the rows in use keep their places (events name them)."""
     need_a, need_c, need_h = margins(world)
+    need_h += extra_events
     out = world
     if len(out.arrivals) < arrivals:
         out = out._replace(arrivals=np.zeros(max(arrivals, 2 * len(out.arrivals))))
