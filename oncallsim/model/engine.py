@@ -126,5 +126,6 @@ def prepare(engine: Engine) -> None:
     if engine.name == "request":
         from oncallsim.model.chain.layout import tiny_chain
 
-        state = engine.initial(RunPlan(minutes=1, graph=tiny_chain()), Controls(floor=1), params, 0)
-        engine.step(state, [], rng, params)
+        state = engine.initial(RunPlan(minutes=2, graph=tiny_chain()), Controls(floor=1), params, 0)
+        state, _ = engine.step(state, [], rng, params)
+        engine.step(state, [("leaf.timeout_ms", 30.0)], rng, params)  # a timeout changed: its timers requeued
