@@ -20,6 +20,7 @@ from oncallsim.scenarios.graph import GraphSpec, layout_of
 from oncallsim.scenarios.registry import scenario_from_text
 from oncallsim.simulation import Action
 from oncallsim.verify.chains import simulate
+from tests.test_chains import slow_leaf_chain
 from tests.test_graph_spec import doc_example
 
 
@@ -196,15 +197,8 @@ def test_the_entry_follows_the_minute_models_fleet_and_instance_controls_are_ref
 def test_without_deadline_propagation_the_chain_works_on_for_clients_that_left() -> None:
     """As the oracle's test (tests/test_chains.py): a 500 ms leaf, clients waiting 100 ms, no timeouts. The clients
     all time out either way; propagated, the leaf's work is cancelled; not propagated, it is all done (wasted)."""
-    services = {
-        "api": {"service_ms": 0.0, "distribution": "constant", "workers_per_instance": 100, "calls": [{"to": "leaf"}]},
-        "leaf": {"service_ms": 500.0, "distribution": "constant", "workers_per_instance": 100},
-    }
     for propagation in (True, False):
-        spec = GraphSpec.model_validate(
-            {"entry": "api", "deadline_ms": 600.0, "deadline_propagation": propagation, "services": services}
-        )
-        layout = layout_of(spec)
+        layout = layout_of(slow_leaf_chain(propagation))
         world = new_chain(layout, 1)
         world.reals[W.R_DEADLINE] = 0.1  # the clients wait 100 ms (below what the validator lets a file say)
         svc = np.zeros_like(world.m_svc)

@@ -269,19 +269,24 @@ def test_the_validator_refuses_that_deadline_and_the_oracle_fails_it_at_the_leaf
     assert report.services["s1"].retries == 0  # no budget left to retry with
 
 
+def slow_leaf_chain(propagation: bool) -> GraphSpec:
+    """An api calling a leaf that always takes 500 ms, no timeouts; the clients' deadline set by the test."""
+    services = {
+        "api": {"service_ms": 0.0, "distribution": "constant", "workers_per_instance": 100, "calls": [{"to": "leaf"}]},
+        "leaf": {"service_ms": 500.0, "distribution": "constant", "workers_per_instance": 100},
+    }
+    return GraphSpec.model_validate(
+        {"entry": "api", "deadline_ms": 600.0, "deadline_propagation": propagation, "services": services}
+    )
+
+
 def test_without_deadline_propagation_the_work_goes_on_for_clients_that_left() -> None:
     """A leaf that always takes 500 ms, clients that wait 100 ms, no timeouts. Propagated, the deadline reaches
     the leaf: every client times out and the leaf's work is cancelled or refused (nothing served for nobody past
     the deadline). Not propagated: every client still times out, yet the api and the leaf serve every request to
     the end — the wasted work that fills a chain's workers in a cascade."""
-    services = {
-        "api": {"service_ms": 0.0, "distribution": "constant", "workers_per_instance": 100, "calls": [{"to": "leaf"}]},
-        "leaf": {"service_ms": 500.0, "distribution": "constant", "workers_per_instance": 100},
-    }
     for propagation in (True, False):
-        spec = GraphSpec.model_validate(
-            {"entry": "api", "deadline_ms": 600.0, "deadline_propagation": propagation, "services": services}
-        )
+        spec = slow_leaf_chain(propagation)
         report = simulate(spec, rate_per_s=20.0, requests=200, seed=1, deadline_ms=100.0)
         assert report.succeeded == 0 and np.allclose(report.latency_ms, 100.0)
         leaf = report.services["leaf"]

@@ -623,20 +623,29 @@ def work_s(w: Any, s: int) -> float:
 
 
 @step
+def turned_away(w: Any, x: float, a: int, s: int) -> bool:
+    """An attempt arriving, or taken from the queue: dropped if its caller gave up, refused (an error answer) if
+    its deadline has passed. True when it was."""
+    if w.att_i[a, A_CANCELLED]:
+        w.m_svc[s, M_CANCELLED] += 1
+        w.att_i[a, A_PHASE] = FINISHED
+        maybe_free(w, a)
+        return True
+    if x >= w.att_r[a, AR_DEADLINE]:
+        w.m_svc[s, M_REFUSED] += 1
+        refuse(w, x, a)
+        return True
+    return False
+
+
+@step
 def reach(w: Any, x: float, a: int) -> None:
     """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed, else
     queued (and taken at once if a worker is idle)."""
     s = w.att_i[a, A_SVC]
     w.att_r[a, AR_ARRIVED] = x
     w.m_svc[s, M_ATTEMPTS] += 1
-    if w.att_i[a, A_CANCELLED]:
-        w.m_svc[s, M_CANCELLED] += 1
-        w.att_i[a, A_PHASE] = FINISHED
-        maybe_free(w, a)
-        return
-    if x >= w.att_r[a, AR_DEADLINE]:
-        w.m_svc[s, M_REFUSED] += 1
-        refuse(w, x, a)
+    if turned_away(w, x, a, s):
         return
     tail = w.svc_i[s, SI_TAIL]
     if tail >= 0:
@@ -660,14 +669,7 @@ def dequeue(w: Any, x: float, s: int) -> None:
             w.svc_i[s, SI_TAIL] = -1
         w.svc_i[s, SI_QLEN] -= 1
         w.ints[I_QUEUED] -= 1
-        if w.att_i[a, A_CANCELLED]:
-            w.m_svc[s, M_CANCELLED] += 1
-            w.att_i[a, A_PHASE] = FINISHED
-            maybe_free(w, a)
-            continue
-        if x >= w.att_r[a, AR_DEADLINE]:
-            w.m_svc[s, M_REFUSED] += 1
-            refuse(w, x, a)
+        if turned_away(w, x, a, s):
             continue
         w.svc_i[s, SI_FREE] -= 1
         busy_change(w, s, x, 1)
