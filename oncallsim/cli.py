@@ -328,7 +328,7 @@ def serve(
     from oncallsim.alerting.pagerduty import PagerConfig
     from oncallsim.store import default_db_path
     from oncallsim.web.app import create_app
-    from oncallsim.web.limits import Limits
+    from oncallsim.web.limits import Limits, tune_collector
     from oncallsim.web.ports import check_port_free
     from oncallsim.web.security import is_loopback
 
@@ -358,8 +358,10 @@ def serve(
     err.print(f"oncallsim console on http://{shown}:{port}/  (runs stored in {path})", soft_wrap=True)
     if pagerduty is not None:
         err.print(f"pages (PagerDuty Events v2) go to {pagerduty.url}", soft_wrap=True)
+    app = create_app(path, host=host, allow_hosts=allow_host or [], token=token, pagerduty=pagerduty, limits=limits)
+    tune_collector()  # the server's process only (not an app a test or a program makes): web/limits.py
     uvicorn.run(
-        create_app(path, host=host, allow_hosts=allow_host or [], token=token, pagerduty=pagerduty, limits=limits),
+        app,
         host=host,
         port=port,
         log_level="warning",
