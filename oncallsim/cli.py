@@ -225,7 +225,7 @@ def run(
         engine=engine,
     )
     action_list = read_actions(actions, sim.plan) if actions is not None else []
-    prepare_engine(sim.engine)
+    prepare_engine(sim.engine, graph=sim.plan.graph is not None)
     records = sim.run(action_list, policy=player)
     if out_file is not None:
         buffer = io.StringIO()
@@ -265,17 +265,23 @@ app.command("debrief")(guarded(debrief))
 @guarded
 def prepare_command(
     engine: Annotated[
-        list[str] | None, typer.Option("--engine", help="An engine to prepare (repeatable); default: every engine.")
+        list[str] | None,
+        typer.Option(
+            "--engine",
+            help="What to prepare (repeatable): minute, request, or chain (the request engine's chains of "
+            "services); default: both engines.",
+        ),
     ] = None,
 ) -> None:
     """Compile the engines once on this machine (in a process of its own), with a progress line; a later
-    start loads them from the cache in under a second."""
-    from oncallsim.model.engine import ENGINES, get_engine
+    start loads them from the cache in under a second. The chain of services is compiled by the first run of a
+    graph (or the console's start, after both engines), or here with --engine chain."""
+    from oncallsim.model.engine import ENGINES, check_part
     from oncallsim.readiness import ensure_ready, print_progress
 
     names = engine or list(ENGINES)
     for name in names:
-        get_engine(name)
+        check_part(name)
     done = ensure_ready(names, print_progress(sys.stderr), retry_failed=True)  # a failure before is tried again
     failed = [engine_state for engine_state in done if engine_state.state == "failed"]
     if failed:

@@ -102,13 +102,13 @@ def alerts(
     for path in run_files or []:
         run = load_run_file(path)
         sim = vet_run_file(run, str(path), until=0)
-        prepare_engine(sim.engine)
+        prepare_engine(sim.engine, graph=sim.plan.graph is not None)
         with notice_after(1.0, f"replaying {path}…"):
             sims.append(vet_run_file(run, str(path)))
         labels.append(f"{path.name}: {sim.scenario.id} seed {sim.seed}")
     if scenario is not None:
         first = Simulation(scenario_arg(scenario), seed=first_seed, engine=engine, minutes=minutes)
-        prepare_engine(first.engine)
+        prepare_engine(first.engine, graph=first.plan.graph is not None)
         with notice_after(1.0, f"playing {seeds} run(s) of {first.scenario.id} hands-off…"):
             for seed in range(first_seed, first_seed + seeds):
                 sim = first if seed == first_seed else Simulation(first.scenario, seed, engine=engine, minutes=minutes)

@@ -250,15 +250,17 @@ def notice_after(seconds: float, message: str, stream: TextIO | None = None) -> 
         timer.cancel()
 
 
-def prepare_engine(engine: Engine, stream: TextIO | None = None) -> None:
-    """Prepare ``engine``: compiled on its first use on this machine, in a process of its own, with a progress
-    line on stderr (``readiness``); then loaded here from the cache."""
+def prepare_engine(engine: Engine, stream: TextIO | None = None, graph: bool = False) -> None:
+    """Prepare ``engine`` (and, for a ``graph``'s run, its chain of services): compiled on its first use on this
+    machine, in a process of its own, with a progress line on stderr (``readiness``); then loaded here from the
+    cache."""
+    from oncallsim.model.engine import parts_for
     from oncallsim.readiness import ensure_ready, print_progress
 
     out = stream if stream is not None else sys.stderr
-    (done,) = ensure_ready([engine.name], print_progress(out))
-    if done.state == "failed":
-        raise InvalidInput("engine", f"the {engine.name} engine could not be prepared: {done.message}")
+    for done in ensure_ready(parts_for(engine.name, graph), print_progress(out)):
+        if done.state == "failed":
+            raise InvalidInput("engine", f"the {done.engine} engine could not be prepared: {done.message}")
 
 
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)

@@ -38,7 +38,7 @@ def export(
     begins = parse_start(start) if start is not None else None
     run = load_run_file(run_file)
     sim = vet_run_file(run, str(run_file), until=0)  # checked before anything is replayed
-    prepare_engine(sim.engine)
+    prepare_engine(sim.engine, graph=sim.plan.graph is not None)
     with notice_after(1.0, f"replaying the run on the {sim.engine.name} engine…"):
         sim = vet_run_file(run, str(run_file))
     begins = begins or default_start(sim.plan.clock_start_min)

@@ -85,7 +85,8 @@ def sweep(
             engine=engine,
         )
         plan = sweeping.plan_sweep(spec)  # every input checked before a worker starts or a file is made
-        prepare_engine(get_engine(plan.spec.engine or engine or "minute"))  # compiled once here: workers load it
+        graph = plan.scenario.graph is not None
+        prepare_engine(get_engine(plan.spec.engine or engine or "minute"), graph=graph)  # workers load it
         state = sweeping.check_output(plan, out_path, resume)
         executor = sweeping.DaskExecutor(scheduler) if scheduler else sweeping.LocalExecutor(workers)
         points = len(plan.points)

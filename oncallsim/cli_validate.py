@@ -33,7 +33,7 @@ def validate(
     from oncallsim.model.engine import get_engine
     from oncallsim.verify import run_all, write_report
 
-    prepare_engine(get_engine("request"))  # compiled once on this machine: say so rather than look frozen
+    prepare_engine(get_engine("request"), graph=True)  # compiled once on this machine (its chains checked too)
     results = run_all(quick, progress=lambda step: err.print(f"validate: {step}…"))
     written = write_report(results, out)
     console = stdout_console()

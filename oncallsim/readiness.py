@@ -3,7 +3,7 @@
 An engine's first use on a machine compiles it (numba, cached on disk: ``compiled_cache.py``). Compiling
 in the process that serves people would hold numba's compiler lock for as long as it takes, and every live
 run, page or debrief that touches compiled code would wait behind it. So a surface never compiles: it starts
-a *preparer* — ``python -m oncallsim.readiness minute request``, a separate process — that fills the cache,
+a *preparer* — ``python -m oncallsim.readiness minute request chain``, a separate process — that fills the cache,
 and reads how far it is from small files beside the cache; once an engine is ready the surface loads it from
 the cache in well under a second.
 
@@ -35,13 +35,14 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from oncallsim.compiled_cache import cache_folder
-from oncallsim.model.engine import ENGINES, get_engine, prepare
+from oncallsim.model.engine import PREPARED_PARTS, check_part, prepare_part
 
 __all__ = ["Readiness", "ensure_ready", "main", "start_preparer", "status"]
 
 # CPU seconds a preparation from an empty cache took on the reference machine (2026-12-02, 2 cores, as the preparer
-# measured it: minute 5.8–7.1 s, request 15–19 s): the estimate until this machine has measured its own
-FIRST_ESTIMATE_CPU_S = {"minute": 7.0, "request": 24.0}  # the request engine: its one service and a tiny chain
+# measured it: minute 5.8–7.1 s, request 15–19 s; the chain of services ~6 s): the estimate until this machine has
+# measured its own
+FIRST_ESTIMATE_CPU_S = {"minute": 7.0, "request": 18.0, "chain": 7.0}
 PROGRESS_EVERY_S = 0.5
 RESPAWN_AFTER_S = 15.0  # a preparer takes its lock within a second or two of starting
 
@@ -131,8 +132,9 @@ def _locked(lock: Path) -> bool:
 
 
 def status(engine: str) -> Readiness:
-    """How far ``engine``'s preparation is, from the files alone (no compiling, no numba lock)."""
-    get_engine(engine)
+    """How far ``engine``'s preparation is (an engine, or another of ``PREPARED_PARTS``), from the files alone (no
+    compiling, no numba lock)."""
+    check_part(engine)
     if _jit_off():
         return Readiness(engine, "ready")
     ready, progress, lock, _ = _files(engine)
@@ -151,7 +153,7 @@ def status(engine: str) -> Readiness:
 
 
 def start_preparer(
-    engines: Iterable[str] = tuple(ENGINES), retry_failed: bool = False
+    engines: Iterable[str] = PREPARED_PARTS, retry_failed: bool = False
 ) -> subprocess.Popen[bytes] | None:
     """Start one detached preparer for the engines that are not ready and that no preparer is working on
     (minute first: it is quick and most runs need it). Returns the process, or None when none was needed.
@@ -164,7 +166,7 @@ def start_preparer(
     todo = [name for name in names if status(name).state == "missing"]
     if not todo:
         return None
-    todo.sort(key=lambda name: name != "minute")
+    todo.sort(key=PREPARED_PARTS.index)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, (str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")))
@@ -207,7 +209,7 @@ def ensure_ready(
             time.sleep(poll_s)  # a person watching a progress line, not a test
         final[name] = now
         if now.ready:
-            prepare(ENGINES[name])  # loads from the cache: well under a second
+            prepare_part(name)  # loads from the cache: well under a second
     return [final[name] for name in names]
 
 
@@ -264,7 +266,7 @@ def _prepare_here(engine: str, handle: IO[str]) -> None:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            prepare(ENGINES[engine])
+            prepare_part(engine)
         uncached = [str(w.message) for w in caught if "Cannot cache" in str(w.message)]
         cpu = time.process_time() - progress.started
         marker: dict[str, Any] = {"cpu_s": cpu, "compiled": progress.compiled}
@@ -310,9 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     """The preparer: compile the engines named (default all) one after the other."""
     import fcntl
 
-    names = list(argv if argv is not None else sys.argv[1:]) or list(ENGINES)
+    names = list(argv if argv is not None else sys.argv[1:]) or list(PREPARED_PARTS)
     for name in names:
-        get_engine(name)
+        check_part(name)
     with contextlib.ExitStack() as held:
         handles = {}
         for name in names:  # every engine's lock at once, so one waiting its turn reads as being prepared

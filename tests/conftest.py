@@ -23,11 +23,11 @@ _hypothesis_settings.load_profile("deterministic")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Both engines compiled before the first test, once per version of the compiled code, by the preparer
-    process as `make run` does (``oncallsim.readiness``): a cold cache costs its compile here, with a
-    progress line, instead of inside whichever test happens to come first."""
+    """Both engines (and the chain of services) compiled before the first test, once per version of the compiled
+    code, by the preparer process as `make run` does (``oncallsim.readiness``): a cold cache costs its compile
+    here, with a progress line, instead of inside whichever test happens to come first."""
     import sys
 
     from oncallsim.readiness import ensure_ready, print_progress
 
-    ensure_ready(["minute", "request"], print_progress(sys.stderr))
+    ensure_ready(["minute", "request", "chain"], print_progress(sys.stderr))

@@ -142,3 +142,36 @@ print(status("minute").state)
 print(ensure_ready(["minute"], retry_failed=True, poll_s=0.05)[0].state)
 """
     assert _in_cache(tmp_path, code).split() == ["failed", "ready"]
+
+
+def test_a_graph_run_waits_for_the_chain_and_a_one_service_run_does_not(tmp_path: Path) -> None:
+    """The chain of services is prepared on its own, after both engines: a one-service request-engine run goes
+    on while it compiles, a graph's run waits for it and says so."""
+    import asyncio
+
+    from oncallsim.model.engine import parts_for
+    from oncallsim.scenarios import load_scenario
+    from oncallsim.store import RunStore
+    from oncallsim.web.live import RunManager
+
+    assert parts_for("request") == ("request",) and parts_for("request", graph=True) == ("request", "chain")
+
+    def chain_preparing(name: str) -> Readiness:
+        if name == "chain":
+            return Readiness(name, "preparing", 0.5, 3.0)
+        return Readiness(name, "ready", 1.0, 0.0)
+
+    async def play() -> None:
+        store = RunStore(tmp_path / "runs.db")
+        manager = RunManager(store, engine_state=chain_preparing)
+        one = await manager.create(Simulation("tutorial", seed=1, engine="request"), 16, paused=True)
+        one.advance()
+        assert one.sim.minute == 1 and one.state()["preparing"] is None
+        graph = load_scenario(ROOT / "examples" / "graphs" / "cascade.toml")
+        chained = await manager.create(Simulation(graph, seed=1), 16, paused=True)
+        chained.advance()
+        assert chained.sim.minute == 0 and chained.state()["preparing"]["name"] == "chain"
+        await manager.shutdown()
+        store.close()
+
+    asyncio.run(play())

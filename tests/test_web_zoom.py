@@ -72,7 +72,7 @@ def test_the_engines_are_prepared_in_the_background(client: TestClient) -> None:
     deadline = time.monotonic() + 300  # a cold machine's preparer compiles the request engine once
     while True:
         listed = client.get("/api/engines").json()
-        assert [e["name"] for e in listed] == ["minute", "request"]
+        assert [e["name"] for e in listed] == ["minute", "request", "chain"]
         assert all(e["state"] in ("ready", "preparing", "missing") and e["message"] == "" for e in listed), listed
         assert all(0.0 <= e["share"] <= 1.0 for e in listed)
         if all(e["ready"] for e in listed) or time.monotonic() > deadline:

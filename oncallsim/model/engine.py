@@ -19,7 +19,20 @@ from oncallsim.model.rng import Mulberry32
 from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import advance
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "MinuteEngine", "get_engine", "prepare", "refuse_faults"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "PREPARED_PARTS",
+    "Engine",
+    "MinuteEngine",
+    "check_part",
+    "get_engine",
+    "parts_for",
+    "prepare",
+    "prepare_chain",
+    "prepare_part",
+    "refuse_faults",
+]
 
 
 class Engine(Protocol):
@@ -112,20 +125,57 @@ def get_engine(name: str) -> Engine:
     return ENGINES[name]
 
 
+# What is compiled once on a machine, each part on its own (readiness.py): the two engines, and the request
+# engine's chains of services — a graph's event loop, some seconds of CPU more that a one-service run never needs,
+# so it is compiled after the engines and only a graph's run waits for it.
+PREPARED_PARTS = ("minute", "request", "chain")
+
+
+def parts_for(engine: str, graph: bool = False) -> tuple[str, ...]:
+    """The parts a run of ``engine`` needs compiled (a graph: the chain as well)."""
+    return (engine, "chain") if graph else (engine,)
+
+
+def check_part(name: object) -> str:
+    if not isinstance(name, str) or name not in PREPARED_PARTS:
+        raise InvalidInput(
+            "engine",
+            f"must be one of {', '.join(PREPARED_PARTS)}, got {name!r}",
+            "choice",
+            allowed=PREPARED_PARTS,
+            got=name,
+        )
+    return name
+
+
 def prepare(engine: Engine) -> None:
-    """Compile (or load from numba's cache) what a run of ``engine`` calls, by playing two minutes of a tiny
-    plan with a deploy and a flush (and, on the request engine, a minute of a tiny chain of services): the first
-    use on a machine compiles for up to a minute, and a surface can say so before it starts instead of looking
-    frozen."""
+    """Compile (or load from numba's cache) what a one-service run of ``engine`` calls, by playing two minutes of
+    a tiny plan with a deploy and a flush: the first use on a machine compiles for up to a minute, and a surface
+    can say so before it starts instead of looking frozen."""
     params = Params(max_fleet=2, hot_objects=100.0)
     plan = RunPlan(minutes=2, deploy_minutes=frozenset({0}), flush_minutes=frozenset({1}))
     state = engine.initial(plan, Controls(floor=1), params, 0)
     rng = Mulberry32(0)
     for _ in range(plan.minutes):
         state, _ = engine.step(state, [("warmup", None)] if state.minute == 1 else [], rng, params)
-    if engine.name == "request":
-        from oncallsim.model.chain.layout import tiny_chain
 
-        state = engine.initial(RunPlan(minutes=2, graph=tiny_chain()), Controls(floor=1), params, 0)
-        state, _ = engine.step(state, [], rng, params)
-        engine.step(state, [("leaf.timeout_ms", 30.0)], rng, params)  # a timeout changed: its timers requeued
+
+def prepare_chain() -> None:
+    """Compile (or load) the request engine's chain of services: a minute of a tiny chain, then a timeout
+    changed (its timers requeued)."""
+    from oncallsim.model.chain.layout import tiny_chain
+
+    engine = ENGINES["request"]
+    params = Params(max_fleet=2, hot_objects=100.0)
+    rng = Mulberry32(0)
+    state = engine.initial(RunPlan(minutes=2, graph=tiny_chain()), Controls(floor=1), params, 0)
+    state, _ = engine.step(state, [], rng, params)
+    engine.step(state, [("leaf.timeout_ms", 30.0)], rng, params)
+
+
+def prepare_part(name: str) -> None:
+    """Compile (or load) one of ``PREPARED_PARTS``."""
+    if check_part(name) == "chain":
+        prepare_chain()
+    else:
+        prepare(ENGINES[name])

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from oncallsim.model.engine import ENGINES, prepare
+from oncallsim.model.engine import PREPARED_PARTS, prepare_part
 from oncallsim.readiness import RESPAWN_AFTER_S, Readiness, start_preparer, status
 
 __all__ = ["EngineWarmer", "router"]
@@ -31,7 +31,7 @@ class EngineWarmer:
     """Which engines this process has loaded; the others' preparation, read from the preparer's files."""
 
     def __init__(self) -> None:
-        self.loaded = dict.fromkeys(ENGINES, False)
+        self.loaded = dict.fromkeys(PREPARED_PARTS, False)
         self.failed: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -58,7 +58,7 @@ class EngineWarmer:
         spawned = time.monotonic()
         respawns = 0
         here = not self._spawn(None)
-        order = sorted(ENGINES, key=lambda name: name != "minute")
+        order = PREPARED_PARTS  # minute first: it is quick and most runs need it; a graph's chain last
         while not self._stop.is_set():
             pending = [name for name in order if not self.loaded[name] and name not in self.failed]
             if not pending:
@@ -79,7 +79,7 @@ class EngineWarmer:
 
     def _spawn(self, name: str | None) -> bool:
         try:
-            start_preparer([name] if name else list(ENGINES))
+            start_preparer([name] if name else list(PREPARED_PARTS))
         except OSError as exc:
             log.warning("cannot start the engines' preparer (%s): compiling in the server instead", exc)
             return False
@@ -87,7 +87,7 @@ class EngineWarmer:
 
     def _load(self, name: str) -> None:
         try:
-            prepare(ENGINES[name])  # from the cache: well under a second (compiled here only as a last resort)
+            prepare_part(name)  # from the cache: well under a second (compiled here only as a last resort)
         except Exception as exc:  # a broken engine must not take the console down: it is logged and shown
             log.exception("loading the %s engine failed", name)
             self.failed[name] = f"{type(exc).__name__}: {exc}"
@@ -97,6 +97,7 @@ class EngineWarmer:
 
 @router.get("/engines")
 async def engines(request: Request) -> list[dict[str, Any]]:
-    """Each engine: ready, or how far its preparation is (share done, an estimate of the seconds left)."""
+    """Each engine (and the chain of services): ready, or how far its preparation is (share done, an estimate of
+    the seconds left)."""
     warmer: EngineWarmer = request.app.state.engines
-    return [warmer.readiness(name).to_dict() for name in ENGINES]
+    return [warmer.readiness(name).to_dict() for name in PREPARED_PARTS]

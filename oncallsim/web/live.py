@@ -33,6 +33,7 @@ from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
 from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MODEL_VERSIONS, SETTINGS, InvalidInput, MinuteRecord, RunPlan
 from oncallsim.model.controls import WORLD_SETTINGS
+from oncallsim.model.engine import parts_for
 from oncallsim.model.events import Event
 from oncallsim.policies import counterfactuals
 from oncallsim.readiness import Readiness
@@ -556,11 +557,12 @@ class LiveRun:
             self._over()
 
     def _waits_for_engine(self) -> bool:
-        """True while the run's engine is being prepared: the minute waits, and viewers are told how far the
-        preparation is (at most once a second)."""
+        """True while the run's engine (and, for a graph, its chain) is being prepared: the minute waits, and
+        viewers are told how far the preparation is (at most once a second)."""
         assert self.engine_state is not None
-        now = self.engine_state(self.sim.engine.name)
-        if now.ready:
+        parts = parts_for(self.sim.engine.name, self.sim.plan.graph is not None)
+        now = next((state for state in map(self.engine_state, parts) if not state.ready), None)
+        if now is None:
             if self.preparing is not None:
                 self.preparing = None
                 self.broadcast(self.state())
