@@ -56,14 +56,14 @@ class Format(StrEnum):
 @app.command()
 @guarded
 def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one scenario in full.")] = None) -> None:
-    """List the built-in scenarios (or show one with its briefing)."""
+    """List the built-in scenarios and the chains of services (or show one with its briefing)."""
     from rich.table import Table
 
     out = stdout_console()
     if show is not None:
-        from oncallsim.scenarios import builtin_scenarios
+        from oncallsim.scenarios import registered_scenarios
 
-        known = builtin_scenarios()
+        known = registered_scenarios()
         if show not in known:
             raise InvalidInput(
                 "--show", f"unknown scenario {show!r}{did_you_mean(show, known)}; known: {', '.join(known)}"
@@ -92,6 +92,12 @@ def scenarios(show: Annotated[str | None, typer.Option("--show", help="Print one
     for row in listing():
         table.add_row(row.id, row.title, row.start, _length(row.minutes), row.summary)
     print_trimmed(out, table)
+    chains = Table(title="Chains of services (the request engine; docs/graphs.md)")
+    for col in ("id", "title", "start", "length", "summary"):
+        chains.add_column(col)
+    for row in listing("graphs"):
+        chains.add_row(row.id, row.title, row.start, _length(row.minutes), row.summary)
+    print_trimmed(out, chains)
 
 
 def _length(minutes: int) -> str:

@@ -129,9 +129,9 @@ def check_override_names(names: Iterable[str]) -> None:
 def scenario_arg(text: str) -> str | Path:
     """The CLI's scenario argument: a registered id, or a file the user named (an explicit path: it contains a
     path separator or ends in .toml). Nothing else is opened; an unknown id is refused with the nearest one."""
-    from oncallsim.scenarios import builtin_scenarios
+    from oncallsim.scenarios import registered_scenarios
 
-    known = builtin_scenarios()
+    known = registered_scenarios()
     if text in known:
         return text
     if text.endswith(".toml") or "/" in text or (sys.platform == "win32" and "\\" in text):

@@ -40,7 +40,7 @@ from oncallsim.model.engine import DEFAULT_ENGINE, Engine, get_engine
 from oncallsim.model.errors import quote
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.model.state import kernel_inputs
-from oncallsim.scenarios import Scenario, builtin_scenarios, load_scenario, parse_clock, scenario_from_dict
+from oncallsim.scenarios import Scenario, load_scenario, parse_clock, registered_scenarios, scenario_from_dict
 from oncallsim.scenarios.registry import superseded_scenario
 from oncallsim.validation import MAX_FILE_BYTES, decode_text, invalid_input, read_bounded
 
@@ -450,7 +450,7 @@ class Simulation:
     # --- run files -----------------------------------------------------------------------------------
 
     def run_file(self) -> RunFile:
-        builtin = builtin_scenarios().get(self.scenario.id) == self.scenario
+        builtin = registered_scenarios().get(self.scenario.id) == self.scenario
         return RunFile(
             scenario=self.scenario.id,
             scenario_spec=None if builtin else self.scenario.model_dump(mode="json"),

@@ -16,7 +16,7 @@ from oncallsim.debrief import make_report
 from oncallsim.model.controls import coerce_control_value
 from oncallsim.simulation import Action
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "graphs"
+EXAMPLES = Path(__file__).resolve().parent.parent / "oncallsim" / "scenarios" / "data" / "graphs"
 
 
 @pytest.mark.parametrize(

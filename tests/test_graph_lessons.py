@@ -1,6 +1,6 @@
-"""The chain lessons (examples/graphs/, docs/graphs.md "Three lessons") on held-out seeds: each scenario's
-objectives fail hands-off and pass with its fix (the scenario's graph changed as the lesson says). The files were
-tuned on seeds 101–102; these seeds were not looked at while tuning."""
+"""The chain lessons (oncallsim/scenarios/data/graphs/, docs/graphs.md "Three lessons") on held-out seeds: each
+scenario's objectives fail hands-off and pass with its fix (the scenario's graph changed as the lesson says). The
+files were tuned on seeds 101–102; these seeds were not looked at while tuning."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from oncallsim import Simulation
 from oncallsim.debrief import make_report
 from oncallsim.scenarios.registry import scenario_from_dict
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "graphs"
+EXAMPLES = Path(__file__).resolve().parent.parent / "oncallsim" / "scenarios" / "data" / "graphs"
 HELD_OUT = (201, 202)
 
 # each lesson's fix: the services' settings it changes (docs/graphs.md says why)

@@ -206,16 +206,29 @@ def test_contradictions_are_listed_not_refused() -> None:
     ]
 
 
-def test_the_console_refuses_a_graph_scenario_in_the_same_line(tmp_path: Path) -> None:
-    """Sent as content to the API: the run is refused (422) with the field and the line, nothing started."""
+def test_the_console_plays_a_graph_scenario_sent_as_content(tmp_path: Path) -> None:
+    """Sent as content to the API, a chain of services plays on the request engine: its services' controls are
+    taken (and refused, naming why, where a chain has no such thing), its state says each service's settings in
+    force, and its page draws the graph."""
     from fastapi.testclient import TestClient
 
-    from oncallsim.web.api import CONSOLE_WITHOUT_GRAPHS
     from oncallsim.web.app import create_app
 
     base = "http://testserver"
     with TestClient(create_app(tmp_path / "runs.sqlite3", allow_hosts=["testserver"]), base_url=base) as client:
         body = {"scenario": "checkout-chain", "scenario_toml": doc_example(), "seed": 1, "paused": True}
         response = client.post("/api/runs", json=body)
-        assert response.status_code == 422, response.text
-        assert response.json() == {"field": "graph", "error": f"graph: {CONSOLE_WITHOUT_GRAPHS}"}
+        assert response.status_code == 201, response.text
+        run = response.json()["id"]
+        page = client.get(f"/runs/{run}").text
+        assert "data-graph=" in page and 'id="services-body"' in page and 'id="chart-cache"' not in page
+        state = client.get(f"/api/runs/{run}").json()["state"]
+        assert set(state["services"]) == {"api", "orders", "db"}
+        assert state["services"]["db"]["timeout_ms"] == 100.0 and state["services"]["orders"]["timeout_ms"] == 400.0
+        taken = client.post(f"/api/runs/{run}/actions", json={"control": "db.retries", "value": 2})
+        assert taken.status_code == 200, taken.text
+        refused = client.post(f"/api/runs/{run}/actions", json={"control": "ttl_s", "value": 30})
+        assert refused.status_code == 422 and refused.json()["field"] == "ttl_s"
+        assert "cache or build" in refused.json()["error"]
+        unknown = client.post(f"/api/runs/{run}/actions", json={"control": "nope.retries", "value": 1})
+        assert unknown.status_code == 422 and "unknown service 'nope'" in unknown.json()["error"]

@@ -167,7 +167,7 @@ def test_a_graph_run_waits_for_the_chain_and_a_one_service_run_does_not(tmp_path
         one = await manager.create(Simulation("tutorial", seed=1, engine="request"), 16, paused=True)
         one.advance()
         assert one.sim.minute == 1 and one.state()["preparing"] is None
-        graph = load_scenario(ROOT / "examples" / "graphs" / "cascade.toml")
+        graph = load_scenario("cascade")
         chained = await manager.create(Simulation(graph, seed=1), 16, paused=True)
         chained.advance()
         assert chained.sim.minute == 0 and chained.state()["preparing"]["name"] == "chain"

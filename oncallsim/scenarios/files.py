@@ -14,9 +14,12 @@ __all__ = ["Listed", "builtin_files", "listing"]
 
 
 @cache
-def builtin_files() -> tuple[tuple[str, dict[str, Any]], ...]:
-    """Each shipped file's name and parsed TOML, in the files' order (00-…, 01-…)."""
-    folder = resources.files("oncallsim.scenarios") / "data"
+def builtin_files(folder_name: str = "data") -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Each shipped file's name and parsed TOML, in the files' order (00-…, 01-…); ``data/graphs``: the chains
+    of services."""
+    folder = resources.files("oncallsim.scenarios")
+    for part in folder_name.split("/"):
+        folder = folder / part
     entries = sorted((e for e in folder.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name)
     return tuple((e.name, tomllib.loads(e.read_text(encoding="utf-8"))) for e in entries)
 
@@ -31,9 +34,10 @@ class Listed(NamedTuple):
     summary: str
 
 
-def listing() -> list[Listed]:
-    """The built-in scenarios as a list shows them, unvalidated (each field as its file writes it)."""
+def listing(kind: str = "") -> list[Listed]:
+    """The built-in scenarios (``kind`` "graphs": the chains of services) as a list shows them, unvalidated (each
+    field as its file writes it)."""
     return [
         Listed(str(d["id"]), str(d["title"]), str(d["start"]), int(d["minutes"]), str(d["summary"]))
-        for _name, d in builtin_files()
+        for _name, d in builtin_files("data/graphs" if kind == "graphs" else "data")
     ]

@@ -20,8 +20,10 @@ from oncallsim.validation import invalid_input
 __all__ = [
     "MAX_SCENARIO_BYTES",
     "builtin_scenarios",
+    "graph_scenarios",
     "load_scenario",
     "registered_scenario",
+    "registered_scenarios",
     "scenario_from_dict",
     "scenario_from_file",
     "scenario_from_text",
@@ -99,9 +101,27 @@ def builtin_scenarios() -> dict[str, Scenario]:
     return found
 
 
+@cache
+def graph_scenarios() -> dict[str, Scenario]:
+    """The shipped chains of services by id (``data/graphs/``: docs/graphs.md's lessons), apart from the
+    one-service scenarios: they play on the request engine only, and the playbook, the balance and the alert
+    rehearsals of ``builtin_scenarios`` are the one service's."""
+    found: dict[str, Scenario] = {}
+    for name, data in builtin_files("data/graphs"):
+        scenario = scenario_from_dict(data, f"graphs/{name}")
+        found[scenario.id] = scenario
+    return found
+
+
+@cache
+def registered_scenarios() -> dict[str, Scenario]:
+    """Every scenario a name reaches (the built-in ones, then the chains of services)."""
+    return {**builtin_scenarios(), **graph_scenarios()}
+
+
 def registered_scenario(ref: object, field: str = "scenario") -> Scenario:
-    """A built-in scenario by id, and nothing else: what the web accepts by name (never a path)."""
-    known = builtin_scenarios()
+    """A shipped scenario by id, and nothing else: what the web accepts by name (never a path)."""
+    known = registered_scenarios()
     if isinstance(ref, str) and ref in known:
         return known[ref]
     shown = repr(ref)[:80]
@@ -109,11 +129,11 @@ def registered_scenario(ref: object, field: str = "scenario") -> Scenario:
 
 
 def load_scenario(ref: str | Path | Scenario) -> Scenario:
-    """A scenario by built-in id, or from a TOML file the caller names explicitly: a ``Path``, or a string
+    """A scenario by shipped id, or from a TOML file the caller names explicitly: a ``Path``, or a string
     ending in ``.toml`` (what the CLI passes on). Nothing else is ever opened: ``/dev/zero`` is an unknown id."""
     if isinstance(ref, Scenario):
         return ref
-    known = builtin_scenarios()
+    known = registered_scenarios()
     if isinstance(ref, str) and ref in known:
         return known[ref]
     if isinstance(ref, Path) or (isinstance(ref, str) and ref.endswith(".toml")):

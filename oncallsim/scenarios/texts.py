@@ -57,11 +57,11 @@ def shipped_texts(language: str) -> dict[str, dict[str, str]]:
 
 
 def _is_shipped(scenario: Scenario) -> bool:
-    from oncallsim.scenarios.registry import builtin_scenarios
+    from oncallsim.scenarios.registry import registered_scenarios
 
     if scenario.id in SHIPPED_EXTRA_IDS:
         return True
-    builtin = builtin_scenarios().get(scenario.id)
+    builtin = registered_scenarios().get(scenario.id)
     return builtin is not None and builtin.title == scenario.title and builtin.briefing == scenario.briefing
 
 

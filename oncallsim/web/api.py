@@ -32,7 +32,7 @@ from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_i
 from oncallsim.model.controls import text_refused
 from oncallsim.model.engine import DEFAULT_ENGINE, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
-from oncallsim.scenarios import builtin_scenarios
+from oncallsim.scenarios import registered_scenarios
 from oncallsim.scenarios.registry import registered_scenario, scenario_from_text
 from oncallsim.scenarios.spec import Scenario
 from oncallsim.simulation import MAX_SEED, RunFile, Simulation
@@ -88,24 +88,15 @@ class NewRun(_Body):
     )
 
     def resolve(self) -> Scenario:
-        """The scenario to play: sent as content, or a registered one. A chain of services is refused: the
-        engine plays one (the CLI, the Python API, sweeps), the console does not draw one yet (issue 24)."""
+        """The scenario to play: sent as content, or a registered one (a chain of services too: it plays on the
+        request engine, which the scenario names)."""
         if self.scenario_toml is not None:
             scenario = scenario_from_text(self.scenario_toml, "scenario_toml")
             if scenario.id != self.scenario:
                 raise InvalidInput("scenario", f"must be the sent scenario's id {scenario.id!r}")
         else:
             scenario = registered_scenario(self.scenario)
-        if scenario.graph is not None:
-            raise InvalidInput("graph", CONSOLE_WITHOUT_GRAPHS)
         return scenario
-
-
-# What the console says of a chain of services until it draws one (the engine and the CLI play it).
-CONSOLE_WITHOUT_GRAPHS = (
-    "a chain of services plays from the command line (oncallsim run FILE.toml) and the Python API; the console "
-    "does not show one yet"
-)
 
 
 class ActionBody(_Body):
@@ -196,7 +187,7 @@ async def import_file(manager: RunManager, file: UploadFile) -> str:
 
 @router.get("/scenarios")
 async def scenarios() -> list[dict[str, Any]]:
-    return [s.model_dump(mode="json") for s in builtin_scenarios().values()]
+    return [s.model_dump(mode="json") for s in registered_scenarios().values()]
 
 
 @router.get("/controls")

@@ -32,6 +32,7 @@ from oncallsim.cliff.zone import gauge as cliff_gauge
 from oncallsim.debrief import Report, make_report
 from oncallsim.debrief.charts import debrief_figure
 from oncallsim.model import CONTROL_SPECS, MODEL_VERSION, MODEL_VERSIONS, SETTINGS, InvalidInput, MinuteRecord, RunPlan
+from oncallsim.model.chain.controls import service_settings
 from oncallsim.model.controls import WORLD_SETTINGS
 from oncallsim.model.engine import parts_for
 from oncallsim.model.events import Event
@@ -268,6 +269,10 @@ class LiveRun:
             "length": self.sim.length,
             "clock": self.sim.plan.clock(self.sim.minute),
             "controls": {name: getattr(controls, name) for name in _shown_controls(self.sim.engine.name)},
+            # a chain's services: their settings in force (as declared, then as the log changed them)
+            "services": None
+            if self.sim.plan.graph is None
+            else service_settings(self.sim.plan.graph, ((a.control, a.value) for a in self.sim.actions)),
             "pending": [a.to_dict() for a in self.pending],
             "preparing": self.preparing,
             # the speed it actually plays at when the server cannot keep it at its own (web/workers.py)

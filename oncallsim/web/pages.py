@@ -47,12 +47,14 @@ from oncallsim.i18n import (
     translations,
 )
 from oncallsim.model import CONTROL_SPECS, DEFAULT_PARAMS, InvalidInput, param_info
+from oncallsim.model.chain.controls import graph_view
+from oncallsim.model.chain.engine import CHAIN_CONTROLS
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.errors import whole_number
 from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
 from oncallsim.refusals import localize
-from oncallsim.scenarios import builtin_scenarios
+from oncallsim.scenarios import builtin_scenarios, graph_scenarios, registered_scenarios
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
@@ -188,6 +190,7 @@ async def home(
         request,
         "home.html",
         scenarios=[s for s in builtin_scenarios().values() if s.id != TUTORIAL_ID],  # the tutorial has its card
+        chains=list(graph_scenarios().values()),  # chains of services: a section of their own
         tutorial=tutorial_scenario(),
         daily=daily_seed(),
         seed=random_seed() if seed is None else seed,
@@ -209,7 +212,7 @@ async def play(
     """A share link: the same scenario and seed, one click from starting ("Play again" also keeps the run's
     difficulty, engine and speed). A link cut short or edited by hand gets the error page with a sentence a
     person reads, never a parser's message."""
-    known = builtin_scenarios()
+    known = registered_scenarios()
     if scenario not in known:
         return error_page(
             request,
@@ -305,7 +308,7 @@ async def leaderboard(
     request: Request, scenario: str = Query(default="", max_length=200), seed: str = Query(default="", max_length=40)
 ) -> HTMLResponse:
     """The finished runs of one scenario and seed, best score first (local to this server)."""
-    known = builtin_scenarios()
+    known = registered_scenarios()
     if scenario not in known:
         return error_page(
             request, refusal(request, "scenario", "unknown", name=repr(scenario[:80]), known=", ".join(known))
@@ -332,7 +335,7 @@ async def runs(request: Request, show: str = Query(default="all", max_length=20)
     if show not in RUN_FILTERS:
         return error_page(request, refusal(request, "show", "one_of", allowed=", ".join(RUN_FILTERS), got=repr(show)))
     language = language_of(request)
-    shown = {**builtin_scenarios(), TUTORIAL_ID: tutorial_scenario()}
+    shown = {**registered_scenarios(), TUTORIAL_ID: tutorial_scenario()}
     titles = {sid: scenario_text(s, "title", language) for sid, s in shown.items()}
     store = manager_of(request).store
     rows = await store.read(store.recent)
@@ -365,8 +368,18 @@ async def console(request: Request, run_id: str) -> HTMLResponse:
     if isinstance(live, HTMLResponse):
         return live
     tutorial = is_tutorial(live.sim.scenario)
+    layout = live.sim.plan.graph
     return render(
-        request, "console.html", live=live, sim=live.sim, controls=CONTROL_SPECS, speeds=SPEEDS, tutorial=tutorial
+        request,
+        "console.html",
+        live=live,
+        sim=live.sim,
+        controls=CONTROL_SPECS,
+        speeds=SPEEDS,
+        tutorial=tutorial,
+        # a chain of services: the diagram and the services' panel are drawn from its graph (services.js)
+        graph=None if layout is None else graph_view(layout),
+        shown_controls=CONTROL_SPECS if layout is None else {name: CONTROL_SPECS[name] for name in CHAIN_CONTROLS},
     )
 
 

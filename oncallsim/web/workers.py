@@ -150,9 +150,13 @@ class Stepped(NamedTuple):
 
 
 def _view(sim: Simulation) -> Any:
+    """What the server shows of the world: the one service's instances and settings; a chain of services has
+    neither (its services' settings are read from the log, ``chain.controls.service_settings``): None."""
     from oncallsim.model.fields import ST
     from oncallsim.model.request.fleet_ops import view_of
 
+    if sim.plan.graph is not None:
+        return None
     return view_of(sim.state.world, int(sim.state.vec[ST.serving]))
 
 

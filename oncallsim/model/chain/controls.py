@@ -12,12 +12,24 @@ away (no timeout, no hedging). The entry's timeout is its clients' patience, set
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oncallsim.model.errors import InvalidInput, number_text, quote
 
-__all__ = ["SERVICE_SETTINGS", "ServiceSetting", "check_service_action", "coerce_service_control", "split_control"]
+if TYPE_CHECKING:
+    from oncallsim.model.chain.layout import ChainLayout
+
+__all__ = [
+    "SERVICE_SETTINGS",
+    "ServiceSetting",
+    "check_service_action",
+    "coerce_service_control",
+    "graph_view",
+    "service_settings",
+    "split_control",
+]
 
 
 @dataclass(frozen=True)
@@ -91,3 +103,55 @@ def check_service_action(name: str, services: tuple[str, ...], entry: str | None
         )
     if setting == "timeout_ms" and service == entry:
         raise InvalidInput(name, f"{service} is the entry: its timeout is its clients' patience, set in the file")
+
+
+def service_settings(layout: ChainLayout, actions: Iterable[tuple[str, Any]] = ()) -> dict[str, dict[str, float]]:
+    """Each service's settings as declared, then as ``actions`` (in order, checked already) changed them: what a
+    surface shows as "in force" (read from the run's log, never from the engine's world, which a worker process
+    may hold)."""
+    settings = {
+        service.name: {
+            "timeout_ms": 0.0 if service.timeout_s is None else service.timeout_s * 1000.0,
+            "retries": float(service.retries),
+            "retry_budget": service.retry_budget,
+            "hedge_after_quantile": service.hedge_quantile or 0.0,
+            "instances": float(service.instances),
+        }
+        for service in layout.services
+    }
+    for name, value in actions:
+        if "." in name:
+            service, setting = split_control(name)
+            if service in settings:
+                settings[service][setting] = float(value)
+    return settings
+
+
+def graph_view(layout: ChainLayout) -> dict[str, Any]:
+    """The graph as a page draws it: its services in declaration order with their calls (callee, copies, the
+    probability of a call made on some requests, parallel or not), the entry, the clients' deadline, and each
+    setting's range (``SERVICE_SETTINGS``) for the console's inputs."""
+    return {
+        "entry": layout.services[layout.entry].name,
+        "deadline_ms": layout.deadline_s * 1000.0,
+        "services": [
+            {
+                "name": service.name,
+                "workers_per_instance": service.workers_per_instance,
+                "calls": [
+                    {
+                        "to": layout.services[call.to].name,
+                        "copies": call.copies,
+                        "probability": call.probability,
+                        "parallel": call.parallel,
+                    }
+                    for call in service.calls
+                ],
+            }
+            for service in layout.services
+        ],
+        "settings": {
+            name: {"whole": spec.whole, "min": spec.low, "max": spec.high, "off": spec.off}
+            for name, spec in SERVICE_SETTINGS.items()
+        },
+    }

@@ -57,14 +57,21 @@ from oncallsim.model.stages import close_minute, open_minute
 from oncallsim.model.state import State, initial_state
 from oncallsim.model.step import make_record
 
-__all__ = ["chain_initial", "chain_step", "check_chain_action"]
+__all__ = ["CHAIN_CONTROLS", "chain_initial", "chain_step", "check_chain_action"]
 
 _WORLD_CONTROLS = frozenset(name for name, spec in CONTROL_SPECS.items() if spec.engines == ("request",))
+# the one service's cache and build: a chain's cache and database are services of its graph (their controls are
+# ``<service>.<setting>``), and its answers are its services' (a bad build's errors are the minute model's)
+_CACHE_AND_BUILD = frozenset({"ttl_s", "recommendations", "warmup", "rollback"})
+# what the one service's controls reach in a chain: the edge's shedding, the entry's fleet, deadline propagation
+CHAIN_CONTROLS = tuple(
+    name for name in CONTROL_SPECS if name not in _WORLD_CONTROLS | _CACHE_AND_BUILD or name == "deadline_propagation"
+)
 
 
 def chain_initial(plan: RunPlan, controls: Controls, params: Params, seed: int) -> State:
     assert plan.graph is not None
-    for name in sorted(_WORLD_CONTROLS):
+    for name in sorted(_WORLD_CONTROLS | _CACHE_AND_BUILD):
         value = getattr(controls, name, None)
         if value is not None and value != CONTROL_SPECS[name].default:
             if name == "deadline_propagation":  # a chain opens with its graph's
@@ -148,6 +155,12 @@ def check_chain_action(control: str, layout: ChainLayout | None = None) -> None:
             control,
             "acts on the one service's instances; this run is a chain of services (its [graph]), whose fleets are "
             "declared per service",
+        )
+    if control in _CACHE_AND_BUILD:
+        raise InvalidInput(
+            control,
+            "acts on the one service's cache or build; this run is a chain of services (its [graph]), whose cache "
+            "and database are services of the graph (<service>.<setting>)",
         )
 
 

@@ -103,32 +103,33 @@ def record_chain_minute(
 
 
 def chain_extras(world: ChainWorld, layout: ChainLayout) -> dict[str, Any]:
-    """Per service (by name, in declaration order), its minute: attempts that reached it, their outcomes, the
-    retries and hedges it sent and the calls it gave up on, per second; its workers' mean use, queue and busy
-    workers at the minute's end, its answers' p50 and p99 (ms); and the clients' answers' sum and count."""
+    """Per service (by name, in declaration order; plain Python numbers, as every record's JSON), its minute:
+    attempts that reached it, their outcomes, the retries and hedges it sent and the calls it gave up on, per
+    second; its workers' mean use, queue and busy workers at the minute's end, its answers' p50 and p99 (ms); and
+    the clients' answers' sum and count."""
     services: dict[str, Any] = {}
     for s, service in enumerate(layout.services):
         m = world.m_svc[s]
         p50 = hist_quantile_s(world.m_hist[s], 0.5)
         p99 = hist_quantile_s(world.m_hist[s], 0.99)
         services[service.name] = {
-            "attempts_per_s": m[M_ATTEMPTS] / 60.0,
-            "started_per_s": m[M_STARTED] / 60.0,
-            "succeeded_per_s": m[M_SUCCEEDED] / 60.0,
-            "failed_per_s": m[M_FAILED] / 60.0,
-            "refused_per_s": m[M_REFUSED] / 60.0,
-            "cancelled_per_s": m[M_CANCELLED] / 60.0,
-            "retries_per_s": m[M_RETRIES] / 60.0,
-            "retries_denied_per_s": m[M_DENIED] / 60.0,
-            "hedges_per_s": m[M_HEDGES] / 60.0,
-            "timeouts_per_s": m[M_TIMEOUTS] / 60.0,
+            "attempts_per_s": float(m[M_ATTEMPTS] / 60.0),
+            "started_per_s": float(m[M_STARTED] / 60.0),
+            "succeeded_per_s": float(m[M_SUCCEEDED] / 60.0),
+            "failed_per_s": float(m[M_FAILED] / 60.0),
+            "refused_per_s": float(m[M_REFUSED] / 60.0),
+            "cancelled_per_s": float(m[M_CANCELLED] / 60.0),
+            "retries_per_s": float(m[M_RETRIES] / 60.0),
+            "retries_denied_per_s": float(m[M_DENIED] / 60.0),
+            "hedges_per_s": float(m[M_HEDGES] / 60.0),
+            "timeouts_per_s": float(m[M_TIMEOUTS] / 60.0),
             "utilization": float(m[M_BUSY_S] / (world.svc[s, SV_WORKERS] * 60.0)),
-            "mean_wait_ms": m[M_WAIT_S] / m[M_STARTED] * 1000.0 if m[M_STARTED] > 0 else 0.0,
+            "mean_wait_ms": float(m[M_WAIT_S] / m[M_STARTED] * 1000.0) if m[M_STARTED] > 0 else 0.0,
             "queue": int(world.svc_i[s, SI_QLEN]),
             "busy": int(world.svc_i[s, SI_BUSY]),
             "workers": int(world.svc[s, SV_WORKERS]),
-            "p50_ms": None if p50 is None else p50 * 1000.0,
-            "p99_ms": None if p99 is None else p99 * 1000.0,
+            "p50_ms": None if p50 is None else float(p50 * 1000.0),
+            "p99_ms": None if p99 is None else float(p99 * 1000.0),
         }
     return {
         "graph": {"entry": layout.services[layout.entry].name, "services": services},

@@ -104,6 +104,22 @@
       ],
     };
   }
+  // a chart the page does not have is not drawn (a chain of services has no one cache and database)
+  for (const id of Object.keys(CHARTS)) if (!$(id)) delete CHARTS[id];
+  // A chain's services, each a line: how long its answers take (p99) beside the clients' deadline
+  const graphOf = (r) => (r.extras && r.extras.graph ? r.extras.graph.services : null);
+  const diagramGraph = $("diagram") && $("diagram").dataset.graph ? JSON.parse($("diagram").dataset.graph) : null;
+  if (diagramGraph && $("chart-services")) {
+    const colours = ["#1d4ed8", "#b91c1c", "#15803d", "#a16207", "#7c3aed", "#0891b2", "#be185d", "#475569"];
+    CHARTS["chart-services"] = {
+      title: t("chart.services"),
+      traces: diagramGraph.services.map((s, i) => [
+        (r) => { const g = graphOf(r); return g && g[s.name] && g[s.name].p99_ms !== null ? g[s.name].p99_ms : null; },
+        s.name, colours[i % colours.length], "solid",
+      ]),
+      lines: [[timeoutMs, t("series.deadline"), "#111827"]],
+    };
+  }
   const PLOT_CONFIG = { displayModeBar: false, responsive: true, staticPlot: false };
 
   // A trace's spec: [record field or function of the record, name, colour, dash, scale, axis, hover digits].
@@ -419,6 +435,7 @@
     root.dataset.paused = String(s.paused);
     root.dataset.speed = String(s.speed);
     explainPause(s);
+    document.dispatchEvent(new CustomEvent("oncallsim:state", { detail: s })); // a chain's services panel follows
   }
 
   function send(message) {
@@ -454,6 +471,7 @@
     }
     send(message);
   }
+  window.oncallsimConsole = { act }; // a chain's services panel (services.js) sends its settings the same way
 
   for (const name of SLIDERS) {
     const input = $("c-" + name);

@@ -19,6 +19,10 @@
   }
 
   function show(svg, r) {
+    if (svg.dataset.graph) { // a chain of services: services.js draws it
+      if (window.services) window.services.show(r);
+      return;
+    }
     const $ = (k) => svg.querySelector('[data-part="' + k + '"]');
     const scale = Math.max(r.requests_per_s, r.capacity_per_s);
     const misses = (1 - r.cache_hit) * r.admitted_per_s;

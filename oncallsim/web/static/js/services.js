@@ -1,0 +1,205 @@
+// A chain of services (a run with a [graph], docs/graphs.md). The diagram draws the chain: a box per service, in
+// columns by its distance from the entry, an arrow per call; an arrow's width follows the attempts a second its
+// callee received, its colour the share of them that failed, and each box says its numbers in words (colour never
+// carries the meaning alone). The services' panel sets each service's policy during the run: the same
+// ``<service>.<setting>`` controls the API, the CLI's actions files and the rooms take (model/chain/controls.py
+// checks them; this page only sends what the operator typed and shows what is in force).
+(function () {
+  "use strict";
+  const { t, number, percent } = window.i18n;
+  const svg = document.getElementById("diagram");
+  if (!svg || !svg.dataset.graph) return;
+  const graph = JSON.parse(svg.dataset.graph);
+  const NS = "http://www.w3.org/2000/svg";
+  const BOX_W = 184;
+  const BOX_H = 54;
+  const GAP_X = 64;
+  const GAP_Y = 12;
+  const SETTINGS = ["timeout_ms", "retries", "retry_budget", "hedge_after_quantile", "instances"];
+  const byName = Object.fromEntries(graph.services.map((s) => [s.name, s]));
+
+  // ---- the diagram's layout: a column per distance from the entry (the longest path: a graph has no cycle) ------
+  const depth = {};
+  function visit(name, d) {
+    if (depth[name] !== undefined && depth[name] >= d) return;
+    depth[name] = d;
+    for (const call of byName[name].calls) visit(call.to, d + 1);
+  }
+  visit(graph.entry, 0);
+  const columns = [];
+  for (const s of graph.services) (columns[depth[s.name]] = columns[depth[s.name]] || []).push(s.name);
+  const rows = Math.max(...columns.map((c) => c.length));
+  const width = columns.length * (BOX_W + GAP_X) - GAP_X + 4;
+  const height = rows * (BOX_H + GAP_Y) - GAP_Y + 4;
+  const at = {};
+  columns.forEach((names, col) => {
+    const top = ((rows - names.length) * (BOX_H + GAP_Y)) / 2; // a short column centred beside a tall one
+    names.forEach((name, row) => { at[name] = { x: 2 + col * (BOX_W + GAP_X), y: 2 + top + row * (BOX_H + GAP_Y) }; });
+  });
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.style.height = Math.min(280, height) + "px"; // the chain scaled into the charts' width, never over them
+
+  function el(tag, attrs, text) {
+    const node = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  const edges = []; // [caller, callee, line]
+  for (const s of graph.services) {
+    const seen = new Set();
+    for (const call of s.calls) {
+      if (seen.has(call.to)) continue;
+      seen.add(call.to);
+      const a = at[s.name];
+      const b = at[call.to];
+      const x1 = a.x + BOX_W;
+      const y1 = a.y + BOX_H / 2;
+      const x2 = b.x - 4;
+      const y2 = b.y + BOX_H / 2;
+      const line = el("line", { x1, y1, x2, y2, "data-edge": s.name + ">" + call.to, "data-level": "calm" });
+      svg.append(line);
+      // how the call is made: on some requests (a share), or as several copies at once (fan-out)
+      const how = call.probability !== null ? percent(call.probability) : call.copies > 1 ? "×" + number(call.copies) : "";
+      if (how) svg.append(el("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 5, class: "call-how" }, how));
+      edges.push([s.name, call.to, line]);
+    }
+  }
+  const boxes = {};
+  for (const s of graph.services) {
+    const { x, y } = at[s.name];
+    const g = el("g", { "data-service": s.name, "data-level": "calm" });
+    g.append(el("rect", { x, y, width: BOX_W, height: BOX_H, rx: 6 }));
+    g.append(el("text", { x: x + BOX_W / 2, y: y + 16 }, s.name === graph.entry ? t("graph.entry", { name: s.name }) : s.name));
+    const rate = el("text", { x: x + BOX_W / 2, y: y + 32, class: "value" });
+    const use = el("text", { x: x + BOX_W / 2, y: y + 47, class: "value" });
+    g.append(rate, use);
+    svg.append(g);
+    boxes[s.name] = { g, rate, use };
+  }
+
+  function level(x, warm, hot) {
+    if (x >= hot) return "hot";
+    if (x >= warm) return "warm";
+    return "calm";
+  }
+
+  function show(r) {
+    const measured = r.extras && r.extras.graph;
+    if (!measured) return;
+    const m = measured.services;
+    const scale = Math.max(1, ...Object.values(m).map((x) => x.attempts_per_s));
+    for (const [, callee, line] of edges) {
+      const x = m[callee];
+      const failed = x.attempts_per_s > 0 ? (x.failed_per_s + x.refused_per_s) / x.attempts_per_s : 0;
+      line.setAttribute("stroke-width", String(Math.max(1.5, Math.min(14, (14 * x.attempts_per_s) / scale))));
+      line.dataset.level = level(failed, 0.01, 0.1);
+      line.dataset.failed = failed.toFixed(4);
+    }
+    for (const [name, box] of Object.entries(boxes)) {
+      const x = m[name];
+      const p99 = x.p99_ms === null ? "—" : x.p99_ms < 10000 ? t("unit.ms", { n: number(Math.round(x.p99_ms)) }) : t("unit.seconds", { n: number(Math.round(x.p99_ms / 1000)) });
+      box.rate.textContent = t("graph.rate", { n: number(Math.round(x.attempts_per_s)), p99 });
+      box.use.textContent = t("graph.use", { busy: percent(x.utilization), queue: number(x.queue) });
+      const failed = x.attempts_per_s > 0 ? (x.failed_per_s + x.refused_per_s) / x.attempts_per_s : 0;
+      box.g.dataset.level = failed >= 0.1 || x.utilization >= 0.99 ? "hot" : failed >= 0.01 || x.utilization >= 0.8 ? "warm" : "calm";
+    }
+  }
+
+  // ---- the services' panel: a row per service, an input per setting, applied together ------------------------
+  const body = document.getElementById("services-body");
+  const dirty = new Set(); // inputs the operator typed into: kept until applied or abandoned (Escape)
+  const inputs = {}; // control name → input
+  const panel = document.createDocumentFragment();
+  for (const s of graph.services) {
+    // a service: its settings as labelled boxes in a grid (narrow enough for the side column and a phone)
+    const box = document.createElement("fieldset");
+    box.className = "service";
+    box.dataset.service = s.name;
+    const legend = document.createElement("legend");
+    legend.textContent = s.name === graph.entry ? t("graph.entry", { name: s.name }) : s.name;
+    box.append(legend);
+    const grid = document.createElement("div");
+    grid.className = "service-grid";
+    for (const setting of SETTINGS) {
+      const spec = graph.settings[setting];
+      const name = s.name + "." + setting;
+      const label = document.createElement("label");
+      label.textContent = t("service." + setting) + " ";
+      const input = document.createElement("input");
+      input.type = "number";
+      input.id = "c-" + name;
+      input.name = name;
+      input.min = spec.off ? "0" : String(spec.min);
+      input.max = String(spec.max);
+      input.step = spec.whole || setting === "timeout_ms" ? "1" : "any";
+      input.dataset.label = s.name + ": " + t("service." + setting);
+      input.dataset.kind = setting === "retry_budget" ? "fraction" : "service";
+      if (setting === "timeout_ms") input.dataset.unit = "ms";
+      if (setting === "instances") input.dataset.unit = "instances";
+      const entryOwn = s.name === graph.entry && (setting === "instances" || setting === "timeout_ms");
+      if (entryOwn) {
+        input.disabled = true;
+        input.dataset.fixed = "true";
+        input.title = setting === "instances" ? t("service.entry_fleet") : t("service.entry_deadline");
+      }
+      input.addEventListener("input", () => dirty.add(name));
+      input.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") { e.preventDefault(); apply(s.name); }
+        if (e.key === "Escape" && dirty.delete(name) && inForce) fill(inForce);
+      });
+      inputs[name] = input;
+      label.append(input);
+      grid.append(label);
+    }
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = t("service.apply");
+    button.setAttribute("aria-label", t("service.apply_to", { name: s.name }));
+    button.dataset.applies = s.name;
+    button.addEventListener("click", () => apply(s.name));
+    grid.append(button);
+    box.append(grid);
+    panel.append(box);
+  }
+  if (body) body.append(panel);
+
+  let inForce = null;
+
+  function apply(service) {
+    for (const setting of SETTINGS) {
+      const name = service + "." + setting;
+      const input = inputs[name];
+      if (!dirty.has(name) || input.disabled) continue;
+      dirty.delete(name);
+      const value = Number(input.value);
+      if (input.value.trim() === "" || !Number.isFinite(value)) continue; // an empty box: nothing asked for
+      window.oncallsimConsole.act(name, graph.settings[setting].whole ? Math.round(value) : value);
+    }
+  }
+
+  function fill(services) {
+    for (const [service, settings] of Object.entries(services)) {
+      for (const [setting, value] of Object.entries(settings)) {
+        const name = service + "." + setting;
+        const input = inputs[name];
+        if (!input || dirty.has(name) || document.activeElement === input) continue;
+        // the entry's timeout is its clients' deadline (the file's [graph] deadline_ms)
+        const shown = service === graph.entry && setting === "timeout_ms" ? graph.deadline_ms : value;
+        input.value = String(Number(shown.toFixed(4)));
+      }
+    }
+  }
+
+  document.addEventListener("oncallsim:state", (e) => {
+    const s = e.detail;
+    if (!s.services) return;
+    inForce = s.services;
+    fill(s.services);
+    for (const input of Object.values(inputs)) input.disabled = s.done || input.dataset.fixed === "true";
+    for (const button of body ? body.querySelectorAll("button") : []) button.disabled = s.done;
+  });
+
+  window.services = { show };
+})();
