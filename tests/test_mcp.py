@@ -238,3 +238,11 @@ def test_live_runs_are_bounded_with_a_clear_error() -> None:
     runs.keep(Simulation("bad-deploy", seed=1, engine="minute"))
     (said,) = refusals(runs, [("start_run", {"scenario": "bad-deploy", "engine": "minute"})])
     assert said == "run: at most 1 live runs at once in this server; end one first (end with its run_id)"
+
+
+def test_the_python_example_of_docs_agents_md_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "docs" / "agents.md").read_text()
+    section = text.split("## MCP server", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/agents.md", "exec"), {"__name__": "docs_agents"})
+    assert capsys.readouterr().out == "# Postmortem — Bad deploy (seed 7)\n"

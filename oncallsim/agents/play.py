@@ -157,7 +157,7 @@ def _fleet_lines(r: MinuteRecord) -> list[str]:
         out.append(
             f"  i-{i:02d} {state}, {'bad' if at('bad_build', i) else 'good'} build, "
             f"{'in rotation' if rotation else 'out of rotation'}, in flight {at('in_flight', i) or 0:,}, "
-            f"queue {at('queue', i) or 0:,}, CPU {cpu}, p99 {p99_text}, share {share}, errors {errors or 0:,}"
+            f"queue {at('queue', i) or 0:,}, CPU {cpu}, p99 {p99_text}, share {share}, errors {round(errors or 0):,}"
         )
     if count > FLEET_LISTED:
         out.append(f"  … and {count - FLEET_LISTED} more instances")
