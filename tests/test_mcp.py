@@ -246,3 +246,43 @@ def test_the_python_example_of_docs_agents_md_runs(capsys: pytest.CaptureFixture
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/agents.md", "exec"), {"__name__": "docs_agents"})
     assert capsys.readouterr().out == "# Postmortem — Bad deploy (seed 7)\n"
+
+
+def test_a_start_on_an_unprepared_engine_waits_for_the_preparer_and_says_how_far(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server never compiles: it starts the preparer process and reads its progress (``readiness.status``),
+    sent as MCP progress notifications; past the wait it asks to be called again. The preparer's states are
+    played here by a script of readings, not by a compile."""
+    import oncallsim.agents.mcp_server as server
+    from oncallsim.readiness import Readiness
+
+    readings = iter([Readiness("minute", "missing"), Readiness("minute", "preparing", 0.5, 30.0)])
+    started: list[list[str]] = []
+    monkeypatch.setattr(server, "status", lambda engine: next(readings, Readiness(engine, "ready", 1.0, 0.0)))
+    monkeypatch.setattr(server, "start_preparer", lambda engines: started.append(list(engines)))
+    monkeypatch.setattr(server, "PREPARE_POLL_S", 0.0)
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append((done, total, message))
+
+    async def main() -> tuple[str, str]:
+        async with Client(build_server()) as client:
+            arguments = {"scenario": "bad-deploy", "engine": "minute"}
+            started_run = await client.call_tool("start_run", arguments, progress_callback=progress)
+            monkeypatch.setattr(server, "status", lambda engine: Readiness(engine, "preparing", 0.25, 60.0))
+            monkeypatch.setattr(server, "PREPARE_WAIT_S", -1.0)  # past the wait at once
+            waited = await client.call_tool("start_run", arguments)
+            assert waited.is_error
+            return text_of(started_run), text_of(waited)
+
+    started_run, waited = anyio.run(main)
+    assert started_run.startswith("Started run ")
+    assert started == [["minute"], ["minute"]]  # one preparer a start (it declines when one is at work)
+    halfway = "preparing the minute engine (compiled once on this machine): 50%, about 30 s of CPU left"
+    assert (50, 100, halfway) in heard
+    assert waited == (
+        "engine: preparing the minute engine (compiled once on this machine): 25%, about 60 s of CPU left; "
+        "call start_run again in a minute (it goes on meanwhile)"
+    )

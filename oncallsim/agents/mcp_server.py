@@ -33,7 +33,6 @@ from oncallsim.agents.play import (
     briefing_text,
     controls_text,
     model_reference,
-    observation_text,
     scenario_list_text,
 )
 from oncallsim.model import InvalidInput
@@ -152,11 +151,9 @@ def build_server(runs: Runs | None = None) -> MCPServer:
         """The console now: the time, the page, the status table of the last minute (in the console's units), the
         settings, the actions queued, the recent events, the fleet view (request engine), and on guided the hint."""
         try:
-            run = runs.get(run_id)
+            return runs.observe(run_id)  # a sync tool: the SDK calls it on a worker thread
         except InvalidInput as exc:
             return refusal(exc)
-        with run.lock:
-            return observation_text(run)
 
     @tool
     async def act(run_id: Text, control: Text, value: Value = None) -> str | CallToolResult:

@@ -389,8 +389,8 @@ class Runs:
         return Simulation(known[scenario], seed=seed, engine=engine or None)
 
     def _check_room(self) -> None:
-        with self._lock:
-            live = sum(not r.over for r in self.runs.values())
+        """Refused when the live runs are at their limit (called with the registry's lock held, or before it)."""
+        live = sum(not r.over for r in list(self.runs.values()))
         if live >= self.max_live:
             raise InvalidInput(
                 "run",
@@ -398,9 +398,11 @@ class Runs:
             )
 
     def keep(self, sim: Simulation, difficulty: str = DEFAULT_DIFFICULTY) -> AgentRun:
-        self._check_room()
+        """Keep a new run (the limit checked again under the lock: two starts at once cannot both take the last
+        place); the oldest runs that are over leave beyond ``max_kept``."""
         run = AgentRun(secrets.token_hex(4), sim, check_difficulty(difficulty))
         with self._lock:
+            self._check_room()
             while run.id in self.runs:  # 32 bits: a clash is rare, never silent
                 run.id = secrets.token_hex(4)
             self.runs[run.id] = run
@@ -410,6 +412,11 @@ class Runs:
         return run
 
     # --- playing ---
+    def observe(self, run_id: Any) -> str:
+        run = self.get(run_id)
+        with run.lock:
+            return observation_text(run)
+
     def act(self, run_id: Any, control: Any, value: Any = None) -> str:
         """Queue an action for the run's next minute, checked exactly as the console and the API check it."""
         run = self.get(run_id)
