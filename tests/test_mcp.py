@@ -286,3 +286,23 @@ def test_a_start_on_an_unprepared_engine_waits_for_the_preparer_and_says_how_far
         "engine: preparing the minute engine (compiled once on this machine): 25%, about 60 s of CPU left; "
         "call start_run again in a minute (it goes on meanwhile)"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--transport", "http", "--port", "0"], "--port"),
+        (["--transport", "http", "--port", "70000"], "--port"),
+        (["--transport", "http", "--token", "short"], "--token"),
+        (["--port", "8765"], "--port"),  # stdio has no port
+        (["--transport", "carrier-pigeon"], "--transport"),
+    ],
+)
+def test_the_command_refuses_bad_options_in_one_line(args: list[str], field: str) -> None:
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    result = CliRunner().invoke(app, ["mcp", *args])
+    assert result.exit_code == 2 and field in result.output and "Traceback" not in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
