@@ -19,6 +19,7 @@ import typer
 from oncallsim.cli_common import (
     OneLineErrors,
     check_choices,
+    checked_bind,
     did_you_mean,
     err,
     guarded,
@@ -333,39 +334,22 @@ def serve(
     ] = None,
 ) -> None:
     """Start the web console: play scenarios live in the browser, debrief, replay, share."""
-    import secrets
-
     import uvicorn
 
     from oncallsim.alerting.pagerduty import PagerConfig
     from oncallsim.store import default_db_path
     from oncallsim.web.app import create_app
     from oncallsim.web.limits import Limits, tune_collector
-    from oncallsim.web.ports import check_port_free
     from oncallsim.web.security import is_loopback
 
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
     limits = Limits.parse(limit)
     pagerduty = PagerConfig.checked(pagerduty_url, pagerduty_routing_key)
-    check_port_free(host, port)  # a busy port: one line naming --port, before any line that says it serves
-    if token is not None and len(token) < 16:
-        raise InvalidInput("--token", "must be at least 16 characters")
+    token = checked_bind(host, port, token, "console")  # a busy port: one line naming --port, before any other
     path = db or default_db_path()
     shown = f"[{host}]" if ":" in host else host
     if not is_loopback(host):
-        if host.strip("[]") in ("0.0.0.0", "::"):
-            err.print(
-                f"[bold yellow]warning:[/] {host} listens on every network interface: anyone who can reach this "
-                "machine can reach the console. Prefer 127.0.0.1 behind a TLS reverse proxy (docs/web.md).",
-                soft_wrap=True,
-            )
-        if token is None:
-            token = secrets.token_urlsafe(24)
-            err.print(
-                "An access token is required beyond loopback; generated one (or pass --token / ONCALLSIM_TOKEN).",
-                soft_wrap=True,
-            )
         err.print(f"Open http://{shown}:{port}/?token={token}  (API: Authorization: Bearer {token})", soft_wrap=True)
     err.print(f"oncallsim console on http://{shown}:{port}/  (runs stored in {path})", soft_wrap=True)
     if pagerduty is not None:
@@ -405,6 +389,10 @@ app.command()(guarded(alerts))
 from oncallsim.cli_gameday import gameday  # noqa: E402
 
 app.add_typer(gameday, name="gameday")
+
+from oncallsim.cli_mcp import mcp  # noqa: E402
+
+app.command()(guarded(mcp))
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "OneLineErrors",
     "check_choices",
     "check_override_names",
+    "checked_bind",
     "clear_errors",
     "did_you_mean",
     "err",
@@ -261,6 +262,38 @@ def prepare_engine(engine: Engine, stream: TextIO | None = None, graph: bool = F
     for done in ensure_ready(parts_for(engine.name, graph), print_progress(out)):
         if done.state == "failed":
             raise InvalidInput("engine", f"the {done.engine} engine could not be prepared: {done.message}")
+
+
+def checked_bind(host: str, port: int, token: str | None, what: str) -> str | None:
+    """The network rules every server command shares (``serve``, ``mcp --transport http``; docs/web.md,
+    "Security"): the port in range and free (one line naming --port, before any line that says it serves), a
+    given token of at least 16 characters, a warning for a wildcard address, and beyond loopback a token always
+    (generated when none is given, and said). Returns the token to ask of every request (None on loopback
+    without one)."""
+    import secrets
+
+    from oncallsim.web.ports import check_port_free
+    from oncallsim.web.security import is_loopback
+
+    if not 1 <= port <= 65535:
+        raise InvalidInput("--port", f"must be from 1 to 65535, got {port}")
+    check_port_free(host, port)
+    if token is not None and len(token) < 16:
+        raise InvalidInput("--token", "must be at least 16 characters")
+    if not is_loopback(host):
+        if host.strip("[]") in ("0.0.0.0", "::"):
+            err.print(
+                f"[bold yellow]warning:[/] {host} listens on every network interface: anyone who can reach this "
+                f"machine can reach the {what}. Prefer 127.0.0.1 behind a TLS reverse proxy (docs/web.md).",
+                soft_wrap=True,
+            )
+        if token is None:
+            token = secrets.token_urlsafe(24)
+            err.print(
+                "An access token is required beyond loopback; generated one (or pass --token / ONCALLSIM_TOKEN).",
+                soft_wrap=True,
+            )
+    return token
 
 
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)

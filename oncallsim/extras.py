@@ -31,6 +31,7 @@ EXTRAS = {
     "reports": "the validation report (oncallsim validate) and the cliff map's picture",
     "gym": "the Gymnasium environments",
     "cluster": "sweeps on a Dask cluster",
+    "mcp": "the MCP server (oncallsim mcp)",
 }
 
 
