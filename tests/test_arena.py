@@ -207,3 +207,39 @@ def test_a_dask_cluster_gives_the_local_rows() -> None:
     assert [{k: v for k, v in r.items() if k not in timing} for r in remote] == [
         {k: v for k, v in r.items() if k not in timing} for r in local
     ]
+
+
+def test_local_worker_processes_give_the_rows_of_one_process() -> None:
+    plan = plan_arena(
+        [parse_contestant("playbook=textbook"), parse_contestant("late=person:20")],
+        ["bad-deploy"],
+        "3000-3001",
+        with_counterfactuals=False,
+    )
+    from oncallsim.batch.executors import LocalExecutor
+
+    timing = ("decision_ms_mean", "decision_ms_max")
+    here = [{k: v for k, v in r.items() if k not in timing} for r in run_arena(plan)]
+    there = [{k: v for k, v in r.items() if k not in timing} for r in run_arena(plan, LocalExecutor(2))]
+    assert there == here
+
+
+@pytest.mark.parametrize(("difficulty", "told"), [("guided", "stop"), ("normal", "page"), ("hard", "page")])
+def test_a_persons_pace_is_the_person_policy_told_as_the_difficulty_says(difficulty: str, told: str) -> None:
+    """``person:20@0.5``: 20 s at half a minute a second is 10 minutes (policies/person.py reaction_minutes)."""
+    from oncallsim.arena import Settings
+
+    row = play_run(
+        parse_contestant("p=person:20@0.5"),
+        "surge",
+        3001,
+        settings=Settings(difficulty, 30.0),
+        with_counterfactuals=False,
+    )
+    sim = Simulation("surge", seed=3001)
+    sim.run(policy=Person(10, told))  # type: ignore[arg-type]
+    assert (row["score"], row["budget_spent"], row["actions"]) == (
+        make_report(sim, effects=False).score,
+        make_report(sim, effects=False).budget_spent,
+        len(sim.actions),
+    )
