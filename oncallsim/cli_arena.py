@@ -27,8 +27,9 @@ def arena(
     scenario: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="ID",
             help="A scenario id or .toml file (repeatable; default: bad-deploy, surge, cache-flush; "
-            "on --engine request: flash-crowd, retry-storm)."
+            "on --engine request: flash-crowd, retry-storm).",
         ),
     ] = None,
     seeds: Annotated[
