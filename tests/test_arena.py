@@ -243,3 +243,33 @@ def test_a_persons_pace_is_the_person_policy_told_as_the_difficulty_says(difficu
         make_report(sim, effects=False).budget_spent,
         len(sim.actions),
     )
+
+
+def test_the_docs_agent_plays_from_the_command_line(tmp_path: Path) -> None:
+    """docs/arena.md's example agent, as written there, through ``oncallsim arena``: it rolls back at the page."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "arena.md").read_text()
+    script = tmp_path / "agent.py"
+    script.write_text(text.split("```python\n")[1].split("```")[0])
+    out = tmp_path / "a.json"
+    done = runner.invoke(
+        app,
+        [
+            "arena",
+            "--scenario",
+            "bad-deploy",
+            "--seeds",
+            "3000",
+            "--workers",
+            "1",
+            "--contestant",
+            f"bot=agent:{sys.executable} {script}",
+            "--contestant",
+            "hands-off=hands-off",
+            "--json",
+            str(out),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    runs = {r["contestant"]: r for r in json.loads(out.read_text())["runs"]}
+    assert runs["bot"]["failure"] is None and runs["bot"]["actions"] == 1 and runs["bot"]["refused"] == 0
+    assert runs["bot"]["score"] > runs["hands-off"]["score"]

@@ -80,9 +80,7 @@ class AgentPolicy:
 
     def start(self, observation: Observation) -> None:
         try:
-            self.process = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
+            self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         except OSError as exc:
             self.failure = f"could not start {self.command[0]!r}: {exc.strerror or exc}"
             return
