@@ -386,7 +386,10 @@ from oncallsim.cli_export import export  # noqa: E402
 app.command()(guarded(export))
 app.command()(guarded(alerts))
 
+from oncallsim.cli_arena import arena  # noqa: E402
 from oncallsim.cli_gameday import gameday  # noqa: E402
+
+app.command()(guarded(arena))
 
 app.add_typer(gameday, name="gameday")
 

@@ -259,7 +259,10 @@ def test_run_ends_with_a_one_line_summary_beside_the_records() -> None:
     "args",
     [
         ("--help",),
-        *((c, "--help") for c in ("scenarios", "params", "run", "debrief", "serve", "sweep", "validate", "zoom")),
+        *(
+            (c, "--help")
+            for c in ("scenarios", "params", "run", "debrief", "serve", "sweep", "validate", "zoom", "arena")
+        ),
         ("scenarios",),
         ("params",),
         ("run", "bad-deploy", "--minutes", "40"),
