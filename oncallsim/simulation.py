@@ -28,6 +28,7 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
+from oncallsim.model.chain.controls import coerce_service_control, with_service_settings
 from oncallsim.model.controls import (
     CONTROL_SPECS,
     WORLD_SETTINGS,
@@ -44,7 +45,16 @@ from oncallsim.scenarios import Scenario, load_scenario, parse_clock, registered
 from oncallsim.scenarios.registry import superseded_scenario
 from oncallsim.validation import MAX_FILE_BYTES, decode_text, invalid_input, read_bounded
 
-__all__ = ["MAX_RUN_FILE_ACTIONS", "MAX_SEED", "Action", "RunFile", "Simulation", "load_actions", "split_overrides"]
+__all__ = [
+    "MAX_RUN_FILE_ACTIONS",
+    "MAX_SEED",
+    "Action",
+    "RunFile",
+    "Simulation",
+    "load_actions",
+    "service_overrides",
+    "split_overrides",
+]
 
 MAX_SEED = 2**32 - 1
 RUN_FILE_FORMAT = "oncallsim-run"
@@ -116,13 +126,16 @@ def load_actions(source: str | Path | list[Any]) -> list[Action]:
 
 
 def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split ``--set`` style overrides into model parameters and opening controls, rejecting unknown names."""
+    """Split ``--set`` style overrides into model parameters and opening controls, rejecting unknown names. A
+    chain's service setting (``recs.timeout_ms``) is checked here and left to ``service_overrides``."""
     params: dict[str, Any] = {}
     controls: dict[str, Any] = {}
     known_params = set(Params.__dataclass_fields__)
     for given, raw in (overrides or {}).items():
         name, value = current_name(given, raw)
-        if name in known_params:
+        if "." in name:
+            coerce_service_control(name, value)
+        elif name in known_params:
             params[name] = value
         elif name in SETTINGS or name in WORLD_SETTINGS:
             controls[name] = value
@@ -135,6 +148,12 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
                 + ", ".join((*SETTINGS, *WORLD_SETTINGS)),
             )
     return params, controls
+
+
+def service_overrides(overrides: Mapping[str, Any] | None) -> dict[str, float | int]:
+    """The overrides that set a chain's service (``<service>.<setting>``), their values checked: a run opens with
+    them as if its file said so (a sweep over a service's timeout, ``--set recs.timeout_ms=150``)."""
+    return {name: coerce_service_control(name, value) for name, value in (overrides or {}).items() if "." in name}
 
 
 class Observation(NamedTuple):
@@ -221,6 +240,9 @@ class Simulation:
         self.plan: RunPlan = replace(
             self.scenario.build_plan(self.rng, clock=clock, minutes=minutes), revision=int(model_version)
         )
+        services = service_overrides(self.overrides)
+        if services:  # a chain's services as the overrides set them, from the first minute
+            self.plan = replace(self.plan, graph=with_service_settings(self.plan.graph, services))
         self.state: State = self.engine.initial(self.plan, opening, self.params, seed)
         self.timeline: list[MinuteRecord] = []
         self.actions: list[Action] = []
