@@ -68,18 +68,18 @@ def test_pid_shedder_steps_by_hand() -> None:
     pid.integral, pid.error, pid.shed = np.zeros(1), np.zeros(1), np.zeros(1)
     target, dt = 0.1, 0.25
     # delay 0.3 s: e = (0.3 − 0.1)/0.1 = 2, I = 0.5: 0.05·2 + 0.2·0.5 = 0.2
-    assert pid.step(0, 0.3, target, dt) == pytest.approx(0.2, abs=1e-12)
+    assert pid.step(np.array([0.3]), target, dt)[0] == pytest.approx(0.2, abs=1e-12)
     # again: I = 1.0: 0.1 + 0.2 = 0.3
-    assert pid.step(0, 0.3, target, dt) == pytest.approx(0.3, abs=1e-12)
+    assert pid.step(np.array([0.3]), target, dt)[0] == pytest.approx(0.3, abs=1e-12)
     # 10 s: e = 99, the output past max_shed: held at 0.95, the integral kept at 1.0 (anti-windup)
-    assert pid.step(0, 10.0, target, dt) == pytest.approx(0.95, abs=1e-12)
+    assert pid.step(np.array([10.0]), target, dt)[0] == pytest.approx(0.95, abs=1e-12)
     assert pid.integral[0] == pytest.approx(1.0, abs=1e-12)
     # empty queue: e = −1, I = 0.75: −0.05 + 0.15 = 0.1
-    assert pid.step(0, 0.0, target, dt) == pytest.approx(0.1, abs=1e-12)
+    assert pid.step(np.array([0.0]), target, dt)[0] == pytest.approx(0.1, abs=1e-12)
     pid = PidShedder(kp=0.1, ki=0.0, kd=0.05)
     pid.integral, pid.error, pid.shed = np.zeros(1), np.zeros(1), np.zeros(1)
     # the derivative: e 0 → 1 in 0.5 s: 0.1·1 + 0.05·2 = 0.2
-    assert pid.step(0, 0.2, 0.1, 0.5) == pytest.approx(0.2, abs=1e-12)
+    assert pid.step(np.array([0.2]), 0.1, 0.5)[0] == pytest.approx(0.2, abs=1e-12)
 
 
 def test_latency_quantile_reads_the_bins() -> None:

@@ -141,7 +141,7 @@ class Knobs:
 
     def check(self) -> None:
         """Refuse what the controller left out of range (NaN included)."""
-        if np.isnan(self.limit).any() or (self.limit < 0.0).any():
+        if not (self.limit >= 0.0).all():  # NaN fails the comparison too
             raise InvalidInput("controller", "set a concurrency limit below 0 or NaN; a limit is from 0 (∞: none)")
         if not ((self.shed >= 0.0) & (self.shed <= 1.0)).all():
             raise InvalidInput("controller", "set a shedding share outside 0 to 1 (or NaN)")
@@ -170,43 +170,44 @@ def check_controller(controller: Any) -> None:
 def signals_of(world: Any, time_s: float, tick_s: float, serving: int, wpi: int, timeout_s: float) -> Signals:
     """The world's signals at a tick (its arrays copied), and the tick's counts zeroed for the next one."""
     lim = world.limiter
-    obs = lim.ctl_obs
+    obs = lim.ctl_obs.copy()
+    lim.ctl_obs[:] = 0.0
+    hist = lim.ctl_hist.copy()
+    lim.ctl_hist[:] = 0
     queues = world.queues
     slots = len(lim.ctl_limit)
     half = queues.qs.shape[1] // 2  # each instance's sheddable line (queues.py)
-    queue = queues.qs[Q_LEN, :slots] + queues.qs[Q_LEN, half : half + slots]
+    critical = queues.qs[Q_LEN, :slots]
+    sheddable = queues.qs[Q_LEN, half : half + slots]
+    queue = (critical + sheddable).astype(np.int64)
     oldest = np.zeros(slots)
-    for line in (0, half):
-        lengths = queues.qs[Q_LEN, line : line + slots]
-        heads = queues.qs[Q_HEAD, line : line + slots]
-        waiting = lengths > 0
-        if waiting.any():
-            ages = time_s - queues.s_arrival[heads[waiting]]
-            oldest[waiting] = np.maximum(oldest[waiting], ages)
-    answers = obs[O_ANSWERS].copy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rtt = np.where(answers > 0, obs[O_RT_SUM] / answers, np.nan)
-        wait = np.where(answers > 0, obs[O_WAIT_SUM] / answers, np.nan)
-    signals = Signals(
+    if queue.any():  # the oldest waiting request's age: each line's head is its oldest
+        for line, lengths in ((0, critical), (half, sheddable)):
+            waiting = np.flatnonzero(lengths)
+            if len(waiting):
+                ages = time_s - queues.s_arrival[queues.qs[Q_HEAD, line + waiting]]
+                oldest[waiting] = np.maximum(oldest[waiting], ages)
+    answers = obs[O_ANSWERS]
+    answered = answers > 0
+    rtt = np.divide(obs[O_RT_SUM], answers, out=np.full(slots, np.nan), where=answered)
+    wait = np.divide(obs[O_WAIT_SUM], answers, out=np.full(slots, np.nan), where=answered)
+    return Signals(
         time_s=time_s,
         tick_s=tick_s,
         serving=serving,
         workers_per_instance=wpi,
         timeout_s=timeout_s,
-        in_flight=(world.workers.inst_busy[:slots] + queue).astype(np.int64),
-        queue=queue.astype(np.int64),
+        in_flight=world.workers.inst_busy[:slots] + queue,
+        queue=queue,
         cpu_permille=world.cpu.ema[:slots].copy(),
         answers=answers,
-        errors=obs[O_ERRORS].copy(),
-        rejected=obs[O_REJECTED].copy(),
+        errors=obs[O_ERRORS],
+        rejected=obs[O_REJECTED],
         rtt_mean_s=rtt,
         queue_delay_s=wait,
         oldest_wait_s=oldest,
-        hist=lim.ctl_hist.copy(),
+        hist=hist,
     )
-    obs[:] = 0.0
-    lim.ctl_hist[:] = 0
-    return signals
 
 
 class ControllerRun:
@@ -391,19 +392,19 @@ class PidShedder:
     def from_params(cls, params: Any) -> PidShedder:
         return cls()
 
-    def step(self, i: int, delay: float, target: float, dt: float) -> float:
-        """One instance's PID step on its queue delay; returns its shedding share."""
+    def step(self, delay: _F, target: float, dt: float) -> _F:
+        """One PID step of the first ``len(delay)`` instances on their queue delays; returns their shedding shares."""
+        n = len(delay)
         e = (delay - target) / target
-        d = (e - self.error[i]) / dt
-        integral = self.integral[i] + e * dt
+        d = (e - self.error[:n]) / dt
+        integral = self.integral[:n] + e * dt
         out = self.kp * e + self.ki * integral + self.kd * d
-        if 0.0 <= out <= self.max_shed:  # the integral moves only while the output is not clamped
-            self.integral[i] = integral
-        else:
-            out = self.kp * e + self.ki * self.integral[i] + self.kd * d
-        self.error[i] = e
-        self.shed[i] = min(self.max_shed, max(0.0, out))
-        return float(self.shed[i])
+        free = (out >= 0.0) & (out <= self.max_shed)  # the integral moves only while the output is not clamped
+        self.integral[:n] = np.where(free, integral, self.integral[:n])
+        out = np.where(free, out, self.kp * e + self.ki * self.integral[:n] + self.kd * d)
+        self.error[:n] = e
+        self.shed[:n] = np.minimum(self.max_shed, np.maximum(0.0, out))
+        return self.shed[:n]
 
     def control(self, signals: Signals, knobs: Knobs) -> None:
         slots = len(signals.answers)
@@ -411,13 +412,11 @@ class PidShedder:
             self.integral = np.zeros(slots)
             self.error = np.zeros(slots)
             self.shed = np.zeros(slots)
-        target = self.target_share * signals.timeout_s
-        for i in range(signals.serving):
-            wait = signals.queue_delay_s[i]
-            delay = max(float(signals.oldest_wait_s[i]), 0.0 if math.isnan(wait) else float(wait))
-            self.step(i, delay, target, signals.tick_s)
-        knobs.shed[: signals.serving] = self.shed[: signals.serving]
-        knobs.shed[signals.serving :] = 0.0
+        n = signals.serving
+        wait = np.nan_to_num(signals.queue_delay_s[:n], nan=0.0)
+        delay = np.maximum(signals.oldest_wait_s[:n], wait)
+        knobs.shed[:n] = self.step(delay, self.target_share * signals.timeout_s, signals.tick_s)
+        knobs.shed[n:] = 0.0
 
 
 BUILT_IN: dict[str, Any] = {"gradient2": Gradient2.from_params, "pid-shedder": PidShedder.from_params}
