@@ -189,8 +189,8 @@ class Simulation:
         if engine is not None:
             get_engine(engine)  # a bad name is refused before anything else
         custom = load_controller(controller)  # a bad controller too (a built-in one's name is an override)
-        if isinstance(controller, str) and custom is None:
-            overrides = {**(overrides or {}), "controller": controller}
+        if custom is not None or isinstance(controller, str):  # the run file names it: a replay needs it again
+            overrides = {**(overrides or {}), "controller": "custom" if custom is not None else controller}
         if model_version not in MODEL_VERSIONS:
             raise InvalidInput(
                 "model_version",

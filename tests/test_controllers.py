@@ -237,3 +237,13 @@ def test_the_setting_is_validated_as_every_control() -> None:
     with pytest.raises(InvalidInput) as e:
         Simulation("retry-storm", seed=1, minutes=2, controller=Bad()).run()
     assert e.value.field == "controller" and "shedding share" in str(e.value)
+
+
+def test_a_run_file_names_a_custom_controller_and_its_replay_needs_it() -> None:
+    sim = Simulation("retry-storm", seed=1, minutes=2, controller=Idle())
+    sim.run()
+    run = sim.run_file()
+    assert run.overrides["controller"] == "custom"
+    with pytest.raises(InvalidInput) as e:  # refused, not replayed to another run
+        Simulation.replay(run)
+    assert e.value.field == "controller" and "Python API" in str(e.value)

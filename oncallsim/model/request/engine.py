@@ -192,7 +192,8 @@ class RequestEngine:
         present = steady_hit_ratio(admitted, vec[ST.ttl_s], params.hot_objects)
         fill_cache(world.backend, world.gen, present, vec[ST.ttl_s], 0.0)
         control = ControllerRun()
-        control.sync(world, params, 0)
+        if controls.controller != "custom":  # a user's is attached next (attach_controller), else minute 0 refuses
+            control.sync(world, params, 0)
         return state._replace(world=world, controller=control)
 
     def attach_controller(self, state: State, controller: Controller, params: Params) -> State:
