@@ -183,6 +183,10 @@ def test_what_a_controller_sets_acts_on_the_requests() -> None:
     sim.run()
     last = sim.timeline[-1]
     assert last.extras["throttled_per_s"] == pytest.approx(last.requests_per_s, rel=0.01)
+    pooled = Simulation("free-play", seed=1, minutes=2, engine="request", controller=ThrottleAll())
+    pooled.run()  # one queue for the fleet: the clients' throttle still acts
+    last = pooled.timeline[-1]
+    assert last.extras["throttled_per_s"] == pytest.approx(last.requests_per_s, rel=0.01)
     sim = Simulation("retry-storm", seed=1, minutes=3, controller="tests.test_controllers:LimitZero")
     sim.run()
     assert sim.timeline[-1].extras["goodput_per_s"] == 0.0

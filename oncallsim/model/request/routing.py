@@ -158,6 +158,8 @@ def route(
         pass
     elif w.views.ints[I_BALANCER] != POOLED:
         k, client, outcome, response = _dispatch(p, w, x, t0, obj, tag, call, low)
+    elif w.limiter.ints[I_CONTROLLER] != 0 and throttled(w.limiter, w.gen):  # the controller's client throttle
+        outcome = O_THROTTLED
     elif w.workers.ints[I_FREE] > 0:
         k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
         free_remove(w.workers, k)
