@@ -251,3 +251,13 @@ def test_a_run_file_names_a_custom_controller_and_its_replay_needs_it() -> None:
     with pytest.raises(InvalidInput) as e:  # refused, not replayed to another run
         Simulation.replay(run)
     assert e.value.field == "controller" and "Python API" in str(e.value)
+
+
+def test_a_fork_carries_the_controller_where_it_stands() -> None:
+    """A fork deep-copies the controller's state with the world: both go on as one run would."""
+    sim = Simulation("flash-crowd", seed=2, minutes=16, controller="gradient2")
+    sim.run(until=12)
+    other = sim.fork()
+    sim.run()
+    other.run()
+    assert _records(sim) == _records(other)
