@@ -260,10 +260,6 @@ class ControllerRun:
         segment(t1)
 
 
-def _by_params(params: Any) -> tuple[int, float]:
-    return int(params.workers_per_instance), float(params.timeout_s)
-
-
 class Gradient2:
     """Netflix's Gradient2 concurrency limit (concurrency-limits, ``Gradient2Limit``), per instance.
 
@@ -313,7 +309,8 @@ class Gradient2:
 
     @classmethod
     def from_params(cls, params: Any) -> Gradient2:
-        return cls(_by_params(params)[0])
+        """The shipped ``gradient2``: its limits in the run's workers per instance."""
+        return cls(int(params.workers_per_instance))
 
     def _sized(self, slots: int) -> None:
         if len(self.limit) != slots:
@@ -390,6 +387,7 @@ class PidShedder:
 
     @classmethod
     def from_params(cls, params: Any) -> PidShedder:
+        """The shipped ``pid-shedder``: its target is relative to the clients' timeout, read at each tick."""
         return cls()
 
     def step(self, delay: _F, target: float, dt: float) -> _F:
@@ -419,4 +417,5 @@ class PidShedder:
         knobs.shed[n:] = 0.0
 
 
+# the shipped controllers by their setting's name: each makes a fresh controller for a run's parameters
 BUILT_IN: dict[str, Any] = {"gradient2": Gradient2.from_params, "pid-shedder": PidShedder.from_params}
