@@ -12,7 +12,7 @@
    request, 1.8×; it was 67 ms without retries before p2c's and CoDel's common cases were inlined into the
    loop). M/M/N: 5.6 M customers/s, 66× the SimPy model measured live (f43cc6d, before the client-call
    bookkeeping of retries: 5.9 M/s, 70×); the 150× target is REQUESTS.md's, against its slower SimPy reference.
-   Then the plain minute with a plug-in controller ticking every 100 ms (600 ticks a minute; docs/controllers.md):
+   Then the plain minute with a plug-in controller ticking every 100 ms (600 ticks a minute; docs/agents.md):
    one that does nothing (the segments and the signals alone), Gradient2, the PID shedder. Measured 2026-12-03
    (load 2.6–3.7): 28.6 ms plain, 58.0 ms idle (+29 ms, about 50 µs a tick), 69.5 ms Gradient2 (+41 ms),
    75.0 ms the PID shedder (+46 ms); at their own ticks (1 s, 250 ms) a tenth and two fifths of that.
@@ -121,7 +121,7 @@ def busy_minute_ms(
     minutes: int, seed: int = 1, mechanisms: bool = False, controller: object = None
 ) -> tuple[float, float]:
     """(median, best) ms per minute of the full pipeline at 2,500 req/s, after one untimed minute; with a plug-in
-    ``controller`` if given (a name or an object: docs/controllers.md)."""
+    ``controller`` if given (a name or an object: docs/agents.md "Controllers")."""
     from oncallsim import Simulation
 
     overrides: dict[str, object] = {"base_requests_per_s": 2500.0, "diurnal_amplitude": 0.0, "floor": 20}

@@ -10,9 +10,11 @@ import typer
 
 from oncallsim.cli_common import err, prepare_engine, print_trimmed, stdout_console, write_whole
 
-__all__ = ["DEFAULT_CONTESTANTS", "arena"]
+__all__ = ["DEFAULT_CONTESTANTS", "REQUEST_CONTESTANTS", "arena"]
 
 DEFAULT_CONTESTANTS = ("hands-off=hands-off", "playbook=textbook", "person=person")
+# on the request engine the overload controllers play too, each hands-off from its opening
+REQUEST_CONTESTANTS = (*DEFAULT_CONTESTANTS, "bbr=bbr", "gradient2=gradient2", "pid-shedder=pid-shedder")
 
 
 def arena(
@@ -76,7 +78,8 @@ def arena(
     stops = stop_on_signals()
     stopped_by = stops.__enter__()
     try:
-        contestants = [parse_contestant(c) for c in contestant or DEFAULT_CONTESTANTS]
+        lineup = REQUEST_CONTESTANTS if engine == "request" else DEFAULT_CONTESTANTS
+        contestants = [parse_contestant(c) for c in contestant or lineup]
         plan = plan_arena(contestants, scenario, seeds, engine, difficulty, time_limit, not no_counterfactuals)
         engines = {engine} if engine else {load_scenario(s).engine or "minute" for s in plan.scenarios}
         for name in sorted(engines):

@@ -273,3 +273,22 @@ def test_the_docs_agent_plays_from_the_command_line(tmp_path: Path) -> None:
     runs = {r["contestant"]: r for r in json.loads(out.read_text())["runs"]}
     assert runs["bot"]["failure"] is None and runs["bot"]["actions"] == 1 and runs["bot"]["refused"] == 0
     assert runs["bot"]["score"] > runs["hands-off"]["score"]
+
+
+def test_the_overload_controllers_play_beside_bbr_and_the_playbook(tmp_path: Path) -> None:
+    """Issue 28's "done when": the two shipped controllers (Gradient2, the PID shedder) in one table with BBR,
+    hands-off and the playbook, on a held-out seed of the flash crowd (request engine), the same table twice;
+    each controller keeps more of the budget than hands-off (which has no limiter: its queue grows past the
+    clients' timeout)."""
+    args = ["arena", "--engine", "request", "--scenario", "flash-crowd", "--seeds", "3000", "--workers", "2"]
+    args += ["--no-counterfactuals"]
+    out = tmp_path / "controllers.json"
+    first = runner.invoke(app, [*args, "--json", str(out)])  # the request engine's line-up by default
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert ranking(first.stdout) == ranking(second.stdout)
+    by = {line["contestant"]: line for line in json.loads(out.read_text())["contestants"]}
+    assert set(by) == {"hands-off", "playbook", "person", "bbr", "gradient2", "pid-shedder"}
+    for controller in ("bbr", "gradient2", "pid-shedder"):
+        assert by[controller]["budget_spent_mean"] < by["hands-off"]["budget_spent_mean"], controller

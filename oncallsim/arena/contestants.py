@@ -16,7 +16,8 @@ the agent's command as an MCP client of the arena's run and returns a ``Policy``
 minute (observe, act, advance) within ``time_limit_s``. Register it with ``register_kind("mcp", factory)``; the
 loop (``arena/play.py``) already measures each decision's wall-clock and stops a contestant over the limit.
 
-The bare names ``hands-off``, ``textbook`` (also ``playbook``) and ``person`` are shorthands for their kinds.
+The bare names ``hands-off``, ``textbook`` (also ``playbook``) and ``person`` are shorthands for their kinds;
+``bbr``, ``gradient2`` and ``pid-shedder`` for ``controls:`` with that limiter or controller (request engine).
 Parsing is pure and cheap (the CLI checks every contestant before a run starts); an ``Entry`` is made in the
 process that plays, since a policy or an agent's process does not travel between processes.
 """
@@ -182,6 +183,11 @@ SHORTHANDS: Mapping[str, tuple[str, str]] = {
     "textbook": ("policy", "textbook"),
     "playbook": ("policy", "textbook"),
     "person": ("person", "0"),
+    # the overload controllers, each on its own from the opening (the request engine): Kratos's BBR limiter, and
+    # the plug-in controllers (model/request/controllers.py; docs/agents.md "Controllers")
+    "bbr": ("controls", "limiter=bbr"),
+    "gradient2": ("controls", "controller=gradient2"),
+    "pid-shedder": ("controls", "controller=pid-shedder"),
 }
 
 
