@@ -1,6 +1,6 @@
 """The request-level engine behind ``Simulation(…, engine="request")``: the minute's opening and close are the
 minute model's (``stages.open_minute``, ``stages.close_minute``); its physics are every request simulated
-(``physics.request_minute``) instead of the formulas.
+(``physics``: a minute opened, run and closed, ``drive.run_minute``) instead of the formulas.
 """
 
 from __future__ import annotations

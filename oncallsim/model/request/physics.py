@@ -65,38 +65,10 @@ __all__ = [
     "fill_cache",
     "open_request_minute",
     "quantile",
-    "request_minute",
     "run_request_minute",
 ]
 
 _INF = math.inf
-
-
-@unmanaged
-def request_minute(
-    p: Any,
-    w: Any,
-    t: int,
-    flags: int,
-    st: Any,
-    rec: Any,
-    ext: Any,
-    mode: int,
-    count: int,
-    rate: float,
-    sample_every: int,
-) -> None:
-    """Simulate minute ``t`` (seconds 60t to 60t + 60 of the run) request by request.
-
-    Reads the settings and the fleet from ``st`` (as the minute model does), ``count`` arrivals uniform in
-    the minute (pipeline mode) or a Poisson stream of ``rate`` per second (queue-only mode); writes the
-    measured fields of ``rec`` and the extras ``ext``. ``sample_every`` > 0 keeps every n-th arrival's path
-    in ``w.meter.samples`` (the zoom). The minute in one piece: its opening, its events, its close; a plug-in
-    controller's run calls the three itself, the events in segments between its ticks (``drive.run_minute``).
-    """
-    open_request_minute(p, w, t, flags, st, mode, count, rate)
-    run_request_minute(p, w, t, st, mode, count, rate, sample_every, 60.0 * t + 60.0)
-    close_request_minute(p, w, t, st, rec, ext, mode, sample_every)
 
 
 @unmanaged

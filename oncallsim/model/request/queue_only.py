@@ -1,6 +1,7 @@
 """The request engine's "queue only" mode: M/M/N with a pooled balancer, as the validation and the benchmark
 use it. A Poisson stream of λ per second, exponential service of a fixed mean, N servers, no cache, no
-database, no builds: the same compiled loop as a full run (``physics.request_minute``), minute after minute.
+database, no builds: the same compiled loop as a full run (``physics``: the minute opened, run and closed),
+minute after minute.
 """
 
 from __future__ import annotations
