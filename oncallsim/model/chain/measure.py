@@ -86,7 +86,9 @@ def record_chain_minute(
     rec[REC.erlangs] = m[M_ATTEMPTS] / 60.0 * service_s
     rec[REC.utilization] = min(1.0, m[M_BUSY_S] / (workers * 60.0))
     rec[REC.wait_probability] = 0.0
-    for name in ("cache_hit", "db_demand_qps", "db_utilization", "query_time_ms"):
+    # cache_warm too: left unset, the record carried whatever the kernel's reused buffer held (a replay's
+    # record then differed from the run's in that field alone)
+    for name in ("cache_hit", "cache_warm", "db_demand_qps", "db_utilization", "query_time_ms"):
         rec[getattr(REC, name)] = 0.0  # a chain's cache and database are services of the graph like the others
     ext[EXT.p50_ms] = (hist_quantile_s(world.c_hist, 0.5) or 0.0) * 1000.0
     ext[EXT.p999_ms] = (hist_quantile_s(world.c_hist, 0.999) or 0.0) * 1000.0
