@@ -4,6 +4,7 @@ the engine's own loop without changing the minute."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -204,3 +205,60 @@ def test_zooms_are_refused_with_one_line(cascade: Simulation) -> None:
     one.step()
     with pytest.raises(InvalidInput, match="one service, not a chain"):
         zoom_chain(one, 0)
+
+
+def test_the_page_draws_a_waterfall_per_request_in_each_language(cascade: Simulation) -> None:
+    from oncallsim.zoom.chain_html import WATERFALLS, render_chain_zoom_html
+
+    z = zoom_chain(cascade, 3)
+    english = render_chain_zoom_html(z)
+    assert english.count('class="waterfall"') == min(WATERFALLS, len(z.requests))
+    assert "Attempts per service" in english and "<script" not in english  # no script: CSP-safe, offline
+    for name in z.services:
+        assert f'<td class="label">{name}' in english
+    danish = render_chain_zoom_html(z, language="da")
+    assert "Forsøg pr. tjeneste" in danish and "Attempts per service" not in danish
+    arabic = render_chain_zoom_html(z, language="ar", served=True, back="/runs/x")
+    assert 'dir="rtl"' in arabic and "/static/css/app.css" in arabic and 'href="/runs/x"' in arabic
+
+
+def test_one_service_zoom_refuses_a_chain_minute(cascade: Simulation) -> None:
+    from oncallsim.zoom import zoom_run
+
+    with pytest.raises(InvalidInput, match="chain of services"):
+        zoom_run(cascade, 1)
+
+
+def test_cli_zooms_a_chain_run(cascade: Simulation, tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from oncallsim.cli import app
+
+    saved = tmp_path / "run.json"
+    cascade.run_file().save(saved)
+    page, data = tmp_path / "zoom.html", tmp_path / "zoom.json"
+    done = CliRunner().invoke(app, ["zoom", str(saved), "--minute", "1", "--html", str(page), "--json", str(data)])
+    assert done.exit_code == 0, done.output
+    assert "minute 1" in done.output and "requests followed" in done.output and "api" in done.output
+    z = json.loads(data.read_text())
+    assert z["kind"] == "chain" and z["minute"] == 1 and z["requests"][0]["spans"][0]["service"] == "api"
+    assert 'class="waterfall"' in page.read_text()
+
+
+def test_the_console_zooms_a_chain_run(cascade: Simulation, tmp_path: Path) -> None:
+    from tests.test_web import console
+
+    with console(tmp_path / "runs.sqlite3") as client:
+        files = {"file": ("run.json", cascade.run_file().model_dump_json(), "application/json")}
+        response = client.post("/api/runs/import", files=files)
+        assert response.status_code == 201, response.text
+        run_id = response.json()["id"]
+        data = client.get(f"/api/runs/{run_id}/zoom", params={"minute": 2})
+        assert data.status_code == 200, data.text
+        assert data.json()["kind"] == "chain" and data.json()["requests"]
+        page = client.get(f"/runs/{run_id}/zoom", params={"minute": 2, "lang": "hy"})
+        assert page.status_code == 200 and 'class="waterfall"' in page.text and 'lang="hy"' in page.text
+        late = client.get(f"/api/runs/{run_id}/zoom", params={"minute": 9})
+        assert late.status_code == 422
