@@ -134,3 +134,25 @@ def test_the_offline_zoom_file_draws_the_diagram_too(tmp_path: Path) -> None:
         page.wait_for_function("() => document.getElementById('diagram').dataset.showing === '5'")
         assert "⟦" not in (page.locator("#diagram").text_content() or "") and errors == []
         assert page.locator("#zoom-chart .main-svg").count() >= 1
+
+
+def test_the_zoom_button_follows_a_chain_s_requests_across_hops(server: str) -> None:
+    body = {"scenario": "cascade", "seed": 1, "speed": 16, "minutes": 4, "engine": "request"}
+    request = urllib.request.Request(
+        server + "/api/runs", json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        run_id = str(json.loads(response.read())["id"])
+    with chromium_page() as page:
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{server}/runs/{run_id}")
+        _played(page, 4)
+        with page.context.expect_page() as opened:
+            page.get_by_role("button", name="Zoom", exact=True).click()
+        zoomed = opened.value
+        zoomed.wait_for_selector("svg.waterfall", timeout=240_000)
+        assert zoomed.url.endswith(f"/runs/{run_id}/zoom?minute=3")
+        assert "across the chain" in zoomed.locator("h1").inner_text()
+        assert zoomed.locator("svg.waterfall").count() > 0
+        assert errors == []

@@ -84,6 +84,10 @@ def zoom_record(
     (the run's)."""
     p = kernel_params(params)
     extras = record.extras or {}
+    if "graph" in extras:  # rebuilt as one service, a chain's minute would be some other system's
+        raise InvalidInput(
+            "minute", "is a minute of a chain of services; zoom_chain follows its requests across hops (a replay)"
+        )
     # a request-engine record also holds its world's settings (retries, queue discipline, limiter, …)
     opening = Controls.from_mapping({name: getattr(record, name) for name in SETTINGS} | extras.get("settings", {}))
     st = opening.to_vector()

@@ -61,6 +61,7 @@ from oncallsim.model.chain.world import (
     A_PENDING,
     A_PHASE,
     A_QNEXT,
+    A_SPAN,
     A_STAGE,
     A_SVC,
     A_TIMED,
@@ -81,7 +82,12 @@ from oncallsim.model.chain.world import (
     C_NEXT,
     C_PARENT,
     C_RETRIES,
+    C_SPAN,
     C_TRY,
+    CALLER_ANSWERED,
+    CALLER_CANCELLED,
+    CALLER_TIMED_OUT,
+    CALLER_WAITING,
     CALLING,
     E_AUX,
     E_GEN,
@@ -116,6 +122,9 @@ from oncallsim.model.chain.world import (
     I_TMOVED,
     KEY_NODE_BITS,
     KEY_NODE_MASK,
+    KIND_FIRST,
+    KIND_HEDGE,
+    KIND_RETRY,
     M_ATTEMPTS,
     M_BUSY_S,
     M_CANCELLED,
@@ -134,6 +143,11 @@ from oncallsim.model.chain.world import (
     MC_OK,
     MC_SUM_US,
     OTEL_BOUNDS_S,
+    OUT_CANCELLED,
+    OUT_FAILED,
+    OUT_OK,
+    OUT_OPEN,
+    OUT_REFUSED,
     R_DEADLINE,
     R_PROPAGATE,
     SI_BUDGET_SECOND,
@@ -146,6 +160,25 @@ from oncallsim.model.chain.world import (
     SR_FAIL,
     SR_SINCE,
     SR_SLOW,
+    T_CALLER,
+    T_GROUP,
+    T_KIND,
+    T_OUTCOME,
+    T_PARENT,
+    T_REQUEST,
+    T_SVC,
+    T_TRY,
+    TI_EVERY,
+    TI_LOST,
+    TI_ROWS,
+    TR_ARRIVED,
+    TR_CALLER_END,
+    TR_COLUMNS,
+    TR_DEADLINE,
+    TR_END,
+    TR_SENT,
+    TR_START,
+    TR_WORKED,
     WAITING,
     WORKING,
 )
@@ -158,6 +191,7 @@ DONE, NEED_ROOM = 0, 1
 _INF = math.inf
 _LOG_RATIO = math.log(HIST_RATIO)
 _OTEL = len(OTEL_BOUNDS_S)
+_NAN = math.nan
 
 # --- the events: a heap ordered by (time, order pushed), and the edges' lists (world.py) ------------------------
 
@@ -311,6 +345,7 @@ def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: flo
     ai[a, A_QNEXT] = -1
     ai[a, A_OK] = 0
     ai[a, A_TIMED] = 0
+    ai[a, A_SPAN] = -1
     w.att_r[a, AR_DEADLINE] = deadline
     w.att_r[a, AR_ARRIVED] = now
     w.att_r[a, AR_SENT] = now
@@ -380,6 +415,7 @@ def new_call(w: Any, parent: int, edge: int) -> int:
     ci[c, C_COPY1] = -1
     ci[c, C_COPY2] = -1
     ci[c, C_NEXT] = -1
+    ci[c, C_SPAN] = -1
     return c
 
 
@@ -399,6 +435,63 @@ def free_calls(w: Any, a: int) -> None:
 @step
 def copy_alive(w: Any, a: int, gen: int) -> bool:
     return a >= 0 and w.att_i[a, A_GEN] == gen and w.att_i[a, A_ALIVE] == 1
+
+
+# --- the zoom's trace (world.py T_*, zoom/chain.py) ---------------------------------------------------------------
+# Every step below writes only the trace's rows and an attempt's A_SPAN; none draws a number or pushes an event,
+# so a minute traced is the same minute, bit for bit, as one not traced.
+
+
+@step
+def span_open(w: Any, a: int, request: int, parent: int, kind: int, try_no: int, group: int, x: float) -> int:
+    """A span for attempt ``a`` (its row; −1 when the trace has no row left: counted as lost)."""
+    row = w.tr_ints[TI_ROWS]
+    if row >= len(w.tr_i):
+        w.tr_ints[TI_LOST] += 1
+        return -1
+    w.tr_ints[TI_ROWS] = row + 1
+    ti = w.tr_i
+    tr = w.tr_r
+    ti[row, T_REQUEST] = request
+    ti[row, T_SVC] = w.att_i[a, A_SVC]
+    ti[row, T_PARENT] = parent
+    ti[row, T_KIND] = kind
+    ti[row, T_TRY] = try_no
+    ti[row, T_GROUP] = group if group >= 0 else row
+    ti[row, T_OUTCOME] = OUT_OPEN
+    ti[row, T_CALLER] = CALLER_WAITING
+    for k in range(TR_COLUMNS):
+        tr[row, k] = _NAN
+    tr[row, TR_SENT] = x
+    tr[row, TR_DEADLINE] = w.att_r[a, AR_DEADLINE]
+    w.att_i[a, A_SPAN] = row
+    return row
+
+
+@step
+def span_at(w: Any, a: int, column: int, x: float) -> None:
+    """A traced attempt's moment (TR_ARRIVED, TR_START, TR_WORKED)."""
+    row = w.att_i[a, A_SPAN]
+    if row >= 0:
+        w.tr_r[row, column] = x
+
+
+@step
+def span_end(w: Any, a: int, outcome: int, x: float) -> None:
+    """A traced attempt's service is done with it (the first outcome stands)."""
+    row = w.att_i[a, A_SPAN]
+    if row >= 0 and w.tr_i[row, T_OUTCOME] == OUT_OPEN:
+        w.tr_i[row, T_OUTCOME] = outcome
+        w.tr_r[row, TR_END] = x
+
+
+@step
+def span_caller(w: Any, a: int, status: int, x: float) -> None:
+    """A traced attempt's caller stops waiting for it (the first reason stands)."""
+    row = w.att_i[a, A_SPAN]
+    if row >= 0 and w.tr_i[row, T_CALLER] == CALLER_WAITING:
+        w.tr_i[row, T_CALLER] = status
+        w.tr_r[row, TR_CALLER_END] = x
 
 
 # --- measures ---------------------------------------------------------------------------------------------------
@@ -486,6 +579,7 @@ def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool) -> None:
         return
     w.att_i[a, A_ALIVE] = 0
     untime(w, a)
+    span_caller(w, a, CALLER_TIMED_OUT if at_deadline else CALLER_ANSWERED, x)
     latency = x - w.att_r[a, AR_ARRIVED]
     mc = w.m_client
     mc[MC_DECIDED] += 1
@@ -629,6 +723,7 @@ def turned_away(w: Any, x: float, a: int, s: int) -> bool:
     if w.att_i[a, A_CANCELLED]:
         w.m_svc[s, M_CANCELLED] += 1
         w.att_i[a, A_PHASE] = FINISHED
+        span_end(w, a, OUT_CANCELLED, x)
         maybe_free(w, a)
         return True
     if x >= w.att_r[a, AR_DEADLINE]:
@@ -644,6 +739,7 @@ def reach(w: Any, x: float, a: int) -> None:
     queued (and taken at once if a worker is idle)."""
     s = w.att_i[a, A_SVC]
     w.att_r[a, AR_ARRIVED] = x
+    span_at(w, a, TR_ARRIVED, x)
     w.m_svc[s, M_ATTEMPTS] += 1
     if turned_away(w, x, a, s):
         return
@@ -677,6 +773,7 @@ def dequeue(w: Any, x: float, s: int) -> None:
         w.att_i[a, A_PHASE] = WORKING
         w.m_svc[s, M_STARTED] += 1
         w.m_svc[s, M_WAIT_S] += x - w.att_r[a, AR_ARRIVED]
+        span_at(w, a, TR_START, x)
         push(w, x + work_s(w, s), EV_OWN_DONE, a, w.att_i[a, A_GEN], 0)
 
 
@@ -685,6 +782,7 @@ def refuse(w: Any, x: float, a: int) -> None:
     """An attempt refused before any work (its deadline passed): it holds no worker and has made no call, so
     its error answer goes back at once (a step apart from ``finish``, which may release a worker)."""
     w.att_i[a, A_PHASE] = FINISHED
+    span_end(w, a, OUT_REFUSED, x)
     reply_with(w, x, a, False)
 
 
@@ -718,9 +816,12 @@ def own_done(w: Any, x: float, a: int) -> None:
     s = w.att_i[a, A_SVC]
     if w.att_i[a, A_CANCELLED]:  # given up on while it worked: the work is wasted, the worker freed
         w.att_i[a, A_PHASE] = FINISHED
+        span_at(w, a, TR_WORKED, x)
+        span_end(w, a, OUT_CANCELLED, x)
         release(w, x, a)
         maybe_free(w, a)
         return
+    span_at(w, a, TR_WORKED, x)
     fail = w.svc_r[s, SR_FAIL]
     if fail > 0.0 and uniform(w.gen) < fail:
         finish(w, x, a, False)
@@ -783,6 +884,7 @@ def finish(w: Any, x: float, a: int, ok: bool) -> None:
         w.m_hist[s, hist_bin(x - w.att_r[a, AR_ARRIVED])] += 1
     else:
         w.m_svc[s, M_FAILED] += 1
+    span_end(w, a, OUT_OK if ok else OUT_FAILED, x)
     cancel_calls(w, x, a)
     release(w, x, a)
     reply_with(w, x, a, ok)
@@ -799,6 +901,7 @@ def cancel(w: Any, x: float, a: int) -> None:
     if phase == CALLING:
         w.att_i[a, A_PHASE] = FINISHED
         w.m_svc[w.att_i[a, A_SVC], M_CANCELLED] += 1
+        span_end(w, a, OUT_CANCELLED, x)
         cancel_calls(w, x, a)
         release(w, x, a)
         maybe_free(w, a)
@@ -811,6 +914,7 @@ def drop_copy(w: Any, x: float, a: int) -> None:
     """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
     w.att_i[a, A_ALIVE] = 0
     untime(w, a)
+    span_caller(w, a, CALLER_CANCELLED, x)
     c = w.att_i[a, A_CALL]
     e = w.call_i[c, C_EDGE]
     push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN])
@@ -866,6 +970,13 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
         w.call_i[c, C_COPY2] = -1
         if w.svc[caller, SV_HEDGE_Q] > 0.0:
             push(w, x + hedge_delay(w, e), EV_HEDGE, c, w.call_i[c, C_GEN], w.call_i[c, C_TRY])
+    ps = w.att_i[parent, A_SPAN]
+    if ps >= 0:  # a traced request's attempt: its call's copies are spans of the same request
+        try_no = w.call_i[c, C_TRY]
+        kind = KIND_HEDGE if hedge else KIND_RETRY if try_no > 1 else KIND_FIRST
+        row = span_open(w, a, w.tr_i[ps, T_REQUEST], ps, kind, try_no, w.call_i[c, C_SPAN], x)
+        if w.call_i[c, C_SPAN] < 0:
+            w.call_i[c, C_SPAN] = row
     push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REACH, a, gen)
     if deadline == _INF:  # no timeout and nothing propagated: the caller waits for the answer
         pass
@@ -891,6 +1002,7 @@ def timer(w: Any, x: float, a: int) -> None:
         return
     c = w.att_i[a, A_CALL]
     w.m_svc[w.att_i[w.call_i[c, C_PARENT], A_SVC], M_TIMEOUTS] += 1
+    span_caller(w, a, CALLER_TIMED_OUT, x)
     drop_copy(w, x, a)
     copy_failed(w, x, c)
 
@@ -913,6 +1025,7 @@ def reply(w: Any, x: float, a: int) -> None:
         return  # given up on already (its deadline, or another copy won)
     w.att_i[a, A_ALIVE] = 0
     untime(w, a)
+    span_caller(w, a, CALLER_ANSWERED, x)
     c = w.att_i[a, A_CALL]
     callee = w.att_i[a, A_SVC]
     if not w.att_i[a, A_OK]:
@@ -1008,6 +1121,7 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     lists = len(w.timers)
     clients = lists - 1
     propagate = w.reals[R_PROPAGATE] != 0.0
+    every = w.tr_ints[TI_EVERY]  # the zoom's sampling (0: no trace)
     w.ints[I_TMOVED] = 1
     tt = _INF
     due = -1
@@ -1044,6 +1158,10 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
                 break
             w.ints[I_NEXT] = i + 1
             a = new_attempt(w, entry, ta + client_deadline if propagate else _INF, -1, 0, ta)
+            if every > 0 and i % every == 0:  # a sampled request: the client's deadline, if it propagates or not
+                row = span_open(w, a, i, -1, KIND_FIRST, 1, -1, ta)
+                if row >= 0:
+                    w.tr_r[row, TR_DEADLINE] = ta + client_deadline
             add_timer(w, clients, a)
             reach(w, ta, a)
             continue

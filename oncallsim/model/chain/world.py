@@ -103,8 +103,9 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_TIMED,  # 1: in a timer list (not given back before its timer is taken off)
     A_TNEXT,  # the next in its timer list
     A_TPREV,  # the one before
+    A_SPAN,  # its row in the trace (−1: not traced; trace.py)
     A_COLUMNS,
-) = range(17)
+) = range(18)
 AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
@@ -122,8 +123,9 @@ WAITING, WORKING, CALLING, FINISHED = range(4)
     C_COPY2,
     C_GEN2,
     C_NEXT,
+    C_SPAN,  # the trace's row of its first copy (−1: not traced)
     C_COLUMNS,
-) = range(13)
+) = range(14)
 
 # event kinds
 EV_REACH, EV_OWN_DONE, EV_REPLY, EV_TIMER, EV_HEDGE, EV_CANCEL = range(6)
@@ -162,6 +164,41 @@ MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a
 
 # m_client[...]: the clients' answers in the minute
 MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
+
+# the trace (trace.py). tr_ints[...]: which entry requests are sampled, and the rows written
+(
+    TI_EVERY,  # k > 0: the minute's entry requests number 0, k, 2k, … are traced; 0: none (off); −1: none new,
+    # the attempts of those already traced still are
+    TI_ROWS,  # rows written
+    TI_LOST,  # spans not written: no row left
+    TI_COLUMNS,
+) = range(4)
+# tr_i[row, ...]: a span (one attempt at one service)
+(
+    T_REQUEST,  # the entry request's number in the minute it arrived
+    T_SVC,
+    T_PARENT,  # the span of the attempt that made the call (−1: the client's request)
+    T_KIND,  # KIND_*
+    T_TRY,  # the call's try it is a copy of (1: the first)
+    T_GROUP,  # the span of the call's first copy (itself for one)
+    T_OUTCOME,  # OUT_*: the service's side
+    T_CALLER,  # CALLER_*: the caller's side (the client's, for a request)
+    T_COLUMNS,
+) = range(9)
+KIND_FIRST, KIND_RETRY, KIND_HEDGE = range(3)
+OUT_OPEN, OUT_OK, OUT_FAILED, OUT_REFUSED, OUT_CANCELLED = range(5)
+CALLER_WAITING, CALLER_ANSWERED, CALLER_TIMED_OUT, CALLER_CANCELLED = range(4)
+# tr_r[row, ...]: its times (NaN: not yet)
+(
+    TR_SENT,  # the caller sent it (the client, for a request)
+    TR_ARRIVED,  # it reached the service
+    TR_START,  # a worker took it
+    TR_WORKED,  # its own work done
+    TR_END,  # the service was done with it (answered, refused, or dropped)
+    TR_CALLER_END,  # its caller stopped waiting: the answer reached it, or it gave up
+    TR_DEADLINE,  # the deadline it carried (∞: none)
+    TR_COLUMNS,
+) = range(8)
 
 # latency histograms: logarithmic bins, 1 % wide, from 10 µs (bin 0 holds all below) to past 600 s
 HIST_FLOOR_S = 1e-5
@@ -212,6 +249,10 @@ class ChainWorld(NamedTuple):
     m_client: npt.NDArray[np.int64]
     c_hist: npt.NDArray[np.int64]  # [HIST_BINS] every client's answer, success or not
     c_otel: npt.NDArray[np.int64]  # [len(OTEL_BOUNDS_S) + 1] the same at OpenTelemetry's bounds, not cumulative
+    # the zoom's trace (trace.py): empty, and off, unless a zoom asks for it
+    tr_ints: npt.NDArray[np.int64]  # [TI_COLUMNS]
+    tr_i: npt.NDArray[np.int64]  # [rows, T_COLUMNS] a span per traced attempt
+    tr_r: npt.NDArray[np.float64]  # [rows, TR_COLUMNS] its times
 
 
 def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
@@ -266,6 +307,9 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         m_client=np.zeros(MC_COLUMNS, dtype=np.int64),
         c_hist=np.zeros(HIST_BINS, dtype=np.int64),
         c_otel=np.zeros(len(OTEL_BOUNDS_S) + 1, dtype=np.int64),
+        tr_ints=np.zeros(TI_COLUMNS, dtype=np.int64),
+        tr_i=np.zeros((0, T_COLUMNS), dtype=np.int64),
+        tr_r=np.zeros((0, TR_COLUMNS)),
     )
     return with_room(world, 0)
 

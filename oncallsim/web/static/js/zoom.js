@@ -1,6 +1,6 @@
 // Zoom into a minute: the Zoom button opens the last minute played; a click on any chart opens the minute
-// clicked. The zoomed minute (re-simulated request by request on the server) opens in a new tab, so the
-// console keeps running, or stays paused, as it was.
+// clicked. The zoomed minute (re-simulated request by request on the server; a chain's replayed, its requests
+// followed across hops) opens in a new tab, so the console keeps running, or stays paused, as it was.
 (function () {
   "use strict";
   const root = document.querySelector("main.console");
@@ -8,6 +8,7 @@
   const runId = root.dataset.run;
   const CHART_IDS = [
     "chart-traffic", "chart-p99", "chart-burn", "chart-errors", "chart-cache", "chart-fleet", "chart-goodput", "chart-attempts",
+    "chart-services", // a chain's: each service's p99 (its zoom follows requests across hops)
   ];
   // the zoomed minute in the console's language (as the pages' links keep it: web/pages.py with_lang)
   const lang = document.documentElement.lang;
