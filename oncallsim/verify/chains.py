@@ -33,8 +33,8 @@ failed one the service where its failure began (docs/graphs.md, "Where the failu
 
 - an attempt's own failure begins at its service: its own error, its deadline passed between stages, refused
   on arrival with its deadline passed; refused after waiting in the queue, it begins where that wait began;
-- a wait for a worker at a service began where most of its held workers are: at their own work (the service
-  itself, also on a tie) or waiting on one stage of calls (then that stage's first callee, by the same rule);
+- a wait for a worker at a service began at that service, unless more than half of its held workers wait on one
+  stage of calls: then at that stage's first callee, by the same rule;
 - a wait that ran out (a caller's timer, the client's deadline) began at the deepest service still working on
   it: down the first unanswered call's awaited copy while waiting on calls; at its own work, that service; waiting
   for a worker or on the network, where that wait began; answered already, where its answer's failure began;
@@ -664,22 +664,18 @@ class _Chain:
     # --- where a failure began ---------------------------------------------------------------------------------
 
     def wait_began(self, service: _Service) -> str:
-        """Where a wait for a worker at ``service`` began: its held workers counted one by one, at their own work
-        or by the declared stage whose calls they wait on; the most win (own work on a tie, else the earliest
-        stage), a stage passing the question on to its first call's callee."""
+        """Where a wait for a worker at ``service`` began: its held workers counted one by one by the declared
+        stage whose calls they wait on; more than half of them on one stage pass the question on to its first
+        call's callee, else it began at the service."""
         while True:
-            own = 0
             waiting = [0] * len(service.stages)
             for held in service.holders:
                 if held.phase == _CALLING:
                     waiting[held.plan_stages[held.stage]] += 1
-                else:
-                    own += 1
             most = max(waiting, default=0)
-            if most == 0 or own >= most:
+            if 2 * most <= len(service.holders):
                 return service.name
-            first_call = service.stages[waiting.index(most)][0][0]
-            service = self.services[first_call.to]
+            service = self.services[service.stages[waiting.index(most)][0][0].to]
 
     def waited_on(self, attempt: _Attempt) -> str:
         """Where a wait for ``attempt`` that ran out began: the deepest service still working on it."""

@@ -619,22 +619,18 @@ def saw(w: Any, s: int, seconds: float) -> None:
 
 @step
 def blocker(w: Any, s: int) -> int:
-    """Where a wait for a worker at service ``s`` began: what most of its held workers are doing — its own
-    work (``s``, which also wins a tie), or waiting on one stage of calls (then, by the same rule, that stage's
-    first call's callee)."""
+    """Where a wait for a worker at service ``s`` began: at ``s``, unless more than half of its held workers wait
+    on one stage of calls — then, by the same rule, at that stage's first call's callee."""
     while True:
-        most = 0
-        best = -1
-        waiting = 0
+        busy = w.svc_i[s, SI_BUSY]
+        below = -1
         for g in range(w.stage_first[s], w.stage_first[s + 1]):
-            held = w.stage_held[g]
-            waiting += held
-            if held > most:
-                most = held
-                best = g
-        if best < 0 or w.svc_i[s, SI_BUSY] - waiting >= most:
+            if 2 * w.stage_held[g] > busy:
+                below = w.edge_i[w.stage_edges[g], EI_CALLEE]
+                break
+        if below < 0:
             return s
-        s = w.edge_i[w.stage_edges[best], EI_CALLEE]
+        s = below
 
 
 @step
