@@ -117,11 +117,14 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 def check_override_names(names: Iterable[str]) -> None:
     """A parameter or opening control the model does not know: refused with the nearest known name."""
     from oncallsim.model import SETTINGS, Params
+    from oncallsim.model.chain.controls import split_control
     from oncallsim.model.controls import WORLD_SETTINGS
 
     known = [*Params.__dataclass_fields__, *SETTINGS, *WORLD_SETTINGS]
     for name in names:
-        if name not in known:
+        if "." in name:  # a chain's service: <service>.<setting> (whether the run has it is the run's to say)
+            split_control(name)
+        elif name not in known:
             raise InvalidInput(
                 name, f"unknown parameter or control{did_you_mean(name, known)}; `oncallsim params` lists them all"
             )

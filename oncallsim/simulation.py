@@ -28,6 +28,7 @@ from oncallsim.model import (
     RunPlan,
     State,
 )
+from oncallsim.model.chain.controls import coerce_service_control, with_service_settings
 from oncallsim.model.controls import (
     CONTROL_SPECS,
     WORLD_SETTINGS,
@@ -44,7 +45,16 @@ from oncallsim.scenarios import Scenario, load_scenario, parse_clock, registered
 from oncallsim.scenarios.registry import superseded_scenario
 from oncallsim.validation import MAX_FILE_BYTES, decode_text, invalid_input, read_bounded
 
-__all__ = ["MAX_RUN_FILE_ACTIONS", "MAX_SEED", "Action", "RunFile", "Simulation", "load_actions", "split_overrides"]
+__all__ = [
+    "MAX_RUN_FILE_ACTIONS",
+    "MAX_SEED",
+    "Action",
+    "RunFile",
+    "Simulation",
+    "load_actions",
+    "service_overrides",
+    "split_overrides",
+]
 
 MAX_SEED = 2**32 - 1
 RUN_FILE_FORMAT = "oncallsim-run"
@@ -116,13 +126,16 @@ def load_actions(source: str | Path | list[Any]) -> list[Action]:
 
 
 def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split ``--set`` style overrides into model parameters and opening controls, rejecting unknown names."""
+    """Split ``--set`` style overrides into model parameters and opening controls, rejecting unknown names. A
+    chain's service setting (``recs.timeout_ms``) is checked here and left to ``service_overrides``."""
     params: dict[str, Any] = {}
     controls: dict[str, Any] = {}
     known_params = set(Params.__dataclass_fields__)
     for given, raw in (overrides or {}).items():
         name, value = current_name(given, raw)
-        if name in known_params:
+        if "." in name:
+            coerce_service_control(name, value)
+        elif name in known_params:
             params[name] = value
         elif name in SETTINGS or name in WORLD_SETTINGS:
             controls[name] = value
@@ -135,6 +148,12 @@ def split_overrides(overrides: Mapping[str, Any] | None) -> tuple[dict[str, Any]
                 + ", ".join((*SETTINGS, *WORLD_SETTINGS)),
             )
     return params, controls
+
+
+def service_overrides(overrides: Mapping[str, Any] | None) -> dict[str, float | int]:
+    """The overrides that set a chain's service (``<service>.<setting>``), their values checked: a run opens with
+    them as if its file said so (a sweep over a service's timeout, ``--set recs.timeout_ms=150``)."""
+    return {name: coerce_service_control(name, value) for name, value in (overrides or {}).items() if "." in name}
 
 
 class Observation(NamedTuple):
@@ -184,9 +203,13 @@ class Simulation:
         clock: str | None = None,
         engine: str | None = None,
         model_version: str = MODEL_VERSION,
+        controller: Any = None,
     ) -> None:
         if engine is not None:
             get_engine(engine)  # a bad name is refused before anything else
+        custom = load_controller(controller)  # a bad controller too (a built-in one's name is an override)
+        if custom is not None or isinstance(controller, str):  # the run file names it: a replay needs it again
+            overrides = {**(overrides or {}), "controller": "custom" if custom is not None else controller}
         if model_version not in MODEL_VERSIONS:
             raise InvalidInput(
                 "model_version",
@@ -221,7 +244,19 @@ class Simulation:
         self.plan: RunPlan = replace(
             self.scenario.build_plan(self.rng, clock=clock, minutes=minutes), revision=int(model_version)
         )
+        services = service_overrides(self.overrides)
+        if services:  # a chain's services as the overrides set them, from the first minute
+            self.plan = replace(self.plan, graph=with_service_settings(self.plan.graph, services))
         self.state: State = self.engine.initial(self.plan, opening, self.params, seed)
+        self.controller = controller if custom is not None else None  # a user's, as given (a counterfactual's)
+        if custom is not None:
+            attach = getattr(self.engine, "attach_controller", None)
+            if attach is None:
+                raise InvalidInput(
+                    "controller",
+                    f"a controller plays on the request engine; this run uses the {self.engine.name} engine",
+                )
+            self.state = attach(self.state, custom, self.params)
         self.timeline: list[MinuteRecord] = []
         self.actions: list[Action] = []
 
@@ -426,6 +461,7 @@ class Simulation:
             clock=self.clock_override,
             engine=self.engine.name,
             model_version=self.model_version,
+            controller=self.controller,
         )
         other.run(until=minutes, policy=policy)
         return other
@@ -591,3 +627,48 @@ class RunFile(BaseModel):
                 f"{', '.join(MODEL_VERSIONS)}, so a replay would not reproduce it",
             )
         return run
+
+
+def load_controller(ref: Any) -> Any:
+    """A fresh user's controller for a run, or None: None and a built-in controller's name give None (the name is
+    the run's ``controller`` setting); ``package.module:attr`` names a controller class, factory (called with no
+    argument) or instance; an object is a controller itself (deep-copied: each run its own state). Anything else is
+    refused in one line naming ``controller``; ``os:system`` is never called (only a class with a ``control`` method,
+    a Python function or a partial is)."""
+    import functools
+    import importlib
+    import inspect
+
+    from oncallsim.model.request.controllers import BUILT_IN, Controller, check_controller
+    from oncallsim.model.request.limiter import CONTROLLERS
+
+    if ref is None or (isinstance(ref, str) and ref in CONTROLLERS and ref != "custom"):
+        return None
+    if not isinstance(ref, str):
+        made = copy.deepcopy(ref)
+    else:
+        module_name, sep, attr = ref.partition(":")
+        if not sep or not module_name or not attr:
+            raise InvalidInput(
+                "controller", f"unknown controller {ref!r}; built-in: off, {', '.join(BUILT_IN)}, or module:attr"
+            )
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except ImportError as exc:
+            raise InvalidInput("controller", f"cannot import {module_name!r}: {exc}") from None
+        except AttributeError:
+            raise InvalidInput("controller", f"module {module_name!r} has no attribute {attr!r}") from None
+        refused = f"{ref} is not a controller: it needs a tick_s and a control(signals, knobs) method"
+        if isinstance(target, Controller) and not isinstance(target, type):
+            made = copy.deepcopy(target)
+        elif (isinstance(target, type) and callable(getattr(target, "control", None))) or (
+            inspect.isfunction(target) or isinstance(target, functools.partial)
+        ):
+            try:
+                made = target()
+            except Exception as exc:
+                raise InvalidInput("controller", f"{ref}() failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+        else:
+            raise InvalidInput("controller", refused)
+    check_controller(made)
+    return made

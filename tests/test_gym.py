@@ -160,3 +160,30 @@ def test_an_action_the_run_cannot_take_is_a_no_op_with_its_reason() -> None:
     _, _, _, _, info = env.step(action)
     assert len(info["refused"]) == 2 and "queue_limit first" in info["refused"][0]
     assert env.sim.state.controls.queue_discipline == "fifo"
+
+
+def test_a_chain_of_services_is_an_environment_with_its_services_controls() -> None:
+    """On a chain (the cascade lesson) the actions are what reach a chain — the fleet, the edge's shedding,
+    deadline propagation — and each service's settings (not the entry's own fleet or deadline); the env checker
+    passes; the lesson's fix taken as an action plays as the same run made through Simulation; a setting inside
+    its Box but outside what the service takes (a timeout of 0.5 ms) is refused, not rounded to "none"."""
+    from oncallsim import Simulation
+    from oncallsim.gym.env import OncallEnv
+
+    env = OncallEnv("cascade")
+    names = set(env.action_space.spaces)
+    assert {"floor", "shed_share", "deadline_propagation", "recs.timeout_ms", "catalog.retries"} <= names
+    assert not {"ttl_s", "warmup", "rollback", "limiter", "api.instances", "api.timeout_ms"} & names
+    check_env(env, skip_render_check=True)
+    env.reset(seed=204)
+    for minute in range(14):
+        action = env.action_from([("recs.timeout_ms", 150.0)] if minute == 10 else [])
+        _, _, _, _, info = env.step(action)
+        assert info["refused"] == []
+    assert env.sim is not None
+    made = Simulation("cascade", seed=204)
+    for minute in range(14):
+        made.step([("recs.timeout_ms", 150.0)] if minute == 10 else [])
+    assert [r.to_dict() for r in env.sim.timeline] == [r.to_dict() for r in made.timeline]
+    _, _, _, _, info = env.step(env.action_from([("recs.timeout_ms", 0.5)]))
+    assert len(info["refused"]) == 1 and "recs.timeout_ms" in info["refused"][0]

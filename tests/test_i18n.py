@@ -289,6 +289,31 @@ def test_every_built_in_scenario_has_its_texts_in_every_language() -> None:
                     assert table[field].strip() != getattr(scenario, field).strip(), f"{language}: [{sid}] {field}"
 
 
+def test_every_chain_of_services_has_its_texts_in_every_language() -> None:
+    """The chains of services (scenarios/data/graphs) are registered apart from the built-in scenarios, so the
+    test above does not reach them; the console shows their title, summary and briefing through scenario_text,
+    which must find the shipped translation, with the briefing's numbers (times, milliseconds, percentile)."""
+    import tomllib
+
+    from oncallsim.scenarios.registry import graph_scenarios, registered_scenarios
+    from oncallsim.scenarios.texts import TEXT_FIELDS, scenario_text
+
+    graphs = graph_scenarios()
+    assert graphs and set(graphs) <= set(registered_scenarios())
+    for language in OTHERS:
+        data = tomllib.loads((PACKAGE / "locales" / language / "scenarios.toml").read_text(encoding="utf-8"))
+        for sid, scenario in graphs.items():
+            table = data.get(sid, {})
+            for field in [f for f in TEXT_FIELDS if f in ("title", "summary", "briefing") or getattr(scenario, f)]:
+                text = str(table.get(field, "")).strip()
+                english = str(getattr(scenario, field)).strip()
+                assert text, f"{language}/scenarios.toml: [{sid}] has no {field}"
+                if field != "title":  # a title may keep a loan word ("Fan-out")
+                    assert text != english, f"{language}: [{sid}] {field} is English"
+                assert scenario_text(registered_scenarios()[sid], field, language) == text, (language, sid, field)
+                assert sorted(re.findall(r"\d+", text)) == sorted(re.findall(r"\d+", english)), (language, sid, field)
+
+
 def test_numbers_as_each_language_writes_them() -> None:
     assert format_number(1234.5, "da", 1) == "1.234,5" and format_number(1234.5, "en", 1) == "1,234.5"
     assert format_number(1234.5, "hy", 1) == "1\xa0234,5"

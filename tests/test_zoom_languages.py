@@ -125,7 +125,7 @@ def test_every_in_force_phrase_is_translated_with_its_value() -> None:
     said_of = [
         {"balancer": "p2c", "queue_discipline": "codel", "codel_preset": "kratos", "codel_target_ms": 20,
          "codel_interval_ms": 200, "queue_limit": 50, "deadline_propagation": True, "server_timeout_ms": 300,
-         "limiter": "bbr", "breaker": "sre", "throttle_preset": "aegis", "retries": 3,
+         "limiter": "bbr", "controller": "gradient2", "breaker": "sre", "throttle_preset": "aegis", "retries": 3,
          "retry_backoff": "full-jitter", "retry_budget": 0.1, "self_protection": False, "queue_priority": "strict"},
         {"queue_discipline": "adaptive-lifo", "breaker": "classic", "retries": 2, "retry_backoff": "none"},
         {"queue_discipline": "fifo", "retries": 0},

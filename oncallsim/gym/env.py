@@ -15,6 +15,9 @@ import numpy as np
 from gymnasium import spaces
 
 from oncallsim.model import CONTROL_SPECS, SETTINGS, Controls, MinuteRecord
+from oncallsim.model.chain.controls import SERVICE_SETTINGS, coerce_service_control, service_settings, split_control
+from oncallsim.model.chain.engine import CHAIN_CONTROLS
+from oncallsim.model.chain.layout import ChainLayout
 from oncallsim.model.controls import INSTANCE_ACTIONS, WORLD_SETTINGS
 from oncallsim.model.errors import InvalidInput
 from oncallsim.model.fields import ST
@@ -103,6 +106,37 @@ def action_space(engine: str = "minute", instances: int = 40) -> spaces.Dict:
             low, high = _control_bounds(name)
             entries[name] = spaces.Box(low, high, shape=(), dtype=np.float32)
     return spaces.Dict(entries)
+
+
+def service_controls(layout: ChainLayout) -> tuple[str, ...]:
+    """A chain's ``<service>.<setting>`` controls an agent may set: every service's, but the entry's instances
+    (the fleet's, ``floor``) and timeout (its clients' deadline)."""
+    entry = layout.services[layout.entry].name
+    return tuple(
+        f"{s.name}.{setting}"
+        for s in layout.services
+        for setting in SERVICE_SETTINGS
+        if not (s.name == entry and setting in ("instances", "timeout_ms"))
+    )
+
+
+def service_action_space(names: tuple[str, ...]) -> dict[str, spaces.Space[Any]]:
+    """Each service setting as a number within its range (0 where 0 takes the setting away): a Box, rounded to
+    what the setting takes (``service_value``)."""
+    out: dict[str, spaces.Space[Any]] = {}
+    for name in names:
+        spec = SERVICE_SETTINGS[split_control(name)[1]]
+        out[name] = spaces.Box(0.0 if spec.off else spec.low, spec.high, shape=(), dtype=np.float32)
+    return out
+
+
+def service_value(name: str, raw: Any) -> float:
+    """An action entry as the service setting's value: whole where the setting is, else to 4 decimals. Between
+    0 and the range (a timeout of 0.5 ms, where 0 means none) it is refused as on every surface, never rounded
+    to "off"."""
+    spec = SERVICE_SETTINGS[split_control(name)[1]]
+    value = float(raw)
+    return float(round(value)) if spec.whole else round(value, 4)
 
 
 def _converter(name: str) -> Callable[[Any], Any]:
@@ -199,6 +233,15 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         self.action_space = action_space(self.engine, probe.params.max_fleet)
         self.settings = SETTINGS + (WORLD_SETTINGS if self.engine == "request" else ())
         self.instance_actions = tuple(n for n in CONTROL_SPECS if n in INSTANCE_ACTIONS and self.engine == "request")
+        self.buttons = BUTTONS_IN_ORDER
+        self.graph = probe.plan.graph
+        self.service_controls: tuple[str, ...] = ()
+        if self.graph is not None:  # a chain: what reaches it of the one service's controls, and each service's
+            self.settings = tuple(name for name in self.settings if name in CHAIN_CONTROLS)
+            self.instance_actions = self.buttons = ()
+            self.service_controls = service_controls(self.graph)
+            kept = {name: space for name, space in self.action_space.spaces.items() if name in self.settings}
+            self.action_space = spaces.Dict({**kept, **service_action_space(self.service_controls)})
         self.sim: Simulation | None = None
         self.refused: list[str] = []  # the last step's instance actions that could not be taken (no-ops)
 
@@ -234,12 +277,21 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
             differs = vec[index] != float(value) if index is not None else getattr(controls, name) != value
             if differs:
                 wanted.append((name, value))
-        wanted += [(button, None) for button in BUTTONS_IN_ORDER if int(action[button])]
+        wanted += [(button, None) for button in self.buttons if int(action[button])]
         wanted += [(name, int(action[name]) - 1) for name in self.instance_actions if int(action[name])]
+        if self.graph is not None:
+            in_force = service_settings(self.graph, ((a.control, a.value) for a in self.sim.actions))
+            for name in self.service_controls:
+                service, setting = split_control(name)
+                value = service_value(name, action[name])
+                if in_force[service][setting] != value:
+                    wanted.append((name, value))
         self.refused = []
         out: list[tuple[str, Any]] = []
         for name, value in wanted:
             try:
+                if "." in name:  # a service's setting: its range as every surface checks it
+                    value = coerce_service_control(name, value)
                 self.sim.engine.check_action(self.sim.state, name, value)
             except InvalidInput as exc:
                 self.refused.append(str(exc))
@@ -268,15 +320,23 @@ class OncallEnv(gym.Env[np.ndarray, dict[str, Any]]):
         assert self.sim is not None
         c = self.sim.state.controls
         action = {name: action_entry(name, getattr(c, name)) for name in self.settings}
-        action.update({button: 0 for button in BUTTONS_IN_ORDER})
+        action.update({button: 0 for button in self.buttons})
         action.update({name: 0 for name in self.instance_actions})
+        if self.graph is not None:
+            in_force = service_settings(self.graph, ((a.control, a.value) for a in self.sim.actions))
+            for name in self.service_controls:
+                service, setting = split_control(name)
+                action[name] = np.float32(in_force[service][setting])
         return action
 
     def action_from(self, actions: list[tuple[str, Any]]) -> dict[str, Any]:
         """An action dict from (control, value) pairs, e.g. what a ``Policy`` decided; the rest held."""
         action = self.hold()
         for name, value in actions:
-            action[name] = int(value) + 1 if name in INSTANCE_ACTIONS else action_entry(name, value)
+            if "." in name:
+                action[name] = np.float32(value)
+            else:
+                action[name] = int(value) + 1 if name in INSTANCE_ACTIONS else action_entry(name, value)
         return action
 
     def render(self) -> str | None:

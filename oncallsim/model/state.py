@@ -68,6 +68,7 @@ class State(NamedTuple):
     window: npt.NDArray[np.float64]
     kernel: KernelInputs
     world: Any = None  # the request engine's requests, workers, cache and database (request.world.World)
+    controller: Any = None  # the request engine's plug-in controller as it stands (controllers.ControllerRun)
 
     def value(self, name: str) -> float:
         return float(self.vec[getattr(ST, name)])

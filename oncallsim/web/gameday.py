@@ -181,10 +181,20 @@ async def gameday_home(request: Request) -> HTMLResponse:
     )
 
 
+# A room's page shows the one service (its metrics, its controls, the faults a facilitator injects): a chain of
+# services plays in the console and from the command line until a room draws one.
+ROOMS_WITHOUT_GRAPHS = (
+    "a chain of services plays in the console (one player) and from the command line; a game-day room shows one "
+    "service and does not draw a chain yet"
+)
+
+
 @router.post("/api/gameday/rooms", status_code=201)
 async def create_room(request: Request, new: NewRoom) -> dict[str, Any]:
     """A room paused at its first minute; the answer's links carry the tokens (shown once)."""
     scenario = NewRun(scenario=new.scenario, scenario_toml=new.scenario_toml).resolve()
+    if scenario.graph is not None:
+        raise InvalidInput("scenario", ROOMS_WITHOUT_GRAPHS)
     engine = get_engine(new.engine or scenario.engine or DEFAULT_ENGINE).name
     seed = random_seed() if new.seed is None else new.seed
 

@@ -29,6 +29,7 @@ __all__ = [
     "graph_view",
     "service_settings",
     "split_control",
+    "with_service_settings",
 ]
 
 
@@ -155,3 +156,33 @@ def graph_view(layout: ChainLayout) -> dict[str, Any]:
             for name, spec in SERVICE_SETTINGS.items()
         },
     }
+
+
+def with_service_settings(layout: ChainLayout | None, settings: dict[str, float | int]) -> ChainLayout:
+    """``layout`` with its services set as ``settings`` says (``<service>.<setting>``: values checked already),
+    as if its file declared them: a run's opening overrides. Refused on a run without a graph, for a service it
+    does not have, and for the entry's own instances and timeout, as during a run."""
+    from dataclasses import replace
+
+    from oncallsim.model.chain.layout import ChainLayout
+
+    names = () if layout is None else layout.names
+    entry = None if layout is None else layout.services[layout.entry].name
+    for name in settings:
+        check_service_action(name, names, entry)
+    assert layout is not None
+    services = list(layout.services)
+    for name, value in settings.items():
+        service, setting = split_control(name)
+        s = layout.names.index(service)
+        if setting == "timeout_ms":
+            services[s] = replace(services[s], timeout_s=value / 1000.0 if value else None)
+        elif setting == "retries":
+            services[s] = replace(services[s], retries=int(value))
+        elif setting == "retry_budget":
+            services[s] = replace(services[s], retry_budget=float(value))
+        elif setting == "hedge_after_quantile":
+            services[s] = replace(services[s], hedge_quantile=float(value) if value else None)
+        else:
+            services[s] = replace(services[s], instances=int(value))
+    return ChainLayout(tuple(services), layout.entry, layout.deadline_s, layout.propagation)

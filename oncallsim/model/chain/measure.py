@@ -87,8 +87,10 @@ def record_chain_minute(
     rec[REC.erlangs] = m[M_ATTEMPTS] / 60.0 * service_s
     rec[REC.utilization] = min(1.0, m[M_BUSY_S] / (workers * 60.0))
     rec[REC.wait_probability] = 0.0
-    for name in ("cache_hit", "db_demand_qps", "db_utilization", "query_time_ms"):
-        rec[getattr(REC, name)] = 0.0  # a chain's cache and database are services of the graph like the others
+    # a chain's cache and database are services of the graph like the others (every field is written: the
+    # minute's values are a buffer reused from minute to minute, never left as it was)
+    for name in ("cache_warm", "cache_hit", "db_demand_qps", "db_utilization", "query_time_ms"):
+        rec[getattr(REC, name)] = 0.0
     ext[EXT.p50_ms] = (hist_quantile_s(world.c_hist, 0.5) or 0.0) * 1000.0
     ext[EXT.p999_ms] = (hist_quantile_s(world.c_hist, 0.999) or 0.0) * 1000.0
     ext[EXT.mean_wait_ms] = m[M_WAIT_S] / served * 1000.0 if served > 0 else 0.0

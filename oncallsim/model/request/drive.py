@@ -18,8 +18,15 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.errors import InvalidInput
-from oncallsim.model.fields import EXT, EXTRA_SCHEMA, NUMERIC_FIELDS, REC, extras_by_name
-from oncallsim.model.request.physics import request_minute
+from oncallsim.model.fields import EXT, EXTRA_SCHEMA, NUMERIC_FIELDS, REC, ST, extras_by_name
+from oncallsim.model.kernel import P
+from oncallsim.model.request.controllers import ControllerRun
+from oncallsim.model.request.physics import (
+    close_request_minute,
+    open_request_minute,
+    request_minute,
+    run_request_minute,
+)
 from oncallsim.model.request.stream import MODE_PIPELINE, MODE_QUEUE_ONLY
 from oncallsim.model.request.world import World, with_room
 
@@ -57,6 +64,7 @@ def run_minute(
     sample_every: int = 0,
     flags: int = 0,
     record: npt.NDArray[np.float64] | None = None,
+    controller: ControllerRun | None = None,
 ) -> Minute:
     """Simulate minute ``minute`` of ``world`` (seconds 60·minute to 60·minute + 60) request by request.
 
@@ -65,7 +73,9 @@ def run_minute(
     uniform in the minute, through the whole pipeline: shedding, cache, database, builds) or ``poisson_rate``
     (queue-only mode: a Poisson stream per second, exponential service of the app time, no cache or database).
     ``sample_every`` > 0 keeps every n-th arrival's path in ``world.meter.samples``; ``flags`` are the minute's
-    stage flags (``stages.FLUSH``); ``record`` receives the measured fields in place when given."""
+    stage flags (``stages.FLUSH``); ``record`` receives the measured fields in place when given. With a
+    ``controller`` (a run's ``ControllerRun`` holding one), the minute's events run in segments between its ticks
+    and the controller is called at each; without one, the minute runs in one compiled call."""
     if isinstance(minute, bool) or not isinstance(minute, int) or minute < 0:
         raise InvalidInput("minute", f"must be a whole number from 0, got {minute!r}")
     if (arrivals is None) == (poisson_rate is None):
@@ -86,5 +96,16 @@ def run_minute(
     world = with_room(world, room)
     rec = np.zeros(len(NUMERIC_FIELDS)) if record is None else record
     ext = np.zeros(len(EXTRA_SCHEMA))
-    request_minute(p, world, minute, flags, state, rec, ext, mode, count, rate, sample_every)
+    if controller is None or controller.controller is None:
+        request_minute(p, world, minute, flags, state, rec, ext, mode, count, rate, sample_every)
+        return Minute(world, rec, ext)
+    open_request_minute(p, world, minute, flags, state, mode, count, rate)
+    w = world
+
+    def segment(until: float) -> None:
+        run_request_minute(p, w, minute, state, mode, count, rate, sample_every, until)
+
+    wpi = int(p[P.workers_per_instance])
+    controller.minute(world, minute, int(state[ST.serving]), wpi, float(p[P.timeout_s]), segment)
+    close_request_minute(p, world, minute, state, rec, ext, mode, sample_every)
     return Minute(world, rec, ext)

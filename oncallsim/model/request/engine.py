@@ -24,6 +24,7 @@ from oncallsim.model.record import MinuteRecord
 from oncallsim.model.request.balancers import BALANCERS, I_BALANCER, I_CLIENTS
 from oncallsim.model.request.calls import I_BUDGET_OUT
 from oncallsim.model.request.connections import connections_minute
+from oncallsim.model.request.controllers import Controller, ControllerRun, check_controller
 from oncallsim.model.request.discovery import I_PROTECTING, I_SELF_PROTECTION, register_initial, registry_minute
 from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.fleet_ops import apply_faults, apply_world_actions, check_instance_action, lay_out_fleet
@@ -33,7 +34,7 @@ from oncallsim.model.request.limiter import I_LIMITING
 from oncallsim.model.request.outcomes import INSTANCE_HIST_BIN_S, INSTANCE_LINES, N_LIMITED
 from oncallsim.model.request.physics import fill_cache
 from oncallsim.model.request.queues import Q_LEN
-from oncallsim.model.request.settings import configure_world, world_settings
+from oncallsim.model.request.settings import configure_world, world_settings, write
 from oncallsim.model.request.world import World, new_world
 from oncallsim.model.rng import Mulberry32, normal_pair_k
 from oncallsim.model.stages import close_minute, open_minute
@@ -190,7 +191,22 @@ class RequestEngine:
         admitted = expected * (1.0 - p[P.low_priority_share] * vec[ST.shed_share])
         present = steady_hit_ratio(admitted, vec[ST.ttl_s], params.hot_objects)
         fill_cache(world.backend, world.gen, present, vec[ST.ttl_s], 0.0)
-        return state._replace(world=world)
+        control = ControllerRun()
+        if controls.controller != "custom":  # a user's is attached next (attach_controller), else minute 0 refuses
+            control.sync(world, params, 0)
+        return state._replace(world=world, controller=control)
+
+    def attach_controller(self, state: State, controller: Controller, params: Params) -> State:
+        """A user's controller (checked: a ``tick_s`` in range, a ``control`` method) attached to a run about to
+        start: the run's ``controller`` setting reads ``custom`` from now on."""
+        if state.plan.graph is not None:
+            raise InvalidInput("controller", "a controller plays on one service; this run is a chain of services")
+        check_controller(controller)
+        world = state.world
+        control = ControllerRun(custom=controller)
+        write(world, "controller", "custom")
+        control.sync(world, params, state.minute)
+        return state._replace(controller=control)
 
     def step(
         self, state: State, actions: Iterable[tuple[str, Any]], rng: Mulberry32 | None, params: Params
@@ -210,6 +226,9 @@ class RequestEngine:
         events.extend(apply_faults(world, state.plan.faults, t, serving, wpi))
         events.extend(registry_minute(world, t, serving, params, bool(world.registry.ints[I_SELF_PROTECTION])))
         connections_minute(world, t, serving)
+        control = state.controller
+        if control is not None:
+            control.sync(world, params, t)
         values, slots = k.values, k.slots
         z_count = z_scale = 0.0
         if rng is not None:  # the minute model's one draw: both engines see the same traffic
@@ -220,7 +239,14 @@ class RequestEngine:
             slots,
         )  # fmt: skip
         minute = run_minute(
-            k.params, world, vec, t, arrivals=minute_count(values[REC.requests_per_s]), flags=flags, record=values
+            k.params,
+            world,
+            vec,
+            t,
+            arrivals=minute_count(values[REC.requests_per_s]),
+            flags=flags,
+            record=values,
+            controller=control,
         )
         world, ext = minute.world, minute.extras
         events.extend(overload_events(world, ext, serving))
@@ -228,7 +254,7 @@ class RequestEngine:
             events.extend(from_slots(slots.tolist()))
         extras = extras_of(world, ext, serving, wpi, float(vec[ST.db_slowdown]))
         record = make_record(t, state.plan.clock(t), values, events, extras)
-        return State(t + 1, state.plan, vec, boot, window, k, world), record
+        return State(t + 1, state.plan, vec, boot, window, k, world, control), record
 
     def check_action(self, state: State, control: str, value: Any) -> None:
         if state.plan.graph is not None:
@@ -236,4 +262,14 @@ class RequestEngine:
             return
         if "." in control:
             check_service_action(control, (), None)  # refused: this run is not a chain
+        if (
+            control == "controller"
+            and value == "custom"
+            and (state.controller is None or state.controller.custom is None)
+        ):
+            raise InvalidInput(
+                "controller",
+                "custom names a controller attached through the Python API (Simulation(..., controller=...)); "
+                "this run has none: choose off, gradient2 or pid-shedder",
+            )
         check_instance_action(state.world, int(state.vec[ST.serving]), control, value)

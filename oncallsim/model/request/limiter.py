@@ -39,18 +39,30 @@ import numpy.typing as npt
 from oncallsim.model.control_spec import REQUEST_ONLY, ControlSpec
 from oncallsim.model.jit import by_reference
 from oncallsim.model.kernel import step
+from oncallsim.model.request.generator import uniform
 from oncallsim.model.request.queues import waiting
 from oncallsim.model.request.windows import ring_bucket
 
-__all__ = ["BUCKET_S", "bucket_empty", "cap", "completed", "limited"]
+__all__ = ["BUCKET_S", "bucket_empty", "cap", "completed", "controller_rejects", "limited", "observed", "throttled"]
 
 LIMITER_BUCKETS = 100  # the window: 100 buckets of 100 ms
 # ints[...]: the limiter (``LIMITERS``' index); 1 while an instance limited in the last minute; the model
-# revision's rules (settings.set_revision)
-I_LIMITER, I_LIMITING, I_REVISION = range(3)
+# revision's rules (settings.set_revision); the plug-in controller (``CONTROLLERS``' index, 0 none: controllers.py)
+I_LIMITER, I_LIMITING, I_REVISION, I_CONTROLLER = range(4)
 LIMITERS = ("off", "bbr", "token-bucket")
 OFF, BBR, TOKEN_BUCKET = range(3)
-R_BUCKET_RATE, R_BUCKET_BURST = range(2)  # reals[...]: the token bucket's rate (per s) and burst (tokens)
+# reals[...]: the token bucket's rate (per s) and burst (tokens); the controller's client throttle (a share)
+R_BUCKET_RATE, R_BUCKET_BURST, R_THROTTLE = range(3)
+# A plug-in controller (controllers.py): none, the two shipped (Netflix's Gradient2 limit, a PID shedder on queue
+# delay as Uber's Cinnamon describes), or a user's attached through the Python API ("custom": never chosen by name)
+CONTROLLERS = ("off", "gradient2", "pid-shedder", "custom")
+# ctl_obs[line, instance]: what the controller reads of each instance since its last tick (zeroed at each tick)
+O_ANSWERS, O_RT_SUM, O_WAIT_SUM, O_ERRORS, O_REJECTED = range(5)
+OBS_LINES = 5
+# ctl_hist[instance, bin]: the answers' response times since the last tick, bins growing by 10 % from 1 ms
+HIST_BASE_S = 1e-3
+HIST_GROWTH = 1.1
+HIST_BINS = 128
 
 CONTROLS = (
     ControlSpec(
@@ -69,6 +81,24 @@ CONTROLS = (
         slot=I_LIMITER,
         moves={"": "set the concurrency limiter to %(value)s"},
         in_force={"off": "", "": "the %(value)s limiter"},
+    ),
+    ControlSpec(
+        "controller",
+        "choice",
+        "Overload controller",
+        "A controller run at fixed ticks of simulated time, reading each instance's in-flight, latency, CPU, errors "
+        "and queue delay and setting its concurrency limit, shedding share and the clients' throttle. gradient2: "
+        "a concurrency limit from the ratio of the long-term to the recent latency (Netflix's Gradient2); "
+        "pid-shedder: a share of requests rejected, set by a PID controller on the queueing delay (as Uber's "
+        "Cinnamon describes); custom: one attached through the Python API; off: none.",
+        "off",
+        choices=CONTROLLERS,
+        engines=REQUEST_ONLY,
+        section="overload",
+        piece="limiter",
+        slot=I_CONTROLLER,
+        moves={"": "set the overload controller to %(value)s"},
+        in_force={"off": "", "": "the %(value)s controller"},
     ),
     ControlSpec(
         "bucket_rate_per_s",
@@ -121,15 +151,19 @@ class Limiter(NamedTuple):
     lim_stamp: npt.NDArray[np.int64]  # … the bucket's number (time / 100 ms), to know a stale one
     tokens: npt.NDArray[np.float64]  # per instance: the token bucket's tokens
     tokens_at: npt.NDArray[np.float64]  # … when they were counted (s); −∞ never: the bucket is full
+    ctl_limit: npt.NDArray[np.float64]  # per instance: the controller's concurrency limit (∞ none)
+    ctl_shed: npt.NDArray[np.float64]  # … the share of its arrivals the controller rejects
+    ctl_obs: npt.NDArray[np.float64]  # ctl_obs[O_…, instance]: the instance since the controller's last tick
+    ctl_hist: npt.NDArray[np.int64]  # ctl_hist[instance, bin]: its answers' response times since then
 
 
 def new_limiter(instances: int) -> Limiter:
     """Off, an empty window, full buckets."""
-    reals = np.zeros(2)
+    reals = np.zeros(3)
     reals[R_BUCKET_RATE] = 100.0
     reals[R_BUCKET_BURST] = 100.0
     return Limiter(
-        ints=np.zeros(3, dtype=np.int64),
+        ints=np.zeros(4, dtype=np.int64),
         reals=reals,
         drop_at=np.full(instances, -1.0),
         lim_pass=np.zeros((instances, LIMITER_BUCKETS), dtype=np.int64),
@@ -137,6 +171,10 @@ def new_limiter(instances: int) -> Limiter:
         lim_stamp=np.full((instances, LIMITER_BUCKETS), -1, dtype=np.int64),
         tokens=np.zeros(instances),
         tokens_at=np.full(instances, -np.inf),
+        ctl_limit=np.full(instances, np.inf),
+        ctl_shed=np.zeros(instances),
+        ctl_obs=np.zeros((OBS_LINES, instances)),
+        ctl_hist=np.zeros((instances, HIST_BINS), dtype=np.int64),
     )
 
 
@@ -222,3 +260,41 @@ def limited(limiter: Any, cpu: Any, workers: Any, queues: Any, i: int, x: float)
     if drop and limiter.drop_at[i] < 0.0:
         limiter.drop_at[i] = x
     return drop
+
+
+@step
+def controller_rejects(limiter: Any, workers: Any, queues: Any, gen: Any, i: int) -> bool:
+    """Whether instance ``i`` rejects an arriving request by its controller's settings: its in-flight (served or
+    waiting there) at its concurrency limit, or a draw under its shedding share (drawn only when the share is
+    above 0, so a controller that sheds nothing leaves the generator's sequence as it was)."""
+    in_flight = workers.inst_busy[i] + waiting(queues, i)
+    reject = in_flight >= limiter.ctl_limit[i]
+    if not reject and limiter.ctl_shed[i] > 0.0:
+        reject = uniform(gen) < limiter.ctl_shed[i]
+    if reject:
+        limiter.ctl_obs[O_REJECTED, i] += 1.0
+    return reject
+
+
+@step
+def throttled(limiter: Any, gen: Any) -> bool:
+    """Whether a client drops a request before sending it, by the controller's throttle (a share; no draw at 0)."""
+    share = limiter.reals[R_THROTTLE]
+    return share > 0.0 and uniform(gen) < share
+
+
+@step
+def observed(limiter: Any, i: int, response: float, wait: float, error: bool) -> None:
+    """An answer of instance ``i`` as its controller reads it at the next tick: its response time (counted and
+    binned), its wait in the queue, whether it failed (an error or past the client's timeout)."""
+    limiter.ctl_obs[O_ANSWERS, i] += 1.0
+    limiter.ctl_obs[O_RT_SUM, i] += response
+    limiter.ctl_obs[O_WAIT_SUM, i] += wait
+    if error:
+        limiter.ctl_obs[O_ERRORS, i] += 1.0
+    b = 0
+    if response > HIST_BASE_S:
+        b = int(math.log(response / HIST_BASE_S) / math.log(HIST_GROWTH)) + 1
+        if b >= HIST_BINS:
+            b = HIST_BINS - 1
+    limiter.ctl_hist[i, b] += 1

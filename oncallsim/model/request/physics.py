@@ -47,10 +47,27 @@ from oncallsim.model.request.outcomes import (
 from oncallsim.model.request.queues import I_QLEN
 from oncallsim.model.request.routing import arrive, retry, route
 from oncallsim.model.request.service import RELEASE, complete, read_or_abandon, release, warm_query
-from oncallsim.model.request.stream import MODE_PIPELINE, MODE_QUEUE_ONLY, R_NEXT_STREAM
+from oncallsim.model.request.stream import (
+    MODE_PIPELINE,
+    MODE_QUEUE_ONLY,
+    R_CURSOR,
+    R_NEXT_STREAM,
+    R_NEXT_WARM,
+    R_SECOND,
+)
 from oncallsim.model.request.workers import I_BUSY, I_ENABLED, I_HEAP
 
-__all__ = ["EXTRA_FIELDS", "MODE_PIPELINE", "MODE_QUEUE_ONLY", "fill_cache", "quantile", "request_minute"]
+__all__ = [
+    "EXTRA_FIELDS",
+    "MODE_PIPELINE",
+    "MODE_QUEUE_ONLY",
+    "close_request_minute",
+    "fill_cache",
+    "open_request_minute",
+    "quantile",
+    "request_minute",
+    "run_request_minute",
+]
 
 _INF = math.inf
 
@@ -74,22 +91,25 @@ def request_minute(
     Reads the settings and the fleet from ``st`` (as the minute model does), ``count`` arrivals uniform in
     the minute (pipeline mode) or a Poisson stream of ``rate`` per second (queue-only mode); writes the
     measured fields of ``rec`` and the extras ``ext``. ``sample_every`` > 0 keeps every n-th arrival's path
-    in ``w.meter.samples`` (the zoom).
+    in ``w.meter.samples`` (the zoom). The minute in one piece: its opening, its events, its close; a plug-in
+    controller's run calls the three itself, the events in segments between its ticks (``drive.run_minute``).
     """
+    open_request_minute(p, w, t, flags, st, mode, count, rate)
+    run_request_minute(p, w, t, st, mode, count, rate, sample_every, 60.0 * t + 60.0)
+    close_request_minute(p, w, t, st, rec, ext, mode, sample_every)
+
+
+@unmanaged
+def open_request_minute(p: Any, w: Any, t: int, flags: int, st: Any, mode: int, count: int, rate: float) -> None:
+    """The minute's opening: the edges' (``edges.open_minute``), its arrivals drawn, the warm-up job's first read,
+    the loop's place (the next arrival, the next warm-up read, the next second sampled) in ``w.stream``."""
     t0 = 60.0 * t
-    t1 = t0 + 60.0
     recommendations = st[ST.recommendations] != 0.0
     app_s = (p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)) / 1000.0
     q_mean = p[P.queries_per_request] + (p[P.feature_queries_per_request] if recommendations else 0.0)
-    ttl = st[ST.ttl_s]
-    part_s = len(w.backend.db_free) / p[P.db_capacity_qps] * st[ST.db_slowdown]  # a brownout slows every read
-    workers_total = len(w.workers.w_busy)
     open_minute(p, w, st, t0, flags, mode, app_s, q_mean)
-
     if mode == MODE_PIPELINE:
         sorted_arrivals(w.stream, w.gen, count, t0)
-    arrivals = w.stream.arrivals
-    i = 0
     next_warm = _INF
     warm_rate = p[P.warmup_db_qps]
     if mode == MODE_PIPELINE and st[ST.warmup_left] > 0 and warm_rate > 0:
@@ -97,8 +117,32 @@ def request_minute(
     stream_gap = 1.0 / rate if rate > 0 else _INF
     if mode == MODE_QUEUE_ONLY and w.stream.reals[R_NEXT_STREAM] < t0:
         w.stream.reals[R_NEXT_STREAM] = t0 + exponential(w.gen, stream_gap)
-    sec = 0
-    sec_next = t0 + 1.0
+    w.stream.reals[R_CURSOR] = 0.0
+    w.stream.reals[R_NEXT_WARM] = next_warm
+    w.stream.reals[R_SECOND] = 0.0
+
+
+@unmanaged
+def run_request_minute(
+    p: Any, w: Any, t: int, st: Any, mode: int, count: int, rate: float, sample_every: int, until: float
+) -> None:
+    """The minute's events before ``until`` (at most the minute's end), from where the last call stopped."""
+    t0 = 60.0 * t
+    t1 = t0 + 60.0
+    stop = until if until < t1 else t1
+    recommendations = st[ST.recommendations] != 0.0
+    app_s = (p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)) / 1000.0
+    q_mean = p[P.queries_per_request] + (p[P.feature_queries_per_request] if recommendations else 0.0)
+    ttl = st[ST.ttl_s]
+    part_s = len(w.backend.db_free) / p[P.db_capacity_qps] * st[ST.db_slowdown]  # a brownout slows every read
+    workers_total = len(w.workers.w_busy)
+    arrivals = w.stream.arrivals
+    i = int(w.stream.reals[R_CURSOR])
+    next_warm = w.stream.reals[R_NEXT_WARM]
+    warm_rate = p[P.warmup_db_qps]
+    stream_gap = 1.0 / rate if rate > 0 else _INF
+    sec = int(w.stream.reals[R_SECOND])
+    sec_next = t0 + sec + 1.0
     while True:
         if mode == MODE_PIPELINE:
             ta = arrivals[i] if i < count else _INF
@@ -114,7 +158,7 @@ def request_minute(
             x = td
         if tr < x:
             x = tr
-        if x >= t1:
+        if x >= stop:
             break
         if x >= w.cpu.reals[R_NEXT_TICK]:  # the instances' CPU samples
             sample(
@@ -179,6 +223,19 @@ def request_minute(
             routing = True
         if routing:
             route(p, w, x, t0, obj, tag, call, low, mode, app_s, q_mean)
+    w.stream.reals[R_CURSOR] = i
+    w.stream.reals[R_NEXT_WARM] = next_warm
+    w.stream.reals[R_SECOND] = sec
+
+
+@unmanaged
+def close_request_minute(p: Any, w: Any, t: int, st: Any, rec: Any, ext: Any, mode: int, sample_every: int) -> None:
+    """The minute's close: its last seconds sampled, the edges' close, the record's fields and the extras."""
+    t0 = 60.0 * t
+    t1 = t0 + 60.0
+    recommendations = st[ST.recommendations] != 0.0
+    app_s = (p[P.app_time_ms] + (p[P.feature_app_time_ms] if recommendations else 0.0)) / 1000.0
+    sec = int(w.stream.reals[R_SECOND])
     while sec < 60:
         w.meter.seconds[S_QUEUE, sec] = w.queues.ints[I_QLEN]
         w.meter.seconds[S_IN_FLIGHT, sec] = w.workers.ints[I_BUSY]

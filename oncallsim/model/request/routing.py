@@ -36,7 +36,7 @@ from oncallsim.model.request.disciplines import displace, drop, make_room
 from oncallsim.model.request.generator import uniform, uniform_int
 from oncallsim.model.request.heap import push
 from oncallsim.model.request.instances import OFFLINE, REFUSE, REFUSED_S
-from oncallsim.model.request.limiter import I_LIMITER, limited
+from oncallsim.model.request.limiter import I_CONTROLLER, I_LIMITER, controller_rejects, limited, throttled
 from oncallsim.model.request.outcomes import (
     I_NSAMPLES,
     I_SEQ,
@@ -158,6 +158,8 @@ def route(
         pass
     elif w.views.ints[I_BALANCER] != POOLED:
         k, client, outcome, response = _dispatch(p, w, x, t0, obj, tag, call, low)
+    elif w.limiter.ints[I_CONTROLLER] != 0 and throttled(w.limiter, w.gen):  # the controller's client throttle
+        outcome = O_THROTTLED
     elif w.workers.ints[I_FREE] > 0:
         k = w.workers.free[uniform_int(w.gen, w.workers.ints[I_FREE])]
         free_remove(w.workers, k)
@@ -194,6 +196,8 @@ def _dispatch(
         return -1, client, O_OVERLOAD, 0.0
     if w.breaker.ints[I_BREAKER] != 0 and rejects(w.breaker, w.gen, client, x):  # the client's breaker rejects it
         return -1, client, O_THROTTLED, 0.0
+    if w.limiter.ints[I_CONTROLLER] != 0 and throttled(w.limiter, w.gen):  # the controller's client throttle
+        return -1, client, O_THROTTLED, 0.0
     picked(w.views, client, i)
     if call >= 0:
         w.calls.c_picked[call] = i
@@ -212,6 +216,11 @@ def _dispatch(
         and (low or not displace(w.queues, w.views, w.breaker, w.calls, w.meter, w.fleet, w.gen, i, x, t0))
     ):  # the instance's limiter: 429 at once
         answered(w.views, w.breaker, client, i, x, 0.0, A_LIMITED, 0.0)
+        w.meter.instances[N_ERRORS, i] += 1.0
+        w.meter.instances[N_LIMITED, i] += 1.0
+        return -1, client, O_LIMITED, 0.0
+    if w.limiter.ints[I_CONTROLLER] != 0 and controller_rejects(w.limiter, w.workers, w.queues, w.gen, i):
+        answered(w.views, w.breaker, client, i, x, 0.0, A_LIMITED, 0.0)  # the controller's limit or shedding: 429
         w.meter.instances[N_ERRORS, i] += 1.0
         w.meter.instances[N_LIMITED, i] += 1.0
         return -1, client, O_LIMITED, 0.0

@@ -31,7 +31,7 @@ from oncallsim.model.request.disciplines import (
 from oncallsim.model.request.generator import exponential, uniform, uniform_int
 from oncallsim.model.request.heap import push
 from oncallsim.model.request.instances import REFUSE, REFUSED_S, UP, in_pool
-from oncallsim.model.request.limiter import I_LIMITER, completed
+from oncallsim.model.request.limiter import I_CONTROLLER, I_LIMITER, completed, observed
 from oncallsim.model.request.outcomes import (
     M_ABANDONED,
     M_BUSY,
@@ -399,6 +399,8 @@ def complete(p: Any, w: Any, k: int, x: float, t0: float, ttl: float, mode: int,
         inst_hist_add(w.meter, instance, response)
     if w.limiter.ints[I_LIMITER] != 0:
         completed(w.limiter, instance, x, response, service)
+    if w.limiter.ints[I_CONTROLLER] != 0:
+        observed(w.limiter, instance, response, start - arrival, how != A_OK)
     return RELEASE
 
 

@@ -10,11 +10,24 @@ import numpy.typing as npt
 
 from oncallsim.model.jit import by_reference
 
-__all__ = ["MODE_PIPELINE", "MODE_QUEUE_ONLY", "R_NEXT_STREAM", "Stream", "new_stream", "with_room"]
+__all__ = [
+    "MODE_PIPELINE",
+    "MODE_QUEUE_ONLY",
+    "R_CURSOR",
+    "R_NEXT_STREAM",
+    "R_NEXT_WARM",
+    "R_SECOND",
+    "Stream",
+    "new_stream",
+    "with_room",
+]
 
 MODE_PIPELINE = 0  # the whole service: shedding, cache, database, builds
 MODE_QUEUE_ONLY = 1  # M/M/N: a Poisson stream, exponential service of the app time, no cache or database
-R_NEXT_STREAM = 0  # reals[...]: queue-only mode: the next arrival of the Poisson stream
+# reals[...]: queue-only mode: the next arrival of the Poisson stream; the minute's loop where it stopped (a
+# controller's tick: physics.run_request_minute): its next arrival's index, the warm-up job's next read, the next
+# second to sample
+R_NEXT_STREAM, R_CURSOR, R_NEXT_WARM, R_SECOND = range(4)
 
 
 @by_reference
@@ -24,7 +37,7 @@ class Stream(NamedTuple):
 
 
 def new_stream() -> Stream:
-    return Stream(reals=np.zeros(1), arrivals=np.zeros(1024))
+    return Stream(reals=np.zeros(4), arrivals=np.zeros(1024))
 
 
 def with_room(stream: Stream, arrivals: int) -> Stream:

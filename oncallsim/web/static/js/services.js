@@ -16,6 +16,13 @@
   const GAP_X = 64;
   const GAP_Y = 12;
   const SETTINGS = ["timeout_ms", "retries", "retry_budget", "hedge_after_quantile", "instances"];
+  const LABELS = { // each setting's words (the catalog's keys written out: the i18n check reads them)
+    timeout_ms: t("service.timeout_ms"),
+    retries: t("service.retries"),
+    retry_budget: t("service.retry_budget"),
+    hedge_after_quantile: t("service.hedge_after_quantile"),
+    instances: t("service.instances"),
+  };
   const byName = Object.fromEntries(graph.services.map((s) => [s.name, s]));
 
   // ---- the diagram's layout: a column per distance from the entry (the longest path: a graph has no cycle) ------
@@ -126,7 +133,7 @@
       const spec = graph.settings[setting];
       const name = s.name + "." + setting;
       const label = document.createElement("label");
-      label.textContent = t("service." + setting) + " ";
+      label.textContent = LABELS[setting] + " ";
       const input = document.createElement("input");
       input.type = "number";
       input.id = "c-" + name;
@@ -134,7 +141,7 @@
       input.min = spec.off ? "0" : String(spec.min);
       input.max = String(spec.max);
       input.step = spec.whole || setting === "timeout_ms" ? "1" : "any";
-      input.dataset.label = s.name + ": " + t("service." + setting);
+      input.dataset.label = s.name + ": " + LABELS[setting];
       input.dataset.kind = setting === "retry_budget" ? "fraction" : "service";
       if (setting === "timeout_ms") input.dataset.unit = "ms";
       if (setting === "instances") input.dataset.unit = "instances";

@@ -1,0 +1,109 @@
+"""A chain of services in the console, in real headless Chromium: the diagram draws the graph from the run's own
+records, the Services panel sets a service's timeout through the same action path as every control (and keeps a
+value typed but not applied while the minutes' state messages arrive), and what was applied is in force in the
+run's state. The run is stepped minute by minute (no wall-clock pacing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser import chromium
+from tests.server import post_json, running_server
+from tests.test_console_browser import Watch, api
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_server(tmp_path_factory.mktemp("chains") / "runs.sqlite3") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as browser:
+        yield browser
+
+
+def paused_run(base: str, scenario: str, seed: int) -> str:
+    body = {"scenario": scenario, "seed": seed, "speed": 1, "minutes": 30, "paused": True, "engine": "request"}
+    return str(post_json(base, "/api/runs", body)["id"])
+
+
+def close_briefing(page: Any) -> None:
+    """The run opens on its briefing; Escape closes it without starting the clock."""
+    page.wait_for_selector("#briefing[open]")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => !document.getElementById('briefing').open")
+
+
+def step(page: Any, to: int) -> None:
+    page.locator("#step").click()
+    page.wait_for_function(f"() => Number(document.querySelector('main.console').dataset.minute) >= {to}")
+
+
+def test_the_cascade_is_drawn_and_a_timeout_set_from_the_services_panel(server: str, browser: Any) -> None:
+    run = paused_run(server, "cascade", seed=3)
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        close_briefing(page)
+        step(page, 1)
+        diagram = page.locator("#diagram")
+        assert diagram.locator("g[data-service]").count() == 3  # api, catalog, recs
+        assert diagram.locator("line[data-edge]").count() == 2  # api → catalog, api → recs
+        page.wait_for_function("() => document.querySelector('g[data-service=recs] text.value').textContent !== ''")
+        assert "/s" in str(diagram.locator("g[data-service=api] text.value").first.text_content())
+        assert page.locator("#chart-cache").count() == 0 and page.locator("#chart-services").count() == 1
+        # the entry's own fleet and deadline are not the panel's to set
+        assert page.locator("#c-api\\.instances").is_disabled() and page.locator("#c-api\\.timeout_ms").is_disabled()
+        assert page.locator("#c-api\\.timeout_ms").input_value() == "1000"  # its clients' deadline
+        # typed, not applied: kept while the next minute's state arrives
+        page.locator("#c-catalog\\.retries").fill("2")
+        step(page, 2)
+        assert page.locator("#c-catalog\\.retries").input_value() == "2"
+        assert api(server, f"/api/runs/{run}")["state"]["services"]["catalog"]["retries"] == 0
+        # a timeout on the slow leaf, applied with its service's button
+        page.locator("#c-recs\\.timeout_ms").fill("150")
+        page.get_by_role("button", name="Apply the settings of recs").click()
+        step(page, 3)
+        services = api(server, f"/api/runs/{run}")["state"]["services"]
+        assert services["recs"]["timeout_ms"] == 150.0
+        assert services["catalog"]["retries"] == 0  # another service's typed value was not sent with it
+        page.wait_for_function("() => document.querySelector('#c-recs\\\\.timeout_ms').value === '150'")
+        # Enter applies a service's settings from the keyboard
+        page.locator("#c-catalog\\.retries").press("Enter")
+        step(page, 4)
+        assert api(server, f"/api/runs/{run}")["state"]["services"]["catalog"]["retries"] == 2.0
+        # a value out of range is refused with the server's one line, naming the control
+        page.locator("#c-recs\\.retries").fill("9")
+        page.locator("#c-recs\\.retries").press("Enter")
+        page.wait_for_function("() => !document.querySelector('#error').hidden")
+        assert "recs.retries" in page.locator("#error").inner_text()
+        watch.check()
+    finally:
+        page.close()
+
+
+def test_the_services_panel_fits_a_phone(server: str, browser: Any) -> None:
+    run = paused_run(server, "retry-layers", seed=5)
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        close_briefing(page)
+        step(page, 1)
+        panel = page.locator("#services")
+        panel.scroll_into_view_if_needed()
+        box = panel.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        for name in ("api", "orders", "db"):
+            field = page.locator(f"#c-{name}\\.retries")
+            field_box = field.bounding_box()
+            assert field_box is not None and field_box["x"] + field_box["width"] <= 390, name
+        watch.check()
+    finally:
+        page.close()
