@@ -146,3 +146,18 @@ def test_the_consoles_debrief_page_shows_where_the_failures_began(client: TestCl
     assert 'data-service="recs"' in page and 'id="contradictions"' in page
     for language, title in [("zu", "Lapho ukwehluleka kwaqala khona"), ("hy", "Որտեղ սկսվեցին ձախողումները")]:
         assert title in client.get(f"/runs/{run_id}/debrief?lang={language}").text
+
+
+def test_the_origins_are_the_same_run_after_run() -> None:
+    """The same scenario and seed count the same failures at the same services, minute by minute."""
+
+    def begun(seed: int) -> list[dict[str, float]]:
+        sim = Simulation("cascade", seed=seed, minutes=20)
+        return [
+            {name: s["failures_begun_per_s"] for name, s in r.extras["graph"]["services"].items()}
+            for r in sim.run()
+            if r.extras is not None
+        ]
+
+    first = begun(7)
+    assert first == begun(7) and sum(m["recs"] for m in first) > 0
