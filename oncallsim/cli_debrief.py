@@ -66,6 +66,8 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
     console.print(compare)
     causes = ", ".join(f"{CAUSE_LABELS[k]} {v:.2%}" for k, v in report.budget_spent_by_cause.items())
     console.print(f"Budget spent by cause: {causes}")
+    for line in origin_lines(report):
+        console.print(line, markup=False)
     split = report.cost_split
     console.print(
         f"Cost: base fleet ${split.base_fleet:.2f}, extra instances ${split.extra_instances:.2f}, "
@@ -121,6 +123,8 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
         f"{_(CAUSE_LABELS.get(k, k))} {fmt(v, 'pct', language)}" for k, v in report.budget_spent_by_cause.items()
     )
     console.print(f"{_('Where the error budget went')}: {causes}", markup=False)
+    for line in origin_lines(report, language):
+        console.print(line, markup=False)
     split = report.cost_split
     parts = [
         (_("base fleet"), split.base_fleet),
@@ -130,6 +134,25 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
     console.print(
         f"{_('What it cost')}: " + ", ".join(f"{k} {fmt(v, 'usd', language)}" for k, v in parts), markup=False
     )
+
+
+def origin_lines(report: Report, language: str | None = None) -> list[str]:
+    """A chain's "Where the failures began" in the terminal: each service's share of the failed requests begun
+    there (the entry's: all seen there), then the graph's contradictions, in ``language`` (the catalog's)."""
+    from oncallsim.debrief.html import fmt, sentence
+    from oncallsim.debrief.markdown import NO_CONTRADICTIONS
+    from oncallsim.i18n import DEFAULT_LANGUAGE, translations
+
+    o = report.failure_origins
+    if o is None:
+        return []
+    language = language or DEFAULT_LANGUAGE
+    _ = translations(language).gettext
+    shares = ", ".join(f"{row.service} {fmt(row.share, 'pct', language)}" for row in o.services)
+    seen = f"{_('seen there')}: {o.entry} {fmt(1.0 if o.failed else 0.0, 'pct', language)}"
+    lines = [f"{_('Where the failures began')}: {shares} ({seen})", f"{_('Contradictions in the graph')}:"]
+    lines += [f"  - {sentence(t, a, language)}" for t, a in o.contradictions] or [f"  {_(NO_CONTRADICTIONS)}"]
+    return lines
 
 
 def check_language(language: str) -> str:

@@ -7,6 +7,12 @@ from oncallsim.debrief.report import COUNTERFACTUAL_LABELS, REQUEST_COMPARISONS,
 
 __all__ = ["render_markdown"]
 
+ORIGINS_NOTE = (
+    "Each failed request is counted at the service where its failure began, not where it was seen: the clients see "
+    "every failure at the entry, the service they call."
+)
+NO_CONTRADICTIONS = "None: no timeout works against another's, nor against the clients' deadline."
+
 
 def _cell(text: object) -> str:
     """A table cell: a pipe or a line break in a user's scenario title must not break the table."""
@@ -49,6 +55,7 @@ def render_markdown(r: Report) -> str:
             lines.append(f"| {label} | {fmt(getattr(r, key), kind)} | {others} |")
     lines += ["", "## Where the error budget went", ""]
     lines += [f"- {CAUSE_LABELS[c]}: {fmt(v, 'pct')}" for c, v in r.budget_spent_by_cause.items()]
+    lines += _origins(r)
     lines += ["", "## Score", ""]
     lines += [
         f"- {p.name.replace('_', ' ')}: {fmt_part(p.name, p.amount)} → −{p.lost:.1f} of {p.cap:.0f}"
@@ -56,3 +63,21 @@ def render_markdown(r: Report) -> str:
         for p in r.score_parts
     ]
     return "\n".join(lines) + "\n"
+
+
+def _origins(r: Report) -> list[str]:
+    """A chain's "Where the failures began": per service, the failed requests begun there, their share and the
+    error budget they burned, the share seen there; then the graph's contradictions."""
+    o = r.failure_origins
+    if o is None:
+        return []
+    lines = ["", "## Where the failures began", "", ORIGINS_NOTE, ""]
+    lines += ["| service | failed requests begun there | share | budget spent | seen there |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {_cell(row.service)} | {fmt(row.failed, 'int')} | {fmt(row.share, 'pct')} | {fmt(row.budget_spent, 'pct')} "
+        f"| {fmt(row.seen_share, 'pct')} |"
+        for row in o.services
+    ]
+    lines += ["", "### Contradictions in the graph", ""]
+    lines += [f"- {template % args}" for template, args in o.contradictions] or [NO_CONTRADICTIONS]
+    return lines

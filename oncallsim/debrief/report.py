@@ -8,6 +8,7 @@ from pydantic import Field
 
 from oncallsim.debrief.cliff import CLIFF_TEXTS, CliffReport, cliff_parts, cliff_report
 from oncallsim.debrief.effects import decision_windows
+from oncallsim.debrief.origins import ORIGIN_TEXTS, FailureOrigins, failure_origins, origin_parts
 from oncallsim.debrief.postmortem import (
     NARRATIVES,
     TIMELINE_TEXTS,
@@ -20,6 +21,7 @@ from oncallsim.debrief.score import ScorePart, run_score
 from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
 from oncallsim.model import Controls
+from oncallsim.scenarios.graph import CONTRADICTION_TEXTS
 from oncallsim.simulation import Simulation
 
 __all__ = [
@@ -61,6 +63,7 @@ class Report(Outcome):
     score_parts: list[ScorePart] = Field(default_factory=list)
     incident_timeline: list[TimelineEntry] = Field(default_factory=list)  # debrief/postmortem.py
     cliff: CliffReport | None = None  # request engine: the span past the cliff, the map's change (debrief/cliff.py)
+    failure_origins: FailureOrigins | None = None  # a chain: where the failures began (debrief/origins.py)
 
 
 def opening_fleet_cost(sim: Simulation) -> float:
@@ -106,6 +109,11 @@ def make_report(
     parts += narrative_parts(
         mine, others.get("textbook"), sim.plan.clock, sim.actions, playbook.actions if playbook else None
     )
+    by_cause = mine.budget_spent_by_cause
+    origins = failure_origins(
+        sim.timeline, sim.scenario.graph, by_cause.get("timeout", 0.0) + by_cause.get("overload", 0.0)
+    )
+    parts += origin_parts(origins)
     mine_score = run_score(mine, opening_fleet_cost(sim), sim.scenario.score)
     return Report(
         **mine.model_dump(),
@@ -127,6 +135,7 @@ def make_report(
         score_parts=mine_score.parts,
         incident_timeline=incident_timeline(sim.timeline, sim.plan, sim.actions, mine),
         cliff=cliff,
+        failure_origins=origins,
     )
 
 
@@ -189,6 +198,8 @@ HEADLINES = {
     **{f"narrative_{k}": v for k, v in NARRATIVES.items()},
     **{f"timeline_{k}": v for k, v in TIMELINE_TEXTS.items()},
     **{f"cliff_{k}": v for k, v in CLIFF_TEXTS.items()},
+    **{f"origin_{k}": v for k, v in ORIGIN_TEXTS.items()},
+    **{f"contradiction_{k}": v for k, v in CONTRADICTION_TEXTS.items()},
 }
 
 

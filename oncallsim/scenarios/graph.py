@@ -32,9 +32,11 @@ from oncallsim.model.chain.layout import (
 )
 
 __all__ = [
+    "CONTRADICTION_TEXTS",
     "CallSpec",
     "GraphSpec",
     "ServiceSpec",
+    "contradiction_parts",
     "contradictions",
     "layout_of",
     "least_time_ms",
@@ -265,41 +267,58 @@ def least_time_ms(graph: GraphSpec, name: str | None = None) -> tuple[float, lis
     return least(graph.entry if name is None else name)
 
 
+# A contradiction's line, a template and its arguments (the debrief translates it; ``contradictions`` fills it in
+# English). The arguments are the names and numbers as written (``:g``), the field by its dotted path.
+CONTRADICTION_TEXTS = {
+    "too_short": "%(field)s: %(timeout)s ms is less than an attempt at %(service)s takes at the mean service times "
+    "with the network, %(least)s ms along %(path)s: most attempts time out",
+    "past_deadline": "%(field)s: %(timeout)s ms is longer than the entry's deadline (%(deadline)s ms): the deadline "
+    "cuts every attempt short first",
+    "longer_than_caller": "%(field)s: %(timeout)s ms is longer than its caller %(caller)s's (%(caller_timeout)s ms): "
+    "%(caller)s gives up first and %(service)s works on for nobody",
+    "retries": "%(field)s: %(attempts)s attempts at %(service)s's timeout of %(timeout)s ms take up to %(total)s ms, "
+    "longer than %(caller)s's own %(caller_timeout)s ms: the last retries cannot finish in time",
+}
+
+
 def contradictions(graph: GraphSpec) -> list[str]:
     """Declarations that are allowed but work against each other, one line each (for the debrief to show): a
     callee's timeout longer than its caller's (the caller gives up first and the callee works on for nobody) or
     than the entry's deadline, a timeout shorter than the service's least time at the mean service times (most
     attempts time out), and retries whose attempts cannot all fit in the caller's own timeout."""
-    out: list[str] = []
+    return [template % args for template, args in contradiction_parts(graph)]
+
+
+def contradiction_parts(graph: GraphSpec) -> list[tuple[str, dict[str, str]]]:
+    """``contradictions`` as (template from ``CONTRADICTION_TEXTS``, arguments): what the debrief translates."""
+    out: list[tuple[str, dict[str, str]]] = []
     for name, spec in graph.services.items():
         least, path = least_time_ms(graph, name)
         # an attempt's timeout runs from its sending: the network to it and back counts (the nearest caller's)
         least += min((2.0 * c.network_ms for s in graph.services.values() for c in s.calls if c.to == name), default=0)
+        field = f"services.{name}.timeout_ms"
         if spec.timeout_ms is not None and spec.timeout_ms < least:
-            out.append(
-                f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is less than an attempt at {name} takes at the "
-                f"mean service times with the network, {least:g} ms along {' → '.join(path)}: most attempts time out"
-            )
+            args = {"field": field, "timeout": f"{spec.timeout_ms:g}", "service": name, "least": f"{least:g}"}
+            out.append((CONTRADICTION_TEXTS["too_short"], {**args, "path": " → ".join(path)}))
         if spec.timeout_ms is not None and spec.timeout_ms > graph.deadline_ms:
-            out.append(
-                f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is longer than the entry's deadline "
-                f"({graph.deadline_ms:g} ms): the deadline cuts every attempt short first"
-            )
+            args = {"field": field, "timeout": f"{spec.timeout_ms:g}", "deadline": f"{graph.deadline_ms:g}"}
+            out.append((CONTRADICTION_TEXTS["past_deadline"], args))
         for caller in graph.callers(name):
             above = graph.services[caller]
             if spec.timeout_ms is None or above.timeout_ms is None:
                 continue
+            args = {
+                "timeout": f"{spec.timeout_ms:g}",
+                "service": name,
+                "caller": caller,
+                "caller_timeout": f"{above.timeout_ms:g}",
+            }
             if spec.timeout_ms > above.timeout_ms:
-                out.append(
-                    f"services.{name}.timeout_ms: {spec.timeout_ms:g} ms is longer than its caller {caller}'s "
-                    f"({above.timeout_ms:g} ms): {caller} gives up first and {name} works on for nobody"
-                )
+                out.append((CONTRADICTION_TEXTS["longer_than_caller"], {"field": field, **args}))
             elif above.retries and (1 + above.retries) * spec.timeout_ms > above.timeout_ms:
-                out.append(
-                    f"services.{caller}.retries: {1 + above.retries} attempts at {name}'s timeout of "
-                    f"{spec.timeout_ms:g} ms take up to {(1 + above.retries) * spec.timeout_ms:g} ms, longer than "
-                    f"{caller}'s own {above.timeout_ms:g} ms: the last retries cannot finish in time"
-                )
+                total = f"{(1 + above.retries) * spec.timeout_ms:g}"
+                more = {"field": f"services.{caller}.retries", "attempts": str(1 + above.retries), "total": total}
+                out.append((CONTRADICTION_TEXTS["retries"], {**more, **args}))
     return out
 
 

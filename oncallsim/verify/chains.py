@@ -28,7 +28,20 @@ What it simulates, per docs/graphs.md:
   inject; a scenario's faults are events, not graph declarations).
 
 It reports, per service, the attempts that arrived, their outcomes, waits and latencies, and the attempts each
-leaf received per entry request; per entry request, its end-to-end latency and whether it succeeded.
+leaf received per entry request; per entry request, its end-to-end latency, whether it succeeded, and for a
+failed one the service where its failure began (docs/graphs.md, "Where the failures began"):
+
+- an attempt's own failure begins at its service: its own error, its deadline passed between stages, refused
+  on arrival with its deadline passed; refused after waiting in the queue, it begins where that wait began;
+- a wait for a worker at a service began at that service, unless more than half of its held workers wait on one
+  stage of calls: then at that stage's first callee, by the same rule;
+- a wait that ran out (a caller's timer, the client's deadline) began at the deepest service still working on
+  it: down the first unanswered call's awaited copy while waiting on calls; at its own work, that service; waiting
+  for a worker or on the network, where that wait began; answered already, where its answer's failure began;
+- a call that fails for good (its retries spent or refused) fails its caller where its last try's failure
+  began; a call sent past the caller's deadline, at the caller.
+
+The engine counts each origin as it goes (per-stage counters); here the held workers are looked at one by one.
 """
 
 from __future__ import annotations
@@ -68,7 +81,8 @@ class ServiceReport:
     another copy won; ``succeeded``/``failed``: answered OK / with an error (abandoned at the deadline between
     stages counts as failed). As a caller: ``retries`` and ``hedges`` sent, ``timeouts`` (copies given up on).
     ``latency_ms``: arrival to answer of the successful attempts, at QUANTILES; ``waits_ms``: each started
-    attempt's wait for a worker, in start order."""
+    attempt's wait for a worker, in start order; ``failures_begun``: the measured entry requests that failed
+    whose failure began here."""
 
     attempts: int
     started: int
@@ -82,6 +96,7 @@ class ServiceReport:
     goodput_per_s: float
     latency_ms: dict[float, float]
     waits_ms: np.ndarray
+    failures_begun: int = 0
 
     @property
     def mean_wait_ms(self) -> float:
@@ -92,7 +107,8 @@ class ServiceReport:
 class ChainReport:
     """A run of the oracle: per measured entry request (arrival order) its latency to the client's answer (the
     deadline, for one given up on), whether it succeeded and the attempts each leaf received on its behalf
-    (first tries, retries and hedges); per service its ``ServiceReport``."""
+    (first tries, retries and hedges), and for a failed one the service where its failure began (``origin``,
+    None for a success); per service its ``ServiceReport``."""
 
     requests: int
     duration_s: float
@@ -100,6 +116,7 @@ class ChainReport:
     ok: np.ndarray
     services: dict[str, ServiceReport]
     leaf_attempts: dict[str, np.ndarray]
+    origin: list[str | None] = field(default_factory=list)
 
     @property
     def leaf_attempts_per_request(self) -> dict[str, float]:
@@ -134,6 +151,7 @@ class _Service:
     __slots__ = (
         "counts",
         "free",
+        "holders",
         "name",
         "quantile_at",
         "quantile_cache",
@@ -150,6 +168,7 @@ class _Service:
         self.name = name
         self.spec = spec
         self.free = spec.workers
+        self.holders: set[_Attempt] = set()  # the attempts holding its workers (where a wait began)
         self.queue: deque[_Attempt] = deque()
         self.stages = stages(spec)
         self.counts = _Counts()
@@ -172,8 +191,10 @@ class _Attempt:
         "deadline",
         "holds",
         "measured",
+        "origin",
         "phase",
         "plan",
+        "plan_stages",
         "root",
         "service",
         "stage",
@@ -190,6 +211,8 @@ class _Attempt:
         self.phase = _WAITING
         self.arrived = 0.0
         self.plan: list[list[tuple[CallSpec, int]]] = []
+        self.plan_stages: list[int] = []  # each drawn stage's place among the service's declared stages
+        self.origin: str | None = None  # where its failure began
         self.stage = 0
         self.calls: list[_Call] = []
 
@@ -197,7 +220,7 @@ class _Attempt:
 class _Call:
     """One call an attempt makes: its tries (the first and the retries), each of one or two copies."""
 
-    __slots__ = ("callee", "copies", "done", "hedged", "parent", "retries", "spec", "try_no")
+    __slots__ = ("callee", "copies", "done", "hedged", "origin", "parent", "retries", "spec", "try_no")
 
     def __init__(self, parent: _Attempt, spec: CallSpec, callee: _Service) -> None:
         self.parent = parent
@@ -208,6 +231,7 @@ class _Call:
         self.retries = 0
         self.try_no = 0
         self.hedged = False
+        self.origin: str | None = None  # where its last failed try's failure began
 
 
 class _Copy:
@@ -258,6 +282,7 @@ class _Chain:
         self.hedge_declared = False
         self.done: list[bool] = []
         self.ok: list[bool] = []
+        self.origin: list[str | None] = []
         self.latency: list[float] = []
         self.arrivals: list[float] = []
         self.mean_gap_ms = 1.0
@@ -275,6 +300,7 @@ class _Chain:
         self.mean_gap_ms = 1000.0 / rate_per_s
         self.done = [False] * total
         self.ok = [False] * total
+        self.origin = [None] * total
         self.latency = [0.0] * total
         self.arrivals = [0.0] * total
         self.warmup = warmup
@@ -315,6 +341,7 @@ class _Chain:
                 goodput_per_s=c.succeeded / duration_s if duration_s > 0 else 0.0,
                 latency_ms={q: float(np.quantile(lat, q)) if len(lat) else math.nan for q in QUANTILES},
                 waits_ms=np.array(c.waits),
+                failures_begun=sum(1 for o in self.origin[warmup:] if o == name),
             )
         return ChainReport(
             requests=requests,
@@ -323,6 +350,7 @@ class _Chain:
             ok=np.array(self.ok[warmup:], dtype=bool),
             services=out,
             leaf_attempts={leaf: np.array(counts[warmup:]) for leaf, counts in self.leaf_counts.items()},
+            origin=self.origin[warmup:],
         )
 
     # --- the client ------------------------------------------------------------------------------------------
@@ -342,16 +370,18 @@ class _Chain:
 
     def client_timer(self, t: float, attempt: _Attempt) -> None:
         if not self.done[attempt.root]:
-            self.answer(t, attempt, False)
+            self.answer(t, attempt, False, self.waited_on(attempt))
             if self.propagation:  # else the client's going reaches nobody: the entry works on
                 self.cancel(t, attempt)
 
-    def answer(self, t: float, attempt: _Attempt, ok: bool) -> None:
+    def answer(self, t: float, attempt: _Attempt, ok: bool, origin: str | None = None) -> None:
         root = attempt.root
         if self.done[root]:
             return
         self.done[root] = True
         self.ok[root] = ok
+        if not ok:
+            self.origin[root] = origin or attempt.service.name
         self.latency[root] = t - self.arrivals[root]
 
     # --- a service ---------------------------------------------------------------------------------------------
@@ -364,7 +394,7 @@ class _Chain:
             counts.attempts += 1
             if not service.stages:
                 self.leaf_counts[service.name][attempt.root] += 1
-        if self.turned_away(t, attempt):
+        if self.turned_away(t, attempt, queued=False):
             return
         service.queue.append(attempt)
         self.dequeue(t, service)
@@ -372,10 +402,11 @@ class _Chain:
     def dequeue(self, t: float, service: _Service) -> None:
         while service.free > 0 and service.queue:
             attempt = service.queue.popleft()
-            if self.turned_away(t, attempt):
+            if self.turned_away(t, attempt, queued=True):
                 continue
             counts = service.counts if attempt.measured else None
             service.free -= 1
+            service.holders.add(attempt)
             attempt.holds = True
             attempt.phase = _WORKING
             if counts is not None:
@@ -383,7 +414,7 @@ class _Chain:
                 counts.waits.append(t - attempt.arrived)
             self.push(t + self.work_ms(service.spec), _OWN_DONE, attempt)
 
-    def turned_away(self, t: float, attempt: _Attempt) -> bool:
+    def turned_away(self, t: float, attempt: _Attempt, queued: bool) -> bool:
         """Whether the service drops the attempt before any work: cancelled by its caller, or its deadline past.
         Checked twice, on arrival and again when a worker takes it (a deadline can pass while it queues)."""
         counts = attempt.service.counts if attempt.measured else None
@@ -395,6 +426,7 @@ class _Chain:
         if t >= attempt.deadline:
             if counts is not None:
                 counts.refused += 1
+            attempt.origin = self.wait_began(attempt.service) if queued else attempt.service.name
             self.finish(t, attempt, False, counted=False)
             return True
         return False
@@ -410,6 +442,7 @@ class _Chain:
     def release(self, t: float, attempt: _Attempt) -> None:
         if attempt.holds:
             attempt.holds = False
+            attempt.service.holders.discard(attempt)
             attempt.service.free += 1
             self.dequeue(t, attempt.service)
 
@@ -420,10 +453,11 @@ class _Chain:
             return
         p = self.failures.get(attempt.service.name, 0.0)
         if p > 0.0 and self.rng.random() < p:
+            attempt.origin = attempt.service.name
             self.finish(t, attempt, False)
             return
         plan: list[list[tuple[CallSpec, int]]] = []
-        for stage in attempt.service.stages:
+        for declared, stage in enumerate(attempt.service.stages):
             drawn: list[tuple[CallSpec, int]] = []
             for call, copies in stage:
                 if call.probability is not None and not self.rng.random() < call.probability:
@@ -431,6 +465,7 @@ class _Chain:
                 drawn.append((call, copies))
             if drawn:
                 plan.append(drawn)
+                attempt.plan_stages.append(declared)
         attempt.plan = plan
         attempt.phase = _CALLING
         if attempt.service.spec.asynchronous:
@@ -439,6 +474,7 @@ class _Chain:
 
     def next_stage(self, t: float, attempt: _Attempt) -> None:
         if t >= attempt.deadline:  # the budget ran out during the last stage: abandoned (an answer now is late)
+            attempt.origin = attempt.service.name
             self.finish(t, attempt, False)
             return
         if attempt.stage == len(attempt.plan):
@@ -467,7 +503,7 @@ class _Chain:
         self.release(t, attempt)
         if attempt.copy is None:
             if t <= attempt.deadline:
-                self.answer(t, attempt, ok)
+                self.answer(t, attempt, ok, attempt.origin)
             return
         self.push(t + attempt.copy.call.spec.network_ms, _REPLY, (attempt.copy, ok))
 
@@ -506,6 +542,7 @@ class _Chain:
         parent = call.parent
         caller = parent.service
         if t >= parent.deadline:
+            call.origin = caller.name
             self.call_failed(t, call)
             return
         callee = call.callee
@@ -554,6 +591,8 @@ class _Chain:
         copy.alive = False
         if copy.call.parent.measured:
             copy.call.parent.service.counts.timeouts += 1
+        assert copy.attempt is not None
+        copy.call.origin = self.waited_on(copy.attempt)
         self.cancel_copy(t, copy)
         self.copy_failed(t, copy.call)
 
@@ -564,6 +603,8 @@ class _Chain:
         copy.alive = False
         call = copy.call
         if not ok:
+            assert copy.attempt is not None
+            call.origin = copy.attempt.origin or call.callee.name
             self.copy_failed(t, call)
             return
         if not copy.hedge:
@@ -617,4 +658,38 @@ class _Chain:
         call.done = True
         parent = call.parent
         if parent.phase == _CALLING:
+            parent.origin = call.origin or parent.service.name
             self.finish(t, parent, False)
+
+    # --- where a failure began ---------------------------------------------------------------------------------
+
+    def wait_began(self, service: _Service) -> str:
+        """Where a wait for a worker at ``service`` began: its held workers counted one by one by the declared
+        stage whose calls they wait on; more than half of them on one stage pass the question on to its first
+        call's callee, else it began at the service."""
+        while True:
+            waiting = [0] * len(service.stages)
+            for held in service.holders:
+                if held.phase == _CALLING:
+                    waiting[held.plan_stages[held.stage]] += 1
+            most = max(waiting, default=0)
+            if 2 * most <= len(service.holders):
+                return service.name
+            service = self.services[service.stages[waiting.index(most)][0][0].to]
+
+    def waited_on(self, attempt: _Attempt) -> str:
+        """Where a wait for ``attempt`` that ran out began: the deepest service still working on it."""
+        while True:
+            if attempt.phase == _WAITING:
+                return self.wait_began(attempt.service)
+            if attempt.phase == _WORKING:
+                return attempt.service.name
+            if attempt.phase == _FINISHED:
+                return attempt.origin or attempt.service.name
+            below = next(
+                (copy.attempt for call in attempt.calls if not call.done for copy in call.copies if copy.alive),
+                None,
+            )
+            if below is None:
+                return attempt.service.name
+            attempt = below

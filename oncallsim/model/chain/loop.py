@@ -56,8 +56,10 @@ from oncallsim.model.chain.world import (
     A_FIRST,
     A_GEN,
     A_HEDGE,
+    A_HELD_STAGE,
     A_HOLDS,
     A_OK,
+    A_ORIGIN,
     A_PENDING,
     A_PHASE,
     A_QNEXT,
@@ -80,6 +82,7 @@ from oncallsim.model.chain.world import (
     C_GEN2,
     C_HEDGED,
     C_NEXT,
+    C_ORIGIN,
     C_PARENT,
     C_RETRIES,
     C_SPAN,
@@ -126,6 +129,7 @@ from oncallsim.model.chain.world import (
     KIND_HEDGE,
     KIND_RETRY,
     M_ATTEMPTS,
+    M_BEGUN,
     M_BUSY_S,
     M_CANCELLED,
     M_DENIED,
@@ -346,6 +350,8 @@ def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: flo
     ai[a, A_OK] = 0
     ai[a, A_TIMED] = 0
     ai[a, A_SPAN] = -1
+    ai[a, A_ORIGIN] = -1
+    ai[a, A_HELD_STAGE] = -1
     w.att_r[a, AR_DEADLINE] = deadline
     w.att_r[a, AR_ARRIVED] = now
     w.att_r[a, AR_SENT] = now
@@ -416,6 +422,7 @@ def new_call(w: Any, parent: int, edge: int) -> int:
     ci[c, C_COPY2] = -1
     ci[c, C_NEXT] = -1
     ci[c, C_SPAN] = -1
+    ci[c, C_ORIGIN] = -1
     return c
 
 
@@ -573,8 +580,9 @@ def busy_change(w: Any, s: int, x: float, delta: int) -> None:
 
 
 @step
-def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool) -> None:
-    """An entry request's answer reaches its client (once: the first of its answer and its deadline)."""
+def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool, origin: int) -> None:
+    """An entry request's answer reaches its client (once: the first of its answer and its deadline); a failure
+    is counted at ``origin``, the service where it began."""
     if w.att_i[a, A_ALIVE] == 0:
         return
     w.att_i[a, A_ALIVE] = 0
@@ -589,6 +597,8 @@ def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool) -> None:
         mc[MC_DEADLINE] += 1
     else:
         mc[MC_ERROR] += 1
+    if not ok:
+        w.m_svc[origin, M_BEGUN] += 1
     mc[MC_SUM_US] += int(latency * 1e6 + 0.5)
     w.c_hist[hist_bin(latency)] += 1
     k = 0
@@ -698,6 +708,64 @@ def saw(w: Any, s: int, seconds: float) -> None:
     w.svc_i[s, SI_SEEN] = k + 1
 
 
+# --- where a failure began (docs/graphs.md, "Where the failures began") ---------------------------------------------
+
+
+@step
+def blocker(w: Any, s: int) -> int:
+    """Where a wait for a worker at service ``s`` began: at ``s``, unless more than half of its held workers wait
+    on one stage of calls — then, by the same rule, at that stage's first call's callee."""
+    while True:
+        busy = w.svc_i[s, SI_BUSY]
+        below = -1
+        for g in range(w.stage_first[s], w.stage_first[s + 1]):
+            if 2 * w.stage_held[g] > busy:
+                below = w.edge_i[w.stage_edges[g], EI_CALLEE]
+                break
+        if below < 0:
+            return s
+        s = below
+
+
+@step
+def where(w: Any, a: int) -> int:
+    """Where a wait for attempt ``a`` that ran out (its caller's timer, its client's deadline) began: the
+    deepest service still working on it. Waiting for a worker (or on the network there): ``blocker`` of its
+    service; at its own work: its service; waiting on calls: the first unanswered call's awaited copy, and so on
+    down; answered already (its answer on the way back): where its failure began, or its service."""
+    while True:
+        s = w.att_i[a, A_SVC]
+        phase = w.att_i[a, A_PHASE]
+        if phase == WAITING:
+            return blocker(w, s)
+        if phase == WORKING:
+            return s
+        if phase == FINISHED:
+            origin = w.att_i[a, A_ORIGIN]
+            return origin if origin >= 0 else s
+        below = -1
+        c = w.att_i[a, A_FIRST]
+        while c >= 0 and below < 0:
+            if w.call_i[c, C_DONE] == 0:
+                if copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
+                    below = w.call_i[c, C_COPY1]
+                elif copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
+                    below = w.call_i[c, C_COPY2]
+            c = w.call_i[c, C_NEXT]
+        if below < 0:
+            return s
+        a = below
+
+
+@step
+def unhold_stage(w: Any, a: int) -> None:
+    """The attempt's worker no longer waits on its stage's calls (the stage is done, or the worker freed)."""
+    g = w.att_i[a, A_HELD_STAGE]
+    if g >= 0:
+        w.stage_held[g] -= 1
+        w.att_i[a, A_HELD_STAGE] = -1
+
+
 # --- a service --------------------------------------------------------------------------------------------------
 
 
@@ -717,9 +785,10 @@ def work_s(w: Any, s: int) -> float:
 
 
 @step
-def turned_away(w: Any, x: float, a: int, s: int) -> bool:
-    """An attempt arriving, or taken from the queue: dropped if its caller gave up, refused (an error answer) if
-    its deadline has passed. True when it was."""
+def turned_away(w: Any, x: float, a: int, s: int, queued: bool) -> bool:
+    """An attempt arriving, or taken from the queue (``queued``): dropped if its caller gave up, refused (an error
+    answer) if its deadline has passed — a failure that began at ``s`` on arrival, and where its wait began
+    (``blocker``) if it had queued. True when it was."""
     if w.att_i[a, A_CANCELLED]:
         w.m_svc[s, M_CANCELLED] += 1
         w.att_i[a, A_PHASE] = FINISHED
@@ -728,6 +797,7 @@ def turned_away(w: Any, x: float, a: int, s: int) -> bool:
         return True
     if x >= w.att_r[a, AR_DEADLINE]:
         w.m_svc[s, M_REFUSED] += 1
+        w.att_i[a, A_ORIGIN] = blocker(w, s) if queued else s
         refuse(w, x, a)
         return True
     return False
@@ -741,7 +811,7 @@ def reach(w: Any, x: float, a: int) -> None:
     w.att_r[a, AR_ARRIVED] = x
     span_at(w, a, TR_ARRIVED, x)
     w.m_svc[s, M_ATTEMPTS] += 1
-    if turned_away(w, x, a, s):
+    if turned_away(w, x, a, s, False):
         return
     tail = w.svc_i[s, SI_TAIL]
     if tail >= 0:
@@ -765,7 +835,7 @@ def dequeue(w: Any, x: float, s: int) -> None:
             w.svc_i[s, SI_TAIL] = -1
         w.svc_i[s, SI_QLEN] -= 1
         w.ints[I_QUEUED] -= 1
-        if turned_away(w, x, a, s):
+        if turned_away(w, x, a, s, True):
             continue
         w.svc_i[s, SI_FREE] -= 1
         busy_change(w, s, x, 1)
@@ -793,7 +863,8 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
     c = w.att_i[a, A_CALL]
     if c < 0:
         if x <= w.att_r[a, AR_DEADLINE]:
-            answer(w, x, a, ok, False)
+            origin = w.att_i[a, A_ORIGIN]
+            answer(w, x, a, ok, False, origin if origin >= 0 else w.att_i[a, A_SVC])
     elif w.att_i[a, A_ALIVE]:
         w.att_i[a, A_OK] = 1 if ok else 0
         e = w.call_i[c, C_EDGE]
@@ -804,6 +875,7 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
 @step
 def release(w: Any, x: float, a: int) -> None:
     if w.att_i[a, A_HOLDS]:
+        unhold_stage(w, a)
         w.att_i[a, A_HOLDS] = 0
         s = w.att_i[a, A_SVC]
         busy_change(w, s, x, -1)
@@ -824,6 +896,7 @@ def own_done(w: Any, x: float, a: int) -> None:
     span_at(w, a, TR_WORKED, x)
     fail = w.svc_r[s, SR_FAIL]
     if fail > 0.0 and uniform(w.gen) < fail:
+        w.att_i[a, A_ORIGIN] = s  # its own error
         finish(w, x, a, False)
         return
     w.att_i[a, A_PHASE] = CALLING
@@ -837,8 +910,10 @@ def next_stage(w: Any, x: float, a: int) -> None:
     """The attempt's next stage of calls (each call with a probability drawn now), or its answer after the last;
     abandoned once its deadline has passed."""
     s = w.att_i[a, A_SVC]
+    unhold_stage(w, a)
     while True:
         if x >= w.att_r[a, AR_DEADLINE]:
+            w.att_i[a, A_ORIGIN] = s  # abandoned here, its deadline passed
             finish(w, x, a, False)
             return
         stage = w.att_i[a, A_STAGE] + 1
@@ -868,6 +943,9 @@ def next_stage(w: Any, x: float, a: int) -> None:
             after = w.call_i[c, C_NEXT]
             send(w, x, c, False)
             c = after
+        if w.att_i[a, A_PHASE] == CALLING and w.att_i[a, A_HOLDS]:  # its worker waits on this stage
+            w.att_i[a, A_HELD_STAGE] = g
+            w.stage_held[g] += 1
         return
 
 
@@ -944,6 +1022,7 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
     is set at the attempt's deadline; a hedging caller sets the hedge's delay."""
     parent = w.call_i[c, C_PARENT]
     if x >= w.att_r[parent, AR_DEADLINE]:
+        w.call_i[c, C_ORIGIN] = w.att_i[parent, A_SVC]  # the caller's deadline passed
         call_failed(w, x, c)
         return
     e = w.call_i[c, C_EDGE]
@@ -1003,6 +1082,7 @@ def timer(w: Any, x: float, a: int) -> None:
     c = w.att_i[a, A_CALL]
     w.m_svc[w.att_i[w.call_i[c, C_PARENT], A_SVC], M_TIMEOUTS] += 1
     span_caller(w, a, CALLER_TIMED_OUT, x)
+    w.call_i[c, C_ORIGIN] = where(w, a)
     drop_copy(w, x, a)
     copy_failed(w, x, c)
 
@@ -1011,7 +1091,7 @@ def timer(w: Any, x: float, a: int) -> None:
 def client_timer(w: Any, x: float, a: int) -> None:
     """The client's deadline: no answer yet is a timeout; the request is cancelled."""
     if w.att_i[a, A_ALIVE]:
-        answer(w, x, a, False, True)
+        answer(w, x, a, False, True, where(w, a))
         if w.reals[R_PROPAGATE] != 0.0:  # else the client's going reaches nobody: the entry works on
             cancel(w, x, a)
         maybe_free(w, a)
@@ -1029,6 +1109,8 @@ def reply(w: Any, x: float, a: int) -> None:
     c = w.att_i[a, A_CALL]
     callee = w.att_i[a, A_SVC]
     if not w.att_i[a, A_OK]:
+        origin = w.att_i[a, A_ORIGIN]
+        w.call_i[c, C_ORIGIN] = origin if origin >= 0 else callee
         maybe_free(w, a)
         copy_failed(w, x, c)
         return
@@ -1079,9 +1161,12 @@ def copy_failed(w: Any, x: float, c: int) -> None:
 
 @step
 def call_failed(w: Any, x: float, c: int) -> None:
+    """The call failed for good: so does its caller's attempt, the failure beginning where its last try's did."""
     w.call_i[c, C_DONE] = 1
     parent = w.call_i[c, C_PARENT]
     if w.att_i[parent, A_PHASE] == CALLING:
+        origin = w.call_i[c, C_ORIGIN]
+        w.att_i[parent, A_ORIGIN] = origin if origin >= 0 else w.att_i[parent, A_SVC]
         finish(w, x, parent, False)
 
 

@@ -104,8 +104,10 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_TNEXT,  # the next in its timer list
     A_TPREV,  # the one before
     A_SPAN,  # its row in the trace (−1: not traced; trace.py)
+    A_ORIGIN,  # the service where its failure began (−1: none yet; docs/graphs.md, "Where the failures began")
+    A_HELD_STAGE,  # the stage (a row of stage_edges) whose calls hold its worker (−1: none)
     A_COLUMNS,
-) = range(18)
+) = range(20)
 AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
@@ -124,8 +126,9 @@ WAITING, WORKING, CALLING, FINISHED = range(4)
     C_GEN2,
     C_NEXT,
     C_SPAN,  # the trace's row of its first copy (−1: not traced)
+    C_ORIGIN,  # where its last failed try's failure began
     C_COLUMNS,
-) = range(14)
+) = range(15)
 
 # event kinds
 EV_REACH, EV_OWN_DONE, EV_REPLY, EV_TIMER, EV_HEDGE, EV_CANCEL = range(6)
@@ -159,8 +162,9 @@ MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a
     M_DENIED,  # retries its budget refused
     M_WAIT_S,
     M_BUSY_S,  # worker-seconds held
+    M_BEGUN,  # the clients' failed requests whose failure began here
     M_COLUMNS,
-) = range(13)
+) = range(14)
 
 # m_client[...]: the clients' answers in the minute
 MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
@@ -228,6 +232,7 @@ class ChainWorld(NamedTuple):
     edge_read_at: npt.NDArray[np.int64]  # [e] the callee's SI_SEEN then (−1: never)
     budget: npt.NDArray[np.int64]  # [s, 2 × BUDGET_WINDOW_S] calls sent, then retries, per second, a ring
     timers: npt.NDArray[np.int64]  # [s + 1, 2] head and tail of each timer list (the last: the clients')
+    stage_held: npt.NDArray[np.int64]  # [g] the workers held waiting on stage g's calls (where a wait began)
     # the pools and the events
     att_i: npt.NDArray[np.int64]
     att_r: npt.NDArray[np.float64]
@@ -288,6 +293,7 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         edge_read_at=np.full(max(edges, 1), -1, dtype=np.int64),
         budget=np.zeros((n, 2 * BUDGET_WINDOW_S), dtype=np.int64),
         timers=np.full((n + 1, 2), -1, dtype=np.int64),
+        stage_held=np.zeros(max(len(layout.stage_edges) - 1, 1), dtype=np.int64),
         att_i=np.zeros((0, A_COLUMNS), dtype=np.int64),
         att_r=np.zeros((0, AR_COLUMNS)),
         att_free=np.zeros(0, dtype=np.int64),
