@@ -97,3 +97,30 @@ def test_a_bad_mcp_spec_is_refused_in_one_line(spec: str, said: str) -> None:
     result = CliRunner().invoke(app, ["arena", "--contestant", spec, "--seeds", str(SEED)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1 and said in result.output
+
+
+def test_an_agent_that_fails_says_so_and_cannot_start_another_run(tmp_path: Path) -> None:
+    """The server holds the arena's run and no other live one: ``start_run`` is refused (the agent plays the seed
+    it is given); an agent exiting with a status other than 0 is a failure, the run played on hands off."""
+    agent = tmp_path / "starter.py"
+    agent.write_text(
+        docs_agent(tmp_path).read_text().split("async def main", 1)[0]
+        + """
+async def main() -> int:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        streamable_http_client(URL, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("start_run", {"scenario": "surge", "seed": 5, "engine": "minute"})
+        said = result.content[0].text
+        return 3 if result.is_error and said.startswith("run: at most 1 live runs") else 4
+
+
+raise SystemExit(anyio.run(main))
+"""
+    )
+    row = play_run(parse_contestant(f"x=mcp:{shlex.join([sys.executable, str(agent)])}"), "bad-deploy", SEED, "minute")
+    assert row["failure"] == "minute 0: the agent exited with status 3"
+    assert row["scenario"] == "bad-deploy" and row["actions"] == 0 and row["decisions"] == 0

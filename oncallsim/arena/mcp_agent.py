@@ -196,7 +196,8 @@ class McpAgent:
                         if run.over:
                             self.failure = f"minute {sim.minute}: still running {limit:g} s after the run was over"
                         else:
-                            runs.times.append(idle)  # the decision it did not make, as the agent: kind counts it
+                            with runs.guard:  # the decision it did not make, counted as the agent: kind does
+                                runs.times.append(idle)
                             self.failure = f"minute {sim.minute}: no advance within {limit:g} s"
                         break
                     if time.monotonic() - began > overall:
