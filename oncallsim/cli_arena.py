@@ -23,7 +23,7 @@ def arena(
         typer.Option(
             metavar="NAME=SPEC",
             help="A contestant (repeatable): hands-off, textbook, person[:SECONDS[@SPEED]], policy:NAME|module:attr, "
-            "controls:NAME=VALUE,…, agent:COMMAND (default: hands-off, playbook and person).",
+            "controls:NAME=VALUE,…, agent:COMMAND, mcp:COMMAND (default: hands-off, playbook and person).",
         ),
     ] = None,
     scenario: Annotated[

@@ -13,7 +13,7 @@ The arena starts the program once per run and writes one JSON object a line to i
 
 It sees what a policy's ``Observation`` holds (the console), never the scenario's draws. An agent that answers
 late, answers what is not JSON, or exits has its process stopped and plays the rest of the run hands off; the
-run's row says why. The MCP server's agents will join through their own kind (``contestants.register_kind``).
+run's row says why. The MCP server's agents play through their own kind, ``mcp:COMMAND`` (``arena/mcp_agent.py``).
 """
 
 from __future__ import annotations

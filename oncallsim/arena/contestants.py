@@ -9,12 +9,12 @@ so a new way to play joins without touching the arena's loop:
 - ``controls:NAME=VALUE,…`` — opening controls, then hands off (a limiter, and the request engine's plug-in
   controllers once they exist: ``controls:controller=gradient2``);
 - ``agent:COMMAND`` — a program speaking JSON lines over stdin/stdout (``arena/agent.py``), each decision
-  within the arena's time limit.
+  within the arena's time limit;
+- ``mcp:COMMAND`` — an MCP agent: the arena serves its run over the MCP server's tools and starts the command as
+  a client of it (``arena/mcp_agent.py``), each move of the clock within the time limit.
 
-The MCP server's agents (issue 28 item 1) join as one more kind, ``mcp:COMMAND``: an ``EntryFactory`` that starts
-the agent's command as an MCP client of the arena's run and returns a ``Policy`` whose ``decide`` lets it play one
-minute (observe, act, advance) within ``time_limit_s``. Register it with ``register_kind("mcp", factory)``; the
-loop (``arena/play.py``) already measures each decision's wall-clock and stops a contestant over the limit.
+A kind whose contestant plays the run itself rather than a minute at a time (the MCP agents) gives its ``Entry`` a
+``drive``; the loop (``arena/play.py``) calls it, then plays what is left of the run hands off.
 
 The bare names ``hands-off``, ``textbook`` (also ``playbook``) and ``person`` are shorthands for their kinds;
 ``bbr``, ``gradient2`` and ``pid-shedder`` for ``controls:`` with that limiter or controller (request engine).
@@ -32,7 +32,7 @@ from typing import Any
 from oncallsim.model import InvalidInput
 from oncallsim.policies.base import BUILTIN_POLICIES, load_policy
 from oncallsim.policies.person import Person, reaction_minutes
-from oncallsim.simulation import Policy, split_overrides
+from oncallsim.simulation import Policy, Simulation, split_overrides
 
 __all__ = [
     "KINDS",
@@ -70,6 +70,10 @@ class Entry:
     # an agent that broke the rules (over the time limit, a line that is not JSON, its process gone) says why
     # here; the loop then plays the rest of the run hands off
     failure: Callable[[], str | None] = lambda: None
+    # a contestant that plays the run itself (an MCP agent, through the server's tools) instead of ``policy``:
+    # called with the run, it returns its decisions' wall-clock (s) and the actions refused; the loop then plays
+    # the rest of the run hands off
+    drive: Callable[[Simulation], tuple[list[float], int]] | None = None
 
 
 EntryFactory = Callable[[str, Settings], Entry]
@@ -170,12 +174,25 @@ def _agent_check(arg: str) -> None:
         raise InvalidInput("--contestant", "agent: needs a command, e.g. agent:'python my_agent.py'")
 
 
+def _mcp_entry(arg: str, settings: Settings) -> Entry:
+    from oncallsim.arena.mcp_agent import mcp_entry  # the MCP SDK is an extra: imported only when one plays
+
+    return mcp_entry(arg, settings)
+
+
+def _mcp_check(arg: str) -> None:
+    from oncallsim.arena.mcp_agent import check_mcp
+
+    check_mcp(arg)
+
+
 # kind → (make an entry in the playing process, check the argument at parse time)
 KINDS: dict[str, tuple[EntryFactory, Callable[[str], Any]]] = {
     "policy": (_policy_entry, _policy_check),
     "person": (_person_entry, person_pace),
     "controls": (_controls_entry, parse_controls),
     "agent": (_agent_entry, _agent_check),
+    "mcp": (_mcp_entry, _mcp_check),
 }
 # bare names: the built-in contestants
 SHORTHANDS: Mapping[str, tuple[str, str]] = {
@@ -192,7 +209,7 @@ SHORTHANDS: Mapping[str, tuple[str, str]] = {
 
 
 def register_kind(kind: str, make: EntryFactory, check: Callable[[str], Any] = lambda arg: None) -> None:
-    """Add a kind of contestant (the MCP agents' ``mcp``): ``make(arg, settings)`` gives an ``Entry`` for a run,
+    """Add a kind of contestant: ``make(arg, settings)`` gives an ``Entry`` for a run,
     ``check(arg)`` refuses a bad argument with ``InvalidInput`` before anything runs."""
     KINDS[kind] = (make, check)
 

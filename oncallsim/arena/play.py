@@ -181,6 +181,8 @@ def play_run(
     refused = 0
     try:
         sim = Simulation(scenario, seed=seed, overrides=entry.overrides, engine=engine)
+        if entry.drive is not None:  # it plays the run itself (an MCP agent); the loop below finishes it hands off
+            times, refused = entry.drive(sim)
         policy = entry.policy
         if policy is not None:
             policy.reset(seed)
