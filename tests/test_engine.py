@@ -72,10 +72,10 @@ def test_compiled_code_is_cached_per_version_of_the_compiled_code() -> None:
     from pathlib import Path
 
     from oncallsim.compiled_cache import cache_folder, code_digest
-    from oncallsim.model.request.physics import run_request_minute
+    from oncallsim.model.request.physics import request_minute_part
     from oncallsim.model.stages import minute
 
-    for dispatcher in (minute, run_request_minute):
+    for dispatcher in (minute, request_minute_part):
         locator = dispatcher._cache._cache_path  # numba's cache of this function
         assert Path(locator).parent == cache_folder() and cache_folder().name == code_digest()
         assert dispatcher._cache._impl.locator.get_source_stamp() == code_digest()

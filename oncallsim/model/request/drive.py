@@ -22,9 +22,11 @@ from oncallsim.model.fields import EXT, EXTRA_SCHEMA, NUMERIC_FIELDS, REC, ST, e
 from oncallsim.model.kernel import P
 from oncallsim.model.request.controllers import ControllerRun
 from oncallsim.model.request.physics import (
-    close_request_minute,
-    open_request_minute,
-    run_request_minute,
+    CLOSE_PART,
+    OPEN_PART,
+    RUN_PART,
+    WHOLE_MINUTE,
+    request_minute_part,
 )
 from oncallsim.model.request.stream import MODE_PIPELINE, MODE_QUEUE_ONLY
 from oncallsim.model.request.world import World, with_room
@@ -95,20 +97,19 @@ def run_minute(
     world = with_room(world, room)
     rec = np.zeros(len(NUMERIC_FIELDS)) if record is None else record
     ext = np.zeros(len(EXTRA_SCHEMA))
-    # The minute as three compiled calls — its opening, its events, its close — with or without a controller: one
-    # compiled function holding the three (there was one: physics.request_minute) had numba and LLVM compile the
-    # event loop a second time, ~9 s more CPU on a newcomer's first start, for ~60 µs a minute saved.
-    open_request_minute(p, world, minute, flags, state, mode, count, rate)
-    if controller is None or controller.controller is None:
-        run_request_minute(p, world, minute, state, mode, count, rate, sample_every, 60.0 * minute + 60.0)
-        close_request_minute(p, world, minute, state, rec, ext, mode, sample_every)
+    end = 60.0 * minute + 60.0
+    if controller is None or controller.controller is None:  # the minute in one call
+        request_minute_part(
+            p, world, minute, flags, state, rec, ext, mode, count, rate, sample_every, end, WHOLE_MINUTE
+        )
         return Minute(world, rec, ext)
+    request_minute_part(p, world, minute, flags, state, rec, ext, mode, count, rate, sample_every, end, OPEN_PART)
     w = world
 
     def segment(until: float) -> None:
-        run_request_minute(p, w, minute, state, mode, count, rate, sample_every, until)
+        request_minute_part(p, w, minute, flags, state, rec, ext, mode, count, rate, sample_every, until, RUN_PART)
 
     wpi = int(p[P.workers_per_instance])
     controller.minute(world, minute, int(state[ST.serving]), wpi, float(p[P.timeout_s]), segment)
-    close_request_minute(p, world, minute, state, rec, ext, mode, sample_every)
+    request_minute_part(p, world, minute, flags, state, rec, ext, mode, count, rate, sample_every, end, CLOSE_PART)
     return Minute(world, rec, ext)

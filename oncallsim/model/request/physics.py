@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from oncallsim.model.fields import ST
-from oncallsim.model.kernel import P, unmanaged
+from oncallsim.model.kernel import P, step, unmanaged
 from oncallsim.model.request.backend import I_WFREE
 from oncallsim.model.request.balancers import I_BALANCER, POOLED, R_NEXT_VIEW
 from oncallsim.model.request.calls import (
@@ -58,20 +58,64 @@ from oncallsim.model.request.stream import (
 from oncallsim.model.request.workers import I_BUSY, I_ENABLED, I_HEAP
 
 __all__ = [
+    "CLOSE_PART",
     "EXTRA_FIELDS",
     "MODE_PIPELINE",
     "MODE_QUEUE_ONLY",
+    "OPEN_PART",
+    "RUN_PART",
+    "WHOLE_MINUTE",
     "close_request_minute",
     "fill_cache",
     "open_request_minute",
     "quantile",
+    "request_minute_part",
     "run_request_minute",
 ]
 
 _INF = math.inf
 
 
+# the parts of a minute ``request_minute_part`` plays: its opening, its events (up to ``until``), its close
+OPEN_PART, RUN_PART, CLOSE_PART = 1, 2, 4
+WHOLE_MINUTE = OPEN_PART | RUN_PART | CLOSE_PART
+
+
 @unmanaged
+def request_minute_part(
+    p: Any,
+    w: Any,
+    t: int,
+    flags: int,
+    st: Any,
+    rec: Any,
+    ext: Any,
+    mode: int,
+    count: int,
+    rate: float,
+    sample_every: int,
+    until: float,
+    parts: int,
+) -> None:
+    """Minute ``t`` (seconds 60t to 60t + 60 of the run) request by request, or the ``parts`` of it asked for:
+    the whole minute in one call (``WHOLE_MINUTE``, ``until`` its end), or — a plug-in controller's run — its
+    opening, its events in segments between the controller's ticks, its close (``drive.run_minute``).
+
+    Reads the settings and the fleet from ``st`` (as the minute model does), ``count`` arrivals uniform in the
+    minute (pipeline mode) or a Poisson stream of ``rate`` per second (queue-only mode); writes the measured
+    fields of ``rec`` and the extras ``ext``. ``sample_every`` > 0 keeps every n-th arrival's path in
+    ``w.meter.samples`` (the zoom). One compiled entry for every part: each entry numba builds costs its Python
+    and C wrappers, and one holding another's event loop had LLVM compile the loop twice (the first start's CPU).
+    """
+    if parts & OPEN_PART:
+        open_request_minute(p, w, t, flags, st, mode, count, rate)
+    if parts & RUN_PART:
+        run_request_minute(p, w, t, st, mode, count, rate, sample_every, until)
+    if parts & CLOSE_PART:
+        close_request_minute(p, w, t, st, rec, ext, mode, sample_every)
+
+
+@step
 def open_request_minute(p: Any, w: Any, t: int, flags: int, st: Any, mode: int, count: int, rate: float) -> None:
     """The minute's opening: the edges' (``edges.open_minute``), its arrivals drawn, the warm-up job's first read,
     the loop's place (the next arrival, the next warm-up read, the next second sampled) in ``w.stream``."""
@@ -94,7 +138,7 @@ def open_request_minute(p: Any, w: Any, t: int, flags: int, st: Any, mode: int, 
     w.stream.reals[R_SECOND] = 0.0
 
 
-@unmanaged
+@step
 def run_request_minute(
     p: Any, w: Any, t: int, st: Any, mode: int, count: int, rate: float, sample_every: int, until: float
 ) -> None:
@@ -200,7 +244,7 @@ def run_request_minute(
     w.stream.reals[R_SECOND] = sec
 
 
-@unmanaged
+@step
 def close_request_minute(p: Any, w: Any, t: int, st: Any, rec: Any, ext: Any, mode: int, sample_every: int) -> None:
     """The minute's close: its last seconds sampled, the edges' close, the record's fields and the extras."""
     t0 = 60.0 * t

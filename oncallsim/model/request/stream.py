@@ -25,7 +25,7 @@ __all__ = [
 MODE_PIPELINE = 0  # the whole service: shedding, cache, database, builds
 MODE_QUEUE_ONLY = 1  # M/M/N: a Poisson stream, exponential service of the app time, no cache or database
 # reals[...]: queue-only mode: the next arrival of the Poisson stream; the minute's loop where it stopped (a
-# controller's tick: physics.run_request_minute): its next arrival's index, the warm-up job's next read, the next
+# controller's tick: physics.request_minute_part): its next arrival's index, the warm-up job's next read, the next
 # second to sample
 R_NEXT_STREAM, R_CURSOR, R_NEXT_WARM, R_SECOND = range(4)
 
