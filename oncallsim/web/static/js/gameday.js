@@ -5,7 +5,7 @@
   "use strict";
   const S = JSON.parse(document.getElementById("gameday-text").textContent);
   const CONTROLS = JSON.parse(document.getElementById("gameday-controls").textContent);
-  const { tEvent, t, number } = window.i18n;
+  const { tEvent, t, number, percent } = window.i18n;
   const $ = (id) => document.getElementById(id);
   const roomId = document.querySelector("main.gd").dataset.room;
   const realtime = Number(document.querySelector("main.gd").dataset.realtime);  // the server's real-time speed
@@ -159,7 +159,7 @@
     for (const r of records) showEvents(r);
     if (records.length) showRecord(records[records.length - 1], true);
     else {
-      for (const name of METRICS) $("m-" + name).textContent = S.none; // nothing measured before the first minute
+      for (const name of METRICS) if ($("m-" + name)) $("m-" + name).textContent = S.none; // nothing measured before the first minute
       spark();
     }
     for (const entry of snap.log) addLog(entry);
@@ -192,7 +192,14 @@
     for (const form of ["say-form", "status-form", "note-form", "fault-form"]) {
       for (const field of $(form).querySelectorAll("input, button, select")) field.disabled = s.done;
     }
+    // a chain's services panel (services.js) follows, its inputs closed to a seat that may not act
+    const readonly = !me || me.role === "observer" || me.role === "facilitator";
+    document.dispatchEvent(new CustomEvent("oncallsim:state", { detail: { ...s, readonly } }));
   }
+  // a chain's services panel asks for a service's setting: sent as any action of the team's
+  document.addEventListener("oncallsim:act", (e) => {
+    send({ type: "action", control: e.detail.control, value: e.detail.value });
+  });
 
   // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart, or
   // back from its log after its worker process was lost: until the facilitator resumes), running (slowed: at
@@ -240,6 +247,7 @@
   function showRecord(r, quiet) {
     for (const name of METRICS) {
       const cell = $("m-" + name);
+      if (!cell) continue; // a chain has no one cache and database: its services are drawn instead
       const [level, word] = window.fmt.flag(name, r);
       cell.textContent = window.fmt.fmt[name](r) + (word ? " · " + word : "");
       cell.className = "num " + (level ? "gd-" + level : "");
@@ -247,6 +255,7 @@
     const banner = $("page-banner");
     banner.hidden = !r.page_firing;
     banner.textContent = S.page_firing;
+    if (window.services) window.services.show(r); // a chain of services: its diagram (services.js)
     if (!quiet) showEvents(r);
     spark();
   }
@@ -377,7 +386,10 @@
   }
 
   function faultText(data) {
-    return fill(S.fault_at, { fault: S.faults[data.kind] || data.kind.replace(/_/g, " "), at: data.at });
+    const fault = S.faults[data.kind] || data.kind.replace(/_/g, " ");
+    const service = data.values && data.values.service; // a chain's service fault names its service
+    if (typeof service === "string") return fill(S.fault_service, { fault, service, at: data.at });
+    return fill(S.fault_at, { fault, at: data.at });
   }
 
   const revealed = new Set();
@@ -497,10 +509,12 @@
       if (field.type === "choice") {
         const select = el("select");
         for (const choice of field.choices) {
-          const option = el("option", "", S.choices[choice] || String(choice));
+          // a chain's services by their names; the other choices in words
+          const option = el("option", "", (field.name !== "service" && S.choices[choice]) || String(choice));
           option.value = choice;
           select.append(option);
         }
+        if (field.default !== undefined && field.default !== null) select.value = field.default;
         select.dataset.field = field.name;
         select.dataset.type = "choice";
         label.append(select);
@@ -582,6 +596,7 @@
       const item = el("li", o.passed ? "pass" : "fail", (o.passed ? S.passed : S.failed) + ": " + o.name);
       objectives.append(item);
     }
+    showOrigins(d.origins);
     const body = $("d-timeline");
     body.replaceChildren();
     for (const row of d.timeline) {
@@ -596,6 +611,27 @@
       );
       body.append(tr);
     }
+  }
+
+  // a chain's "Where the failures began", as the console's debrief shows it
+  function showOrigins(o) {
+    const box = $("d-origins");
+    if (!box || !o) return;
+    const sentence = (s) => fill(S.sentences[s.template] || s.template, s.args);
+    $("d-origins-headline").textContent = o.headline.map(sentence).join(" ");
+    const rows = $("d-origins-rows");
+    rows.replaceChildren();
+    for (const row of o.services) {
+      const tr = el("tr");
+      tr.dataset.service = row.service;
+      tr.append(el("td", "", row.service), el("td", "num", number(row.failed)), el("td", "num", percent(row.share, 1)),
+        el("td", "num", percent(row.budget_spent, 1)), el("td", "num", percent(row.seen_share)));
+      rows.append(tr);
+    }
+    const list = $("d-contradictions");
+    list.replaceChildren(...o.contradictions.map((c) => el("li", "", sentence(c))));
+    $("d-no-contradictions").hidden = o.contradictions.length > 0;
+    box.hidden = false;
   }
 
   async function download(what, filename) {
