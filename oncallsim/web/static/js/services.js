@@ -214,5 +214,11 @@
     for (const button of body ? body.querySelectorAll("button") : []) button.disabled = closed;
   });
 
-  window.services = { show };
+  // a service's control in words ("recs: Timeout (ms)"): how a room's log says who set what
+  function label(control) {
+    const [service, setting] = control.split(".");
+    return byName[service] && LABELS[setting] ? service + ": " + LABELS[setting] : null;
+  }
+
+  window.services = { show, label };
 })();
