@@ -2,7 +2,8 @@
 room draws the cascade's graph from its minutes (the console's services.js), the facilitator injects a service
 fault naming its service, an operator sets a service's timeout from the Services panel through the room's own
 action path (the others see it attributed, the setting in force), an observer cannot, and a value out of range
-is refused with the server's line. The run is stepped minute by minute (no wall-clock pacing)."""
+is refused with the server's line; the debrief says where the failures began. The run is stepped minute by minute
+(no wall-clock pacing)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def test_a_chain_room_draws_the_graph_and_sets_a_service_timeout(server: str, br
     olu, ow = person(browser)
     join(ann, server + room["player_url"], "Ann", "operations")
     join(olu, server + room["player_url"], "Olu", "observer")
+    bob, bw = person(browser, 390, 844)  # the commander on a phone: the graph scrolls within its card
+    join(bob, server + room["player_url"], "Bob", "commander")
 
     # the facilitator's faults on a chain: a slow or failing service, chosen from the graph's
     kinds = facilitator.locator("#fault-kind option").evaluate_all("(os) => os.map((o) => o.value)")
@@ -78,8 +81,26 @@ def test_a_chain_room_draws_the_graph_and_sets_a_service_timeout(server: str, br
     ann.locator("#c-recs\\.retries").press("Enter")
     ann.locator("#gd-error", has_text="recs.retries").wait_for()
 
-    assert ann.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
-    for watch in (fw, aw, ow):
+    for page in (ann, bob):
+        assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+    bob.locator("#c-recs\\.timeout_ms").scroll_into_view_if_needed()
+    box = bob.locator("#c-recs\\.timeout_ms").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    bob.evaluate("() => window.scrollTo(0, 0)")
+    bob.screenshot(path=str(tmp_path / "gameday-chain-phone.png"))
+
+    # the debrief says where the failures began, as the console's does: at the slowed recs, seen at the api
+    facilitator.on("dialog", lambda dialog: dialog.accept())
+    facilitator.locator("#f-close").click()
+    ann.locator("#d-origins").wait_for(timeout=180_000)  # the debrief computes its counterfactuals first
+    assert ann.locator("#d-origins-rows tr").count() == 3
+    headline = ann.locator("#d-origins-headline").inner_text()
+    assert "began at recs, though every failed request was seen at api" in headline
+    seen = ann.locator("#d-origins-rows tr[data-service=api] td").last.inner_text()
+    assert seen.startswith("100")
+    ann.locator("#d-origins").scroll_into_view_if_needed()
+    ann.screenshot(path=str(tmp_path / "gameday-chain-debrief.png"))
+    for watch in (fw, aw, ow, bw):
         watch.check()
-    for page in (facilitator, ann, olu):
+    for page in (facilitator, ann, olu, bob):
         page.context.close()
