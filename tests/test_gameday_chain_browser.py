@@ -16,6 +16,7 @@ import pytest
 from tests.browser import chromium
 from tests.server import post_json, running_server
 from tests.test_gameday_browser import join, person, step_to
+from tests.test_languages_browser import ALLOWED, english_sources, same_in, visible_pieces
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def browser() -> Iterator[Any]:
     with chromium() as browser:
         yield browser
+
+
+def english_on(page: Any, language: str) -> list[str]:
+    """The page's visible texts that are English a translated page should not show (test_languages_browser)."""
+    english, allowed = english_sources(), ALLOWED | same_in(language)
+    return [p for p in visible_pieces(page) if p in english and p not in allowed]
 
 
 def test_a_chain_room_draws_the_graph_and_sets_a_service_timeout(server: str, browser: Any, tmp_path: Path) -> None:
@@ -89,6 +96,14 @@ def test_a_chain_room_draws_the_graph_and_sets_a_service_timeout(server: str, br
     bob.evaluate("() => window.scrollTo(0, 0)")
     bob.screenshot(path=str(tmp_path / "gameday-chain-phone.png"))
 
+    # the facilitator's panel in Danish: the chain's faults and the services' panel, no English left
+    dansk, dw = person(browser)
+    dansk.goto(server + room["facilitator_url"].replace("#", "?lang=da#"))
+    dansk.locator("#facilitator").wait_for()
+    dansk.locator("#fault-kind").select_option("service")
+    dansk.locator('#fault-fields select[data-field="service"]').wait_for()
+    assert not english_on(dansk, "da")
+
     # the debrief says where the failures began, as the console's does: at the slowed recs, seen at the api
     facilitator.on("dialog", lambda dialog: dialog.accept())
     facilitator.locator("#f-close").click()
@@ -100,7 +115,16 @@ def test_a_chain_room_draws_the_graph_and_sets_a_service_timeout(server: str, br
     assert seen.startswith("100")
     ann.locator("#d-origins").scroll_into_view_if_needed()
     ann.screenshot(path=str(tmp_path / "gameday-chain-debrief.png"))
-    for watch in (fw, aw, ow, bw):
+    # and in Arabic, for a player who joins once the room is closed
+    arabic, rw = person(browser)
+    arabic.goto(server + room["player_url"].replace("#", "?lang=ar#"))
+    arabic.locator("#join-name").fill("Samir")
+    arabic.locator("#join-role").select_option("observer")
+    arabic.locator("#join-form button[type=submit]").click()
+    arabic.locator("#d-origins").wait_for()
+    assert arabic.locator("#d-origins-rows tr").count() == 3
+    assert not english_on(arabic, "ar")
+    for watch in (fw, aw, ow, bw, dw, rw):
         watch.check()
-    for page in (facilitator, ann, olu, bob):
+    for page in (facilitator, ann, olu, bob, dansk, arabic):
         page.context.close()

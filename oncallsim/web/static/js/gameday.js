@@ -15,6 +15,8 @@
   const fill = (text, args) =>
     String(text).replace(/%\((\w+)\)s/g, (_m, k) => (args && k in args ? String(args[k]) : ""));
   const roleLabel = (role) => S.roles[role] || role;
+  // who wrote a line: a player by name; the facilitator (whose seat's name is its role) in the page's language
+  const nameOf = (name, role) => (role === "facilitator" ? roleLabel(role) : name);
   const el = (tag, cls, text) => {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -396,7 +398,7 @@
   const revealed = new Set();
 
   function logText(e) {
-    const who = { who: e.name, role: roleLabel(e.role) };
+    const who = { who: nameOf(e.name, e.role), role: roleLabel(e.role) };
     switch (e.kind) {
       case "action":
         return fill(S.templates["%(who)s (%(role)s): %(action)s"], { ...who, action: actionText(e.data) });
@@ -412,7 +414,7 @@
         return fill(S.closed_by, who);
       case "control": {
         const realTime = e.data.what === "speed" && e.data.value === realtime;
-        return fill(S.control_by, { who: e.name, what: fill(S["control." + e.data.what + (realTime ? ".realtime" : "")], e.data) });
+        return fill(S.control_by, { who: nameOf(e.name, e.role), what: fill(S["control." + e.data.what + (realTime ? ".realtime" : "")], e.data) });
       }
       case "reveal":
         return null;
@@ -607,7 +609,7 @@
       if (row.role && args.role !== undefined) args.role = roleLabel(row.role);
       tr.append(
         el("td", "gd-time", row.clock),
-        el("td", "", row.who || S.none),
+        el("td", "", row.who ? nameOf(row.who, row.role) : S.none),
         el("td", "", fill(S.templates[row.template] || row.template, args)),
       );
       body.append(tr);
