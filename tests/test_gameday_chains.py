@@ -49,6 +49,12 @@ def test_the_fault_menu_of_a_chain() -> None:
         "fault.errors: must be a number, got 'all'": {"service": "recs", "minutes": 3, "errors": "all"},
         "fault.size: not a field of service; fields: errors, minutes, service, slowdown": {"size": 1},
     }
+    try:
+        build_event("service", "9:5", {"service": "recs", "minutes": 3, "slowdown": 2}, "request", CASCADE)
+    except InvalidInput as exc:
+        assert str(exc) == "fault.at: must be a time of day, HH:MM from 00:00 to 23:59, got '9:5'"
+    else:
+        raise AssertionError("a time that is not one")
     for line, values in refusals.items():
         try:
             build_event("service", "09:05", values, "request", CASCADE)

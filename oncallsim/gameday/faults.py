@@ -14,6 +14,7 @@ of the one service's build, cache, database and instances are refused there in o
 from __future__ import annotations
 
 import math
+import re
 import typing
 from typing import Any
 
@@ -87,6 +88,7 @@ FAULT_EVENT_CODES = {
     "instance.revive": ("instance_revived",),
 }
 TOP_LEVEL = {"kind"}
+TIME_OF_DAY = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")  # a fault's time (the scenario schema's clock)
 # The one service's faults a chain has nothing to act on (its cache and database are services of its graph, its
 # answers its services', its fleets declared per service): why each is refused on a chain room.
 CHAIN_REFUSED = {
@@ -224,6 +226,8 @@ def build_event(kind: Any, at: str, values: Any, engine: str, services: tuple[st
         raise InvalidInput("fault.kind", f"must be one of {known}, got {str(kind)[:40]!r}{extra}")
     if not isinstance(values, dict):
         raise InvalidInput("fault.values", "must be an object of field: number")
+    if not isinstance(at, str) or not TIME_OF_DAY.match(at):
+        raise InvalidInput("fault.at", f"must be a time of day, HH:MM from 00:00 to 23:59, got {str(at)[:40]!r}")
     fields = kinds[kind]["fields"]
     names = {f["name"] for f in fields if f["type"] not in ("clock", "clocks")}
     unknown = sorted(set(values) - names)
