@@ -295,9 +295,20 @@ ROOM_TYPES = ["action", "message", "status", "note", "speed", "pause", "step", "
 FAULTS = ["bad_deploy", "slow_instance", "cache_flush", "surge", "db_slow", "zone_outage", "x"]
 
 
+# a chain of services' room (the cascade): its services' controls and its service fault, near and far from right
+CHAIN_CONTROLS = [*CONTROLS, "recs.timeout_ms", "api.retries", "catalog.instances", "api.instances", "nope.retries",
+                  "recs.", ".retries", "recs.retries.x"]  # fmt: skip
+CHAIN_FAULT_VALUES = st.dictionaries(
+    st.one_of(st.sampled_from(["service", "minutes", "slowdown", "errors"]), texts),
+    st.one_of(st.sampled_from(["recs", "api", "catalog", "nope", "RECS"]), scalars),
+    max_size=4,
+)
+
+
 @st.composite
-def room_frames(draw: Any) -> tuple[str, Any]:
-    """What a facilitator's (or a forger's) socket may send a room: wrong types, wrong fields, nasty values."""
+def room_frames(draw: Any, chain: bool = False) -> tuple[str, Any]:
+    """What a facilitator's (or a forger's) socket may send a room: wrong types, wrong fields, nasty values (on a
+    chain's room, its own controls and faults too)."""
     kind = draw(st.integers(0, 6))
     if kind == 0:
         return "bytes", draw(st.binary(max_size=50))
@@ -305,12 +316,12 @@ def room_frames(draw: Any) -> tuple[str, Any]:
         return "text", draw(st.one_of(st.text(max_size=50), st.sampled_from(["", "{", "[" * 3000, "null", "1e999"])))
     message: dict[str, Any] = {"type": draw(st.one_of(st.sampled_from(ROOM_TYPES), texts))}
     for key, values in (
-        ("control", st.one_of(st.sampled_from(CONTROLS), texts)),
+        ("control", st.one_of(st.sampled_from(CHAIN_CONTROLS if chain else CONTROLS), texts)),
         ("value", json_values),
         ("text", st.one_of(texts, st.sampled_from(["\u202eevil", "a\u200bb", "x" * 300, "ok"]))),
-        ("kind", st.one_of(st.sampled_from(FAULTS), texts)),
+        ("kind", st.one_of(st.sampled_from([*FAULTS, "service", "flush", "brownout"] if chain else FAULTS), texts)),
         ("at", st.one_of(st.sampled_from(["", "09:30", "25:00", "9:3", "00:00"]), texts)),
-        ("values", st.dictionaries(texts, scalars, max_size=3)),
+        ("values", CHAIN_FAULT_VALUES if chain else st.dictionaries(texts, scalars, max_size=3)),
         ("hidden", scalars),
         ("seq", numbers),
     ):
@@ -329,14 +340,40 @@ def room_key(client: TestClient) -> tuple[str, str]:
     return room["id"], room["facilitator_url"].split("#key=")[1]
 
 
+@pytest.fixture(scope="module")
+def chain_room_keys(client: TestClient) -> tuple[str, str, str]:
+    response = client.post("/api/gameday/rooms", json={"scenario": "cascade", "seed": 2})
+    assert response.status_code == 201, response.text
+    room = response.json()
+    return room["id"], room["facilitator_url"].split("#key=")[1], room["player_url"].split("#key=")[1]
+
+
 @FUZZ
 @given(sent=st.lists(room_frames(), min_size=1, max_size=5))
 def test_fuzz_room_messages_keep_the_socket_open(
     client: TestClient, room_key: tuple[str, str], sent: list[tuple[str, Any]]
 ) -> None:
+    probe_room(client, room_key, sent)
+
+
+@FUZZ
+@given(sent=st.lists(room_frames(chain=True), min_size=1, max_size=5), player=st.booleans())
+def test_fuzz_chain_room_messages_keep_the_socket_open(
+    client: TestClient, chain_room_keys: tuple[str, str, str], sent: list[tuple[str, Any]], player: bool
+) -> None:
+    """A chain's room, as its facilitator or as a player who may act (its services' controls reach the run)."""
+    room_id, facilitator, team = chain_room_keys
+    probe_room(client, (room_id, team if player else facilitator), sent, player)
+
+
+def probe_room(
+    client: TestClient, room_key: tuple[str, str], sent: list[tuple[str, Any]], player: bool = False
+) -> None:
+    """Send the frames to the room as its facilitator (or a player of the operations role): each is taken or refused
+    naming its field, never an internal error, and the socket still answers after them."""
     room_id, key = room_key
     with client.websocket_connect(f"/gameday/{room_id}/ws", headers=HEADERS) as ws:
-        ws.send_json({"type": "join", "token": key})
+        ws.send_json({"type": "join", "token": key, **({"name": "Fuzz", "role": "operations"} if player else {})})
         assert ws.receive_json()["type"] == "snapshot"
         for kind, payload in sent:
             COUNTS["room"] += 1
@@ -344,8 +381,11 @@ def test_fuzz_room_messages_keep_the_socket_open(
                 ws.send_bytes(payload)
             else:
                 ws.send_text(payload)
-        probe = 10**6 + COUNTS["room"]  # the probe: the socket still answers (a speed it refuses, naming it)
-        ws.send_json({"type": "speed", "value": probe})
+        probe = 10**6 + COUNTS["room"]  # the probe: the socket still answers (a value it refuses, naming it)
+        if player:
+            ws.send_json({"type": "action", "control": "recs.retries", "value": probe})
+        else:
+            ws.send_json({"type": "speed", "value": probe})
         for _ in range(10_000):
             message = ws.receive_json()
             assert message.get("field") != "server", message  # an internal error: a bug

@@ -232,9 +232,9 @@ def test_the_console_plays_a_graph_scenario_sent_as_content(tmp_path: Path) -> N
         assert "cache or build" in refused.json()["error"]
         unknown = client.post(f"/api/runs/{run}/actions", json={"control": "nope.retries", "value": 1})
         assert unknown.status_code == 422 and "unknown service 'nope'" in unknown.json()["error"]
-        # a game-day room shows one service: a chain is refused there, in one line naming why
-        from oncallsim.web.gameday import ROOMS_WITHOUT_GRAPHS
-
+        # a game-day room plays a chain too (tests/test_gameday_chains.py): its page draws the graph
         room = client.post("/api/gameday/rooms", json={"scenario": "cascade", "seed": 1, "speed": 1})
-        assert room.status_code == 422, room.text
-        assert room.json() == {"field": "scenario", "error": f"scenario: {ROOMS_WITHOUT_GRAPHS}"}
+        assert room.status_code == 201, room.text
+        assert room.json()["engine"] == "request"
+        page = client.get(f"/gameday/{room.json()['id']}").text
+        assert "data-graph=" in page and 'id="services-body"' in page and 'id="m-cache_hit"' not in page

@@ -4,11 +4,17 @@ injectable, its fields and their bounds taken from the schema, and a fault is va
 A fault is given as a kind, a time of day (every clock field of the event takes it) and a number per other
 field; a ranged field (``Range``) gets that number as both ends, so nothing is drawn and the run replays
 exactly. A kind that only the request engine has is offered only to rooms whose run uses that engine.
+
+A chain of services (a scenario's ``[graph]``, docs/graphs.md) is offered what acts on a chain: a traffic spike at
+its edge and a service slowed or failing (the ``service`` event, its service chosen from the graph's); the faults
+of the one service's build, cache, database and instances are refused there in one line saying why
+(``CHAIN_REFUSED``), and a service fault is refused on a room of one service.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import typing
 from typing import Any
 
@@ -20,7 +26,16 @@ from oncallsim.scenarios import spec
 from oncallsim.scenarios.spec import Scenario
 from oncallsim.validation import invalid_input
 
-__all__ = ["CHOICE_LABELS", "FAULT_LABELS", "FIELD_LABELS", "build_event", "event_kinds", "fault_menu", "hidden_codes"]
+__all__ = [
+    "CHAIN_REFUSED",
+    "CHOICE_LABELS",
+    "FAULT_LABELS",
+    "FIELD_LABELS",
+    "build_event",
+    "event_kinds",
+    "fault_menu",
+    "hidden_codes",
+]
 
 # Labels of the kinds and fields (gettext msgids); a kind or field without one shows its schema's own words.
 FAULT_LABELS = {
@@ -34,6 +49,7 @@ FAULT_LABELS = {
     "zone_outage": "zone outage",
     "retry_storm": "retry storm",
     "instance": "instance fault",
+    "service": "slow or failing service",
 }
 FIELD_LABELS = {
     "peak": "peak (× normal traffic)",
@@ -45,6 +61,8 @@ FIELD_LABELS = {
     "instance": "instance id",
     "slowdown": "slowdown (× slower)",
     "share": "share of the fleet",
+    "service": "service",
+    "errors": "errors (share of attempts failing)",
 }
 # The words of a choice field's values (the instance fault's ``what``).
 CHOICE_LABELS = {"slow": "slow", "crash": "crash", "hang": "hang", "revive": "recover"}
@@ -57,6 +75,7 @@ FIELD_DEFAULTS: dict[str, Any] = {
     "share": 0.33,
     "minutes": 10.0,
     "instance": 0,
+    "errors": 0.0,
 }
 # The model events that announce a fault of each kind (hidden from the players with a hidden fault).
 FAULT_EVENT_CODES = {
@@ -69,6 +88,18 @@ FAULT_EVENT_CODES = {
     "instance.revive": ("instance_revived",),
 }
 TOP_LEVEL = {"kind"}
+TIME_OF_DAY = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")  # a fault's time (the scenario schema's clock)
+# The one service's faults a chain has nothing to act on (its cache and database are services of its graph, its
+# answers its services', its fleets declared per service): why each is refused on a chain room.
+CHAIN_REFUSED = {
+    "deploy": "a bad build is the one service's; a chain's answers are its services' (inject a failing service)",
+    "flush": "the one service's cache; a chain's cache is a service of its graph (inject a slow service)",
+    "brownout": "the one service's database; a chain's database is a service of its graph (inject a slow service)",
+    "instance": "the one service's instances; a chain's services have pooled workers, not instances to pick",
+    "zone_outage": "the one service's zones; a chain's services have no zones",
+}
+# A chain's own fault (the ``service`` event): it needs a graph to name a service of.
+CHAIN_ONLY = {"service": "acts on a service of a chain ([graph]); this room plays one service"}
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
@@ -141,16 +172,29 @@ def _bounds(prop: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def fault_menu(engine: str) -> list[dict[str, Any]]:
-    """What the facilitator may inject in a room whose run uses ``engine``: kind, label, description, fields."""
+def fault_menu(engine: str, services: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """What the facilitator may inject in a room whose run uses ``engine``: kind, label, description, fields.
+    ``services``: the chain's services in declaration order (none: the room plays one service); a service fault's
+    ``service`` is a choice of them."""
     menu = []
     for kind, model in event_kinds().items():
         engines = engines_of(model)
         if engines is not None and engine not in engines:
             continue
+        if (kind in CHAIN_REFUSED and services) or (kind in CHAIN_ONLY and not services):
+            continue
         schema = model.model_json_schema()
         defs = schema.get("$defs", {})
         fields = [_field_spec(n, p, defs) for n, p in schema["properties"].items() if n not in TOP_LEVEL]
+        if kind == "service":  # the graph's services to choose from (the schema knows only their pattern)
+            fields = [
+                {"name": "service", "type": "choice", "choices": list(services), "default": services[-1]}
+                if f["name"] == "service"
+                else {**f, "default": FIELD_DEFAULTS[f["name"]]}
+                if f["name"] in ("slowdown", "errors")
+                else f
+                for f in fields
+            ]
         menu.append(
             {
                 "kind": kind,
@@ -163,11 +207,16 @@ def fault_menu(engine: str) -> list[dict[str, Any]]:
     return menu
 
 
-def build_event(kind: Any, at: str, values: Any, engine: str) -> dict[str, Any]:
+def build_event(kind: Any, at: str, values: Any, engine: str, services: tuple[str, ...] = ()) -> dict[str, Any]:
     """A fault from the menu → a scenario event (as a scenario file writes it), validated by the event's model.
 
-    Unknown kinds, missing or extra fields and values out of range are refused naming the field."""
-    kinds = {item["kind"]: item for item in fault_menu(engine)}
+    Unknown kinds, missing or extra fields and values out of range are refused naming the field; on a chain
+    (``services``), the one service's faults are refused saying why, and a service fault off a chain."""
+    kinds = {item["kind"]: item for item in fault_menu(engine, services)}
+    if isinstance(kind, str) and kind not in kinds and kind in CHAIN_REFUSED and services:
+        raise InvalidInput("fault.kind", f"{kind} is refused on a chain of services: {CHAIN_REFUSED[kind]}")
+    if isinstance(kind, str) and kind not in kinds and kind in CHAIN_ONLY and not services and engine == "request":
+        raise InvalidInput("fault.kind", f"{kind} {CHAIN_ONLY[kind]}")
     if not isinstance(kind, str) or kind not in kinds:
         known = ", ".join(kinds)
         other = [k for k in event_kinds() if k not in kinds]
@@ -177,6 +226,8 @@ def build_event(kind: Any, at: str, values: Any, engine: str) -> dict[str, Any]:
         raise InvalidInput("fault.kind", f"must be one of {known}, got {str(kind)[:40]!r}{extra}")
     if not isinstance(values, dict):
         raise InvalidInput("fault.values", "must be an object of field: number")
+    if not isinstance(at, str) or not TIME_OF_DAY.match(at):
+        raise InvalidInput("fault.at", f"must be a time of day, HH:MM from 00:00 to 23:59, got {str(at)[:40]!r}")
     fields = kinds[kind]["fields"]
     names = {f["name"] for f in fields if f["type"] not in ("clock", "clocks")}
     unknown = sorted(set(values) - names)
@@ -203,6 +254,8 @@ def build_event(kind: Any, at: str, values: Any, engine: str) -> dict[str, Any]:
                 raise InvalidInput(f"fault.{name}", f"must be a number, got {str(value)[:40]!r}")
             elif f["type"] == "integer" and not float(value).is_integer():
                 raise InvalidInput(f"fault.{name}", f"must be a whole number, got {value!r}")
+            elif not _within(f, value):
+                raise InvalidInput(f"fault.{name}", f"must be {_range_text(f)}, got {value!r}")
             if f["type"] == "integer":
                 value = int(value)
             event[name] = {"low": value, "high": value} if f.get("ranged") else value
@@ -211,6 +264,27 @@ def build_event(kind: Any, at: str, values: Any, engine: str) -> dict[str, Any]:
     except ValidationError as exc:
         raise invalid_input(exc, "fault") from None
     return event
+
+
+def _within(field: dict[str, Any], value: float) -> bool:
+    """Whether ``value`` is within the bounds the schema gives the field (a field without bounds: any)."""
+    low, high = float(field.get("minimum", -math.inf)), float(field.get("maximum", math.inf))
+    above, below = float(field.get("exclusiveMinimum", -math.inf)), float(field.get("exclusiveMaximum", math.inf))
+    return low <= value <= high and above < value < below
+
+
+def _range_text(field: dict[str, Any]) -> str:
+    """The field's bounds in words: "from 1 to 10080", "above 1 and at most 20"."""
+    parts = []
+    if "minimum" in field:
+        parts.append(f"from {field['minimum']:g}")
+    elif "exclusiveMinimum" in field:
+        parts.append(f"above {field['exclusiveMinimum']:g}")
+    if "maximum" in field:
+        parts.append(f"to {field['maximum']:g}" if "minimum" in field else f"at most {field['maximum']:g}")
+    elif "exclusiveMaximum" in field:
+        parts.append(f"below {field['exclusiveMaximum']:g}")
+    return (" " if "minimum" in field and "maximum" in field else " and ").join(parts)
 
 
 def hidden_codes(kind: str, event: dict[str, Any] | None = None) -> tuple[str, ...]:

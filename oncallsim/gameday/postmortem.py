@@ -123,6 +123,8 @@ def _fault_text(data: dict[str, Any]) -> str:
     kind = str(data.get("kind", ""))
     label = FAULT_LABELS.get(kind, kind.replace("_", " "))
     values = data.get("values") or {}
+    if kind == "service" and isinstance(values.get("service"), str):  # which of the chain's services
+        label = f"{label} {values['service']}"
     details = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in values.items() if isinstance(v, (int, float)))
     return f"{label} at {data.get('at', '')}" + (f" ({details})" if details else "")
 
@@ -280,5 +282,11 @@ def postmortem_markdown(
         "## Appendix: the run's debrief",
         "",
     ]
-    appendix = render_markdown(report).replace("\n## ", "\n### ").replace("# Postmortem", "### Debrief", 1)
+    # the debrief one level down: its sections (and a chain's "Contradictions in the graph" under its origins)
+    appendix = (
+        render_markdown(report)
+        .replace("\n### ", "\n#### ")
+        .replace("\n## ", "\n### ")
+        .replace("# Postmortem", "### Debrief", 1)
+    )
     return "\n".join(lines) + appendix

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import orjson
 
 from oncallsim.debrief import Report
+from oncallsim.debrief.origins import origin_parts
 from oncallsim.debrief.summary import describe
 from oncallsim.gameday import faults, roles, tokens
 from oncallsim.gameday.postmortem import RoomFile, intervals, postmortem_markdown, team_timeline
@@ -279,7 +280,7 @@ class Room:
             "debrief": self.debrief,
         }
         if seat.facilitator:
-            out["faults"] = faults.fault_menu(live.sim.engine.name)
+            out["faults"] = faults.fault_menu(live.sim.engine.name, _services(live.sim))
             out["player_token"] = self.player_token
         return out
 
@@ -368,7 +369,7 @@ class Room:
             # empty: the next minute to come (never minute 0, which the run's plan holds already: a fresh room's
             # "next minute" is 08:01, not its first, 08:00, which ``Simulation.inject`` refuses)
             when = at.strip() or live.sim.plan.clock(max(live.sim.minute, 1))
-            event = faults.build_event(kind, when, values, live.sim.engine.name)
+            event = faults.build_event(kind, when, values, live.sim.engine.name, _services(live.sim))
             before = live.sim.scenario
             # refuses past minutes, draws, a second surge: nothing changed then; on the request engine the run
             # its worker holds takes it too, before its next minute (``LiveRun.inject``)
@@ -448,6 +449,7 @@ class Room:
             "causes": report.budget_spent_by_cause,
             "timeline": [r.model_dump() for r in team_timeline(report, self.log, sim.plan.clock)],
             "intervals": intervals(sim, report, self.log).model_dump(),
+            "origins": _origins(report),
             "markdown": self.markdown(report),
         }
 
@@ -465,6 +467,25 @@ class Room:
                 "run": self.live.run_file(),
             }
         )
+
+
+def _origins(report: Report) -> dict[str, Any] | None:
+    """A chain's "Where the failures began", as the console's debrief shows it: the headline sentence, each
+    service's failed requests begun there and seen there, the graph's contradictions (templates and arguments:
+    each page translates them). None for one service."""
+    origins = report.failure_origins
+    if origins is None:
+        return None
+    return {
+        **origins.model_dump(mode="json"),
+        "contradictions": [{"template": t, "args": a} for t, a in origins.contradictions],
+        "headline": [{"template": t, "args": a} for t, a in origin_parts(origins)],
+    }
+
+
+def _services(sim: Simulation) -> tuple[str, ...]:
+    """The chain's services in declaration order (none: the room plays one service)."""
+    return () if sim.plan.graph is None else tuple(sim.plan.graph.names)
 
 
 def _event_minute(sim: Simulation, before: Scenario) -> int:

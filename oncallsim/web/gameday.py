@@ -18,15 +18,19 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from oncallsim.alerting.pagerduty import Pager
+from oncallsim.debrief.origins import ORIGIN_TEXTS
 from oncallsim.gameday import Room, RoomManager, Seat
 from oncallsim.gameday.protocol import MAX_TEXT, Act, Inject, Join, Pace, Reveal, Say, Speed, parse_frame
 from oncallsim.gameday.roles import PLAYER_ROLES, ROLE_LABELS
 from oncallsim.gameday.room import DIFFICULTY, SharedRun
 from oncallsim.model import CONTROL_SPECS, InvalidInput, MinuteRecord
+from oncallsim.model.chain.controls import graph_view
+from oncallsim.model.chain.engine import CHAIN_CONTROLS
 from oncallsim.model.engine import DEFAULT_ENGINE, ENGINES, get_engine
 from oncallsim.model.plan import MAX_RUN_MINUTES
 from oncallsim.readiness import Readiness
-from oncallsim.scenarios import builtin_scenarios
+from oncallsim.scenarios import builtin_scenarios, graph_scenarios
+from oncallsim.scenarios.graph import CONTRADICTION_TEXTS
 from oncallsim.simulation import MAX_SEED, Action, RunFile, Simulation
 from oncallsim.store.rooms import RoomStore
 from oncallsim.web.api import NewRun, random_seed
@@ -43,6 +47,9 @@ __all__ = ["router"]
 router = APIRouter()
 log = logging.getLogger("oncallsim.web")
 JOIN_TIMEOUT_S = 60.0  # a socket that never says who it is
+# a chain room's debrief says where the failures began in the page's language: the sentences' templates (msgids,
+# in the catalog with the console's debrief), translated by the page and filled by gameday.js
+ORIGIN_SENTENCES = (*ORIGIN_TEXTS.values(), *CONTRADICTION_TEXTS.values())
 
 
 class RoomRun(LiveRun):
@@ -174,6 +181,7 @@ async def gameday_home(request: Request) -> HTMLResponse:
         request,
         "gameday.html",
         scenarios=list(builtin_scenarios().values()),
+        chains=list(graph_scenarios().values()),  # chains of services: a group of their own, as on the console
         engines_list=list(ENGINES),
         default_engine=DEFAULT_ENGINE,
         speeds=SPEEDS,
@@ -181,20 +189,11 @@ async def gameday_home(request: Request) -> HTMLResponse:
     )
 
 
-# A room's page shows the one service (its metrics, its controls, the faults a facilitator injects): a chain of
-# services plays in the console and from the command line until a room draws one.
-ROOMS_WITHOUT_GRAPHS = (
-    "a chain of services plays in the console (one player) and from the command line; a game-day room shows one "
-    "service and does not draw a chain yet"
-)
-
-
 @router.post("/api/gameday/rooms", status_code=201)
 async def create_room(request: Request, new: NewRoom) -> dict[str, Any]:
     """A room paused at its first minute; the answer's links carry the tokens (shown once)."""
+    # a chain of services too (a shipped lesson, or a file with a [graph]): it plays on the request engine
     scenario = NewRun(scenario=new.scenario, scenario_toml=new.scenario_toml).resolve()
-    if scenario.graph is not None:
-        raise InvalidInput("scenario", ROOMS_WITHOUT_GRAPHS)
     engine = get_engine(new.engine or scenario.engine or DEFAULT_ENGINE).name
     seed = random_seed() if new.seed is None else new.seed
 
@@ -225,11 +224,14 @@ async def room_page(request: Request, room_id: str) -> HTMLResponse:
     except InvalidInput as exc:
         return render(request, "error.html", status=404, message=str(exc))
     engine = room.live.sim.engine.name
+    layout = room.live.sim.plan.graph
     grouped = set(resilience_controls(engine))  # folded under "Resilience", as on the console
+    # a chain's: the one service's controls that reach it (not its cache and build), and its services' (services.js)
+    shown = CONTROL_SPECS if layout is None else {name: CONTROL_SPECS[name] for name in CHAIN_CONTROLS}
     controls = [
         {"name": name, "kind": s.kind, "label": s.label, "min": s.min, "max": s.max, "step": s.step, "unit": s.unit,
          "danger": s.danger, "choices": list(s.choices), "group": "resilience" if name in grouped else ""}
-        for name, s in CONTROL_SPECS.items()
+        for name, s in shown.items()
         if engine in getattr(s, "engines", (engine,))
     ]  # fmt: skip
     return render(
@@ -240,6 +242,9 @@ async def room_page(request: Request, room_id: str) -> HTMLResponse:
         roles=PLAYER_ROLES,
         role_labels=ROLE_LABELS,
         controls=controls,
+        # a chain of services: the diagram and the services' panel, drawn by the console's own services.js
+        graph=None if layout is None else graph_view(layout),
+        origin_sentences=ORIGIN_SENTENCES,
         speeds=SPEEDS,
         max_text=MAX_TEXT,
     )

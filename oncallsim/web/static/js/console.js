@@ -471,7 +471,8 @@
     }
     send(message);
   }
-  window.oncallsimConsole = { act }; // a chain's services panel (services.js) sends its settings the same way
+  // a chain's services panel (services.js) sends its settings the same way
+  document.addEventListener("oncallsim:act", (e) => act(e.detail.control, e.detail.value));
 
   for (const name of SLIDERS) {
     const input = $("c-" + name);

@@ -5,7 +5,7 @@
   "use strict";
   const S = JSON.parse(document.getElementById("gameday-text").textContent);
   const CONTROLS = JSON.parse(document.getElementById("gameday-controls").textContent);
-  const { tEvent, t, number } = window.i18n;
+  const { tEvent, t, number, percent } = window.i18n;
   const $ = (id) => document.getElementById(id);
   const roomId = document.querySelector("main.gd").dataset.room;
   const realtime = Number(document.querySelector("main.gd").dataset.realtime);  // the server's real-time speed
@@ -15,6 +15,8 @@
   const fill = (text, args) =>
     String(text).replace(/%\((\w+)\)s/g, (_m, k) => (args && k in args ? String(args[k]) : ""));
   const roleLabel = (role) => S.roles[role] || role;
+  // who wrote a line: a player by name; the facilitator (whose seat's name is its role) in the page's language
+  const nameOf = (name, role) => (role === "facilitator" ? roleLabel(role) : name);
   const el = (tag, cls, text) => {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -159,7 +161,7 @@
     for (const r of records) showEvents(r);
     if (records.length) showRecord(records[records.length - 1], true);
     else {
-      for (const name of METRICS) $("m-" + name).textContent = S.none; // nothing measured before the first minute
+      for (const name of METRICS) if ($("m-" + name)) $("m-" + name).textContent = S.none; // nothing measured before the first minute
       spark();
     }
     for (const entry of snap.log) addLog(entry);
@@ -192,7 +194,14 @@
     for (const form of ["say-form", "status-form", "note-form", "fault-form"]) {
       for (const field of $(form).querySelectorAll("input, button, select")) field.disabled = s.done;
     }
+    // a chain's services panel (services.js) follows, its inputs closed to a seat that may not act
+    const readonly = !me || me.role === "observer" || me.role === "facilitator";
+    document.dispatchEvent(new CustomEvent("oncallsim:state", { detail: { ...s, readonly } }));
   }
+  // a chain's services panel asks for a service's setting: sent as any action of the team's
+  document.addEventListener("oncallsim:act", (e) => {
+    send({ type: "action", control: e.detail.control, value: e.detail.value });
+  });
 
   // the run's state in words: over (its debrief being computed, or ready), paused (after a server restart, or
   // back from its log after its worker process was lost: until the facilitator resumes), running (slowed: at
@@ -240,6 +249,7 @@
   function showRecord(r, quiet) {
     for (const name of METRICS) {
       const cell = $("m-" + name);
+      if (!cell) continue; // a chain has no one cache and database: its services are drawn instead
       const [level, word] = window.fmt.flag(name, r);
       cell.textContent = window.fmt.fmt[name](r) + (word ? " · " + word : "");
       cell.className = "num " + (level ? "gd-" + level : "");
@@ -247,6 +257,7 @@
     const banner = $("page-banner");
     banner.hidden = !r.page_firing;
     banner.textContent = S.page_firing;
+    if (window.services) window.services.show(r); // a chain of services: its diagram (services.js)
     if (!quiet) showEvents(r);
     spark();
   }
@@ -370,20 +381,24 @@
   // --- the channel and the log --------------------------------------------------------------------------------
 
   function actionText(data) {
-    const label = S.controls[data.control] || data.control;
+    const service = window.services && window.services.label(data.control); // a chain's <service>.<setting>
+    const label = S.controls[data.control] || service || data.control;
     if (data.value === undefined || data.value === null) return label;
     if (typeof data.value === "boolean") return label + ": " + (data.value ? S.on : S.off);
     return label + " = " + data.value;
   }
 
   function faultText(data) {
-    return fill(S.fault_at, { fault: S.faults[data.kind] || data.kind.replace(/_/g, " "), at: data.at });
+    const fault = S.faults[data.kind] || data.kind.replace(/_/g, " ");
+    const service = data.values && data.values.service; // a chain's service fault names its service
+    if (typeof service === "string") return fill(S.fault_service, { fault, service, at: data.at });
+    return fill(S.fault_at, { fault, at: data.at });
   }
 
   const revealed = new Set();
 
   function logText(e) {
-    const who = { who: e.name, role: roleLabel(e.role) };
+    const who = { who: nameOf(e.name, e.role), role: roleLabel(e.role) };
     switch (e.kind) {
       case "action":
         return fill(S.templates["%(who)s (%(role)s): %(action)s"], { ...who, action: actionText(e.data) });
@@ -399,7 +414,7 @@
         return fill(S.closed_by, who);
       case "control": {
         const realTime = e.data.what === "speed" && e.data.value === realtime;
-        return fill(S.control_by, { who: e.name, what: fill(S["control." + e.data.what + (realTime ? ".realtime" : "")], e.data) });
+        return fill(S.control_by, { who: nameOf(e.name, e.role), what: fill(S["control." + e.data.what + (realTime ? ".realtime" : "")], e.data) });
       }
       case "reveal":
         return null;
@@ -497,10 +512,12 @@
       if (field.type === "choice") {
         const select = el("select");
         for (const choice of field.choices) {
-          const option = el("option", "", S.choices[choice] || String(choice));
+          // a chain's services by their names; the other choices in words
+          const option = el("option", "", (field.name !== "service" && S.choices[choice]) || String(choice));
           option.value = choice;
           select.append(option);
         }
+        if (field.default !== undefined && field.default !== null) select.value = field.default;
         select.dataset.field = field.name;
         select.dataset.type = "choice";
         label.append(select);
@@ -582,6 +599,7 @@
       const item = el("li", o.passed ? "pass" : "fail", (o.passed ? S.passed : S.failed) + ": " + o.name);
       objectives.append(item);
     }
+    showOrigins(d.origins);
     const body = $("d-timeline");
     body.replaceChildren();
     for (const row of d.timeline) {
@@ -591,11 +609,32 @@
       if (row.role && args.role !== undefined) args.role = roleLabel(row.role);
       tr.append(
         el("td", "gd-time", row.clock),
-        el("td", "", row.who || S.none),
+        el("td", "", row.who ? nameOf(row.who, row.role) : S.none),
         el("td", "", fill(S.templates[row.template] || row.template, args)),
       );
       body.append(tr);
     }
+  }
+
+  // a chain's "Where the failures began", as the console's debrief shows it
+  function showOrigins(o) {
+    const box = $("d-origins");
+    if (!box || !o) return;
+    const sentence = (s) => fill(S.sentences[s.template] || s.template, s.args);
+    $("d-origins-headline").textContent = o.headline.map(sentence).join(" ");
+    const rows = $("d-origins-rows");
+    rows.replaceChildren();
+    for (const row of o.services) {
+      const tr = el("tr");
+      tr.dataset.service = row.service;
+      tr.append(el("td", "", row.service), el("td", "num", number(row.failed)), el("td", "num", percent(row.share, 1)),
+        el("td", "num", percent(row.budget_spent, 1)), el("td", "num", percent(row.seen_share)));
+      rows.append(tr);
+    }
+    const list = $("d-contradictions");
+    list.replaceChildren(...o.contradictions.map((c) => el("li", "", sentence(c))));
+    $("d-no-contradictions").hidden = o.contradictions.length > 0;
+    box.hidden = false;
   }
 
   async function download(what, filename) {

@@ -4,6 +4,10 @@
 // carries the meaning alone). The services' panel sets each service's policy during the run: the same
 // ``<service>.<setting>`` controls the API, the CLI's actions files and the rooms take (model/chain/controls.py
 // checks them; this page only sends what the operator typed and shows what is in force).
+// One piece of code for the console and a game-day room: the page draws each minute with ``window.services.show``,
+// tells it the run's state with the ``oncallsim:state`` event (``readonly``: a seat that may not act), and sends
+// what it asks for with the ``oncallsim:act`` event ({control, value}) its own way (the console's socket, the
+// room's).
 (function () {
   "use strict";
   const { t, number, percent } = window.i18n;
@@ -182,7 +186,8 @@
       dirty.delete(name);
       const value = Number(input.value);
       if (input.value.trim() === "" || !Number.isFinite(value)) continue; // an empty box: nothing asked for
-      window.oncallsimConsole.act(name, graph.settings[setting].whole ? Math.round(value) : value);
+      const control = { control: name, value: graph.settings[setting].whole ? Math.round(value) : value };
+      document.dispatchEvent(new CustomEvent("oncallsim:act", { detail: control }));
     }
   }
 
@@ -204,9 +209,16 @@
     if (!s.services) return;
     inForce = s.services;
     fill(s.services);
-    for (const input of Object.values(inputs)) input.disabled = s.done || input.dataset.fixed === "true";
-    for (const button of body ? body.querySelectorAll("button") : []) button.disabled = s.done;
+    const closed = Boolean(s.done || s.readonly);
+    for (const input of Object.values(inputs)) input.disabled = closed || input.dataset.fixed === "true";
+    for (const button of body ? body.querySelectorAll("button") : []) button.disabled = closed;
   });
 
-  window.services = { show };
+  // a service's control in words ("recs: Timeout (ms)"): how a room's log says who set what
+  function label(control) {
+    const [service, setting] = control.split(".");
+    return byName[service] && LABELS[setting] ? service + ": " + LABELS[setting] : null;
+  }
+
+  window.services = { show, label };
 })();
