@@ -67,9 +67,13 @@ class Report(Outcome):
 
 
 def opening_fleet_cost(sim: Simulation) -> float:
-    """What the scenario's opening fleet alone costs over the run: the money part's yardstick."""
-    floor = int(Controls.from_mapping(sim.scenario.controls).floor)
-    return floor * sim.params.instance_price_per_hour * len(sim.timeline) / 60.0
+    """What the scenario's opening fleet alone costs over the run: the money part's yardstick (a chain: the
+    entry's floor and every other service's declared instances, as the chain's minutes bill them)."""
+    instances = int(Controls.from_mapping(sim.scenario.controls).floor)
+    graph = sim.plan.graph
+    if graph is not None:
+        instances += sum(service.instances for s, service in enumerate(graph.services) if s != graph.entry)
+    return instances * sim.params.instance_price_per_hour * len(sim.timeline) / 60.0
 
 
 def run_outcome(sim: Simulation) -> Outcome:

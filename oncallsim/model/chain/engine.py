@@ -128,6 +128,25 @@ def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, val
     return world
 
 
+def other_instances(world: ChainWorld, layout: ChainLayout) -> int:
+    """The instances of every service but the entry, as they stand (their count set at once: no boot)."""
+    return sum(
+        int(world.svc[s, SV_WORKERS]) // service.workers_per_instance
+        for s, service in enumerate(layout.services)
+        if s != layout.entry
+    )
+
+
+def bill_other_services(world: ChainWorld, layout: ChainLayout, params: Params, vec: Any, values: Any) -> None:
+    """The minute model bills the fleet it follows, the entry's (serving and booting, double during a rollback);
+    the other services' instances cost the same price an hour, from the minute they are set: the record's cost
+    rate, the run's cost so far and the state's grow by them."""
+    extra = other_instances(world, layout) * params.instance_price_per_hour
+    values[REC.cost_per_hour] += extra
+    values[REC.cost_so_far] += extra / 60.0
+    vec[ST.cost_so_far] += extra / 60.0
+
+
 def apply_service_faults(world: ChainWorld, faults: tuple[ServiceFault, ...], minute: int) -> None:
     """Each service's state this minute: its work slowed by the product of the active faults' slowdowns, its
     attempts failing with 1 − ∏(1 − errors); back to itself when none is active."""
@@ -199,6 +218,7 @@ def chain_step(
     record_chain_minute(world, layout, values, ext)
     if close_minute(k.params, t, vec, boot, window, values, slots):
         events.extend(from_slots(slots.tolist()))
+    bill_other_services(world, layout, params, vec, values)
     extras: dict[str, Any] = extras_by_name(ext)
     extras.update(chain_extras(world, layout))
     record = make_record(t, plan.clock(t), values, events, extras)
