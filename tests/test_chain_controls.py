@@ -56,6 +56,18 @@ def test_a_bad_service_control_is_refused_in_one_line(name: str, value: object, 
         coerce_control_value(name, value)
 
 
+def test_text_for_a_service_setting_is_parsed_on_a_command_line_only() -> None:
+    """As the one service's numbers: a command line's text is parsed (above); an action in a file, the API or a
+    room that sends text where a number belongs is refused, naming the range."""
+    from oncallsim.simulation import parse_action
+
+    with pytest.raises(
+        InvalidInput, match=r"recs\.timeout_ms takes 0 \(no timeout\) or a number from 1 to 600000, not text"
+    ):
+        parse_action({"minute": 0, "control": "recs.timeout_ms", "value": "150"})
+    assert parse_action({"minute": 0, "control": "recs.timeout_ms", "value": 150}).value == 150
+
+
 def test_the_run_refuses_unknown_services_the_entrys_instances_and_non_chains() -> None:
     sim = Simulation(EXAMPLES / "retry-layers.toml", seed=1, minutes=3)
     with pytest.raises(InvalidInput, match="unknown service 'cache'; this run's services: api, orders, db"):

@@ -18,9 +18,11 @@ from pydantic import (
     StrictStr,
     TypeAdapter,
     ValidationError,
+    model_validator,
 )
 
 from oncallsim.model import InvalidInput
+from oncallsim.model.controls import text_refused
 from oncallsim.validation import invalid_input
 
 __all__ = ["INVISIBLE", "MAX_FRAME", "MAX_TEXT", "ClientMessage", "check_text", "parse_frame"]
@@ -46,7 +48,16 @@ class Join(_Message):
 class Act(_Message):
     type: Literal["action"]
     control: StrictStr = Field(max_length=64)
+    # a choice's value is its name ("codel"); every other control's is a number or a switch, never text: the one
+    # rule the console's API and WebSocket apply (``controls.text_refused``)
     value: StrictBool | Number | Annotated[StrictStr, Field(max_length=64)] | None = None
+
+    @model_validator(mode="after")
+    def _text_only_for_a_choice(self) -> Act:
+        refused = text_refused(self.control, self.value)
+        if refused:
+            raise ValueError(refused)
+        return self
 
 
 class Say(_Message):

@@ -193,13 +193,20 @@ def check_engine(name: str, engine: str) -> None:
 
 def text_refused(name: Any, value: Any) -> str | None:
     """Why ``value`` is refused as text for control ``name`` (None when it is not): a choice's value is its
-    name ("codel"); every other control's is a number or a switch, never text. The API, the WebSocket, run files
+    name ("codel"); every other control's, a chain's service settings included, is a number or a switch, never
+    text. The API, the WebSocket, run files
     and actions files judge a value's type by this one rule; a command line's text is parsed instead."""
     spec = CONTROL_SPECS.get(name) if isinstance(name, str) else None
     if isinstance(value, str) and spec is not None and spec.kind != "choice":
         return f"{name} takes {spec.describe_range()}, not text"
     if isinstance(value, str) and isinstance(name, str) and name in RENAMED:  # a switch, renamed since
         return f"{name} takes true or false, not text"
+    if isinstance(value, str) and isinstance(name, str) and "." in name:  # a chain's <service>.<setting>
+        from oncallsim.model.chain.controls import SERVICE_SETTINGS
+
+        setting = SERVICE_SETTINGS.get(name.partition(".")[2])
+        if setting is not None:
+            return f"{name} takes {setting.describe()}, not text"
     return None
 
 
