@@ -92,7 +92,8 @@ def visible(html: str) -> str:
 
 def runs() -> Iterator[tuple[str, Simulation]]:
     """A late rollback with a second move (the narrative names both sides' moves), a cache flush played by the
-    playbook (it sheds), and a slow instance ejected and replaced (the request engine's rows, an instance's name)."""
+    playbook (it sheds), a slow instance ejected and replaced (the request engine's rows, an instance's name), and a
+    chain of services with a service's timeout set (where the failures began, a service's move)."""
     late = Simulation("bad-deploy", seed=2, minutes=80)
     late.run(until=34)
     late.step([("floor", 12)])
@@ -107,6 +108,11 @@ def runs() -> Iterator[tuple[str, Simulation]]:
     slow.step([("eject", slow.plan.faults[0].minute % 10)])
     slow.run()
     yield "slow instance", slow
+    chain = Simulation("cascade", seed=3, minutes=30)  # a chain: where the failures began, its services' moves
+    chain.run(until=12)
+    chain.step([("recs.timeout_ms", 100)])
+    chain.run()
+    yield "chain", chain
 
 
 @pytest.fixture(scope="module")
