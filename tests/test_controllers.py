@@ -261,3 +261,24 @@ def test_a_fork_carries_the_controller_where_it_stands() -> None:
     sim.run()
     other.run()
     assert _records(sim) == _records(other)
+
+
+def test_custom_is_never_offered_as_a_choice(tmp_path: Any) -> None:
+    """A user's controller is attached through the Python API: the console's select, the API's list and Gym's
+    action space offer the shipped ones, never ``custom`` (which every surface refuses by name)."""
+    from oncallsim.gym.env import OncallEnv
+    from oncallsim.model.controls import CONTROL_SPECS
+    from tests.test_web import console
+
+    offered = ["off", "gradient2", "pid-shedder"]
+    assert list(CONTROL_SPECS["controller"].offered) == offered
+    assert "custom" in CONTROL_SPECS["controller"].choices  # a run file may still name it
+    env = OncallEnv("retry-storm", engine="request")
+    assert env.action_space["controller"].n == len(offered)
+    with console(tmp_path / "runs.sqlite3") as client:
+        listed = client.get("/api/controls").json()["controls"]
+        assert listed["controller"]["choices"] == offered
+        run = client.post("/api/runs", json={"scenario": "retry-storm", "seed": 1, "engine": "request"})
+        assert run.status_code == 201, run.text
+        page = client.get(f"/runs/{run.json()['id']}").text
+        assert 'value="gradient2"' in page and 'value="custom"' not in page

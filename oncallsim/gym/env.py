@@ -101,7 +101,7 @@ def action_space(engine: str = "minute", instances: int = 40) -> spaces.Dict:
         elif spec.kind in ("bool", "button"):
             entries[name] = spaces.Discrete(2)
         elif spec.kind == "choice":
-            entries[name] = spaces.Discrete(len(spec.choices))
+            entries[name] = spaces.Discrete(len(spec.offered))
         else:
             low, high = _control_bounds(name)
             entries[name] = spaces.Box(low, high, shape=(), dtype=np.float32)
@@ -146,7 +146,7 @@ def _converter(name: str) -> Callable[[Any], Any]:
     if spec.kind == "bool":
         return bool
     if spec.kind == "choice":
-        return lambda raw: spec.choices[int(raw)]
+        return lambda raw: spec.offered[int(raw)]
     digits = _DECIMALS.get(spec.kind, 4)
     return lambda raw: round(float(raw), digits)
 
@@ -169,7 +169,7 @@ def action_entry(name: str, value: Any) -> Any:
     if spec.kind == "bool":
         return int(bool(value))
     if spec.kind == "choice":
-        return spec.choices.index(value)
+        return spec.offered.index(value)
     return np.float32(value)
 
 

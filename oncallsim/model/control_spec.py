@@ -44,6 +44,9 @@ class ControlSpec:
     unit: str = ""
     effect: int = SET  # what it does to the state: an effect kind of model/effects.py
     choices: tuple[str, ...] = ()
+    # choices a run may hold (a run file names them) that nobody picks by name: the console, the rooms, the API's
+    # list and Gym offer the rest (``offered``); the controller's ``custom`` is attached through the Python API
+    unchosen: tuple[str, ...] = ()
     step: float | None = None  # a slider's step, in the control's unit
     danger: bool = False  # the console asks for a second look (a red button)
     engines: tuple[str, ...] = BOTH  # the engines that have it; the others refuse it, naming these
@@ -67,6 +70,11 @@ class ControlSpec:
     @property
     def is_setting(self) -> bool:
         return self.kind not in ("button", "instance")
+
+    @property
+    def offered(self) -> tuple[str, ...]:
+        """The choices a person or an agent may pick (``choices`` but the ``unchosen``)."""
+        return tuple(c for c in self.choices if c not in self.unchosen)
 
     @property
     def in_vector(self) -> bool:
@@ -146,7 +154,7 @@ class ControlSpec:
             "min": self.min,
             "max": self.max,
             "unit": self.unit,
-            "choices": list(self.choices),
+            "choices": list(self.offered),
             "range": self.describe_range(),
             "engines": list(self.engines),
         }

@@ -230,7 +230,7 @@ async def room_page(request: Request, room_id: str) -> HTMLResponse:
     shown = CONTROL_SPECS if layout is None else {name: CONTROL_SPECS[name] for name in CHAIN_CONTROLS}
     controls = [
         {"name": name, "kind": s.kind, "label": s.label, "min": s.min, "max": s.max, "step": s.step, "unit": s.unit,
-         "danger": s.danger, "choices": list(s.choices), "group": "resilience" if name in grouped else ""}
+         "danger": s.danger, "choices": list(s.offered), "group": "resilience" if name in grouped else ""}
         for name, s in shown.items()
         if engine in getattr(s, "engines", (engine,))
     ]  # fmt: skip

@@ -93,6 +93,7 @@ CONTROLS = (
         "Cinnamon describes); custom: one attached through the Python API; off: none.",
         "off",
         choices=CONTROLLERS,
+        unchosen=("custom",),
         engines=REQUEST_ONLY,
         section="overload",
         piece="limiter",
