@@ -24,6 +24,13 @@ What it simulates, per docs/graphs.md:
   q-quantile of the callee's latency (as the callers have seen it: the last 1,000 successful answers, until 100
   of them the declared service time's quantile plus the network there and back; or always the declared one);
   the first success wins and the other copy is cancelled; the try fails when both have.
+- A breaker (the caller's ``breaker``: Google SRE's adaptive throttling, one per callee): over the last
+  ``window_s`` in 10 buckets (the current one included) it counts the copies it sent that came back (requests)
+  and those accepted; with requests at least ``min_requests`` and above ``k`` × accepts, it rejects a copy
+  itself with probability (requests − k·accepts)/(requests + 1). A rejected try fails at once (never sent, counted
+  as a request not accepted) and is retried as any failed try; a rejected hedge is simply not sent. An answer
+  counts as accepted when it succeeded, not when it failed or timed out; a copy the caller cancelled (its other
+  copy won, or the caller stopped) counts as accepted (Kratos marks only 500, 503 and 504 as failures).
 - ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
   inject; a scenario's faults are events, not graph declarations).
 
@@ -97,6 +104,7 @@ class ServiceReport:
     latency_ms: dict[float, float]
     waits_ms: np.ndarray
     failures_begun: int = 0
+    rejected: int = 0
 
     @property
     def mean_wait_ms(self) -> float:
@@ -143,12 +151,14 @@ class _Counts:
     retries: int = 0
     hedges: int = 0
     timeouts: int = 0
+    rejected: int = 0
     waits: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
 
 
 class _Service:
     __slots__ = (
+        "breakers",
         "counts",
         "free",
         "holders",
@@ -178,6 +188,7 @@ class _Service:
         self.seen_count = 0
         self.quantile_cache: dict[float, float] = {}
         self.quantile_at = -1  # seen_count when the cache was filled
+        self.breakers: dict[str, dict[int, list[int]]] = {}  # per callee: bucket number → [requests, accepts]
 
 
 class _Attempt:
@@ -342,6 +353,7 @@ class _Chain:
                 latency_ms={q: float(np.quantile(lat, q)) if len(lat) else math.nan for q in QUANTILES},
                 waits_ms=np.array(c.waits),
                 failures_begun=sum(1 for o in self.origin[warmup:] if o == name),
+                rejected=c.rejected,
             )
         return ChainReport(
             requests=requests,
@@ -534,6 +546,7 @@ class _Chain:
                 for copy in call.copies:
                     if copy.alive:
                         copy.alive = False
+                        self.breaker_mark(t, attempt.service, call.callee, accepted=True)
                         self.cancel_copy(t, copy)
 
     # --- a call ------------------------------------------------------------------------------------------------
@@ -546,6 +559,19 @@ class _Chain:
             self.call_failed(t, call)
             return
         callee = call.callee
+        if caller.spec.breaker is not None and self.breaker_rejects(t, caller, callee):
+            if parent.measured:
+                caller.counts.rejected += 1
+            self.breaker_mark(t, caller, callee, accepted=False)
+            if hedge:
+                return
+            second = int(t // 1000.0)
+            caller.sent[second] = caller.sent.get(second, 0) + 1
+            call.try_no += 1
+            call.hedged = False
+            call.origin = callee.name
+            self.copy_failed(t, call)  # no copy of this try is alive: retried, or the call fails
+            return
         deadline = parent.deadline if self.propagation else math.inf
         if callee.spec.timeout_ms is not None:
             deadline = min(deadline, t + callee.spec.timeout_ms)
@@ -567,6 +593,32 @@ class _Chain:
         self.push(t + call.spec.network_ms, _REACH, attempt)
         if deadline < math.inf:  # a call without a deadline (no timeout, nothing propagated) waits for its answer
             self.push(deadline, _TIMER, copy)
+
+    def breaker_window(self, t: float, caller: _Service, callee: _Service) -> tuple[int, dict[int, list[int]]]:
+        assert caller.spec.breaker is not None
+        bucket_ms = caller.spec.breaker.window_s * 1000.0 / 10.0
+        now = int(t / bucket_ms)
+        buckets = caller.breakers.setdefault(callee.name, {})
+        for old in [k for k in buckets if k <= now - 10]:
+            del buckets[old]
+        return now, buckets
+
+    def breaker_mark(self, t: float, caller: _Service, callee: _Service, accepted: bool) -> None:
+        if caller.spec.breaker is None:
+            return
+        now, buckets = self.breaker_window(t, caller, callee)
+        counts = buckets.setdefault(now, [0, 0])
+        counts[0] += 1
+        counts[1] += 1 if accepted else 0
+
+    def breaker_rejects(self, t: float, caller: _Service, callee: _Service) -> bool:
+        spec = caller.spec.breaker
+        assert spec is not None
+        _, buckets = self.breaker_window(t, caller, callee)
+        requests = sum(n for n, _ in buckets.values())
+        accepts = sum(ok for _, ok in buckets.values())
+        drop = max(0.0, (requests - spec.k * accepts) / (requests + 1.0))
+        return requests >= spec.min_requests and drop > 0.0 and self.rng.random() < drop
 
     def hedge_ms(self, q: float, call: _Call) -> float:
         callee = call.callee
@@ -591,6 +643,7 @@ class _Chain:
         copy.alive = False
         if copy.call.parent.measured:
             copy.call.parent.service.counts.timeouts += 1
+        self.breaker_mark(t, copy.call.parent.service, copy.call.callee, accepted=False)
         assert copy.attempt is not None
         copy.call.origin = self.waited_on(copy.attempt)
         self.cancel_copy(t, copy)
@@ -602,6 +655,7 @@ class _Chain:
             return  # given up on already (its deadline, or another copy won)
         copy.alive = False
         call = copy.call
+        self.breaker_mark(t, call.parent.service, call.callee, accepted=ok)
         if not ok:
             assert copy.attempt is not None
             call.origin = copy.attempt.origin or call.callee.name
@@ -617,6 +671,7 @@ class _Chain:
                 other.alive = False
                 if not other.hedge:  # a first copy its hedge beat: seen as at least this long (see seen)
                     self.seen(call.callee, t - other.sent)
+                self.breaker_mark(t, call.parent.service, call.callee, accepted=True)
                 self.cancel_copy(t, other)
         parent = call.parent
         if parent.phase != _CALLING:

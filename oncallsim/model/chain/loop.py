@@ -15,7 +15,9 @@ network). A failed call is retried at once while the caller's retries, its budge
 the last ``BUDGET_WINDOW_S`` that may be retries) and the deadline allow. A hedging caller sends a second copy
 of a try that has not answered after the callee's latency quantile (as it has seen it: the last
 ``HEDGE_WINDOW`` answers of first copies; the declared quantile until ``HEDGE_MIN_SEEN``); the first success
-wins, the other copy is cancelled.
+wins, the other copy is cancelled. A caller with a breaker (one per callee: Google SRE's adaptive throttling)
+may reject a copy itself before it is sent: the try fails at once, as any failed try (docs/graphs.md, "Breakers,
+limits and queues"); without one, nothing is drawn or counted for it.
 
 An outcome is counted in the minute it becomes known. The semantics are those of the separate oracle
 ``verify/chains.py`` (plain Python, one heap), which the tests and ``oncallsim validate`` check this against.
@@ -31,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.chain.layout import (
+    BREAKER_BUCKETS,
     DIST_CONSTANT,
     DIST_EXPONENTIAL,
     EF_HEDGE_DECLARED_S,
@@ -39,7 +42,11 @@ from oncallsim.model.chain.layout import (
     EI_CALLEE,
     EI_CALLER,
     EI_COPIES,
+    EI_PAIR,
     SV_ASYNC,
+    SV_BREAKER_BUCKET_S,
+    SV_BREAKER_K,
+    SV_BREAKER_MIN,
     SV_BUDGET,
     SV_DIST,
     SV_HEDGE_Q,
@@ -136,6 +143,7 @@ from oncallsim.model.chain.world import (
     M_FAILED,
     M_HEDGES,
     M_REFUSED,
+    M_REJECTED,
     M_RETRIES,
     M_STARTED,
     M_SUCCEEDED,
@@ -708,6 +716,46 @@ def saw(w: Any, s: int, seconds: float) -> None:
     w.svc_i[s, SI_SEEN] = k + 1
 
 
+# --- breakers (docs/graphs.md, "Breakers") --------------------------------------------------------------------
+
+
+@step
+def breaker_mark(w: Any, x: float, e: int, accepted: bool) -> None:
+    """A request of call ``e``'s (caller, callee) breaker, accepted or not, in its window's bucket of ``x``."""
+    caller = w.edge_i[e, EI_CALLER]
+    number = int(x / w.svc[caller, SV_BREAKER_BUCKET_S])
+    p = w.edge_i[e, EI_PAIR]
+    b = number % BREAKER_BUCKETS
+    if w.br_stamp[p, b] != number:  # a bucket of a window gone: emptied
+        w.br_stamp[p, b] = number
+        w.br_n[p, b] = 0.0
+        w.br_ok[p, b] = 0.0
+    w.br_n[p, b] += 1.0
+    if accepted:
+        w.br_ok[p, b] += 1.0
+
+
+@step
+def breaker_rejects(w: Any, x: float, e: int) -> bool:
+    """Google SRE's adaptive throttling, as aegis's sre breaker: over the window's buckets (the current one
+    included), with ``requests`` at least the minimum and at least K·``accepts``, a request is rejected with
+    probability (requests − K·accepts)/(requests + 1). A number is drawn only then."""
+    caller = w.edge_i[e, EI_CALLER]
+    number = int(x / w.svc[caller, SV_BREAKER_BUCKET_S])
+    p = w.edge_i[e, EI_PAIR]
+    requests = 0.0
+    accepts = 0.0
+    for b in range(BREAKER_BUCKETS):
+        stamp = w.br_stamp[p, b]
+        if stamp > number - BREAKER_BUCKETS and stamp <= number:
+            requests += w.br_n[p, b]
+            accepts += w.br_ok[p, b]
+    k = w.svc[caller, SV_BREAKER_K]
+    if requests < w.svc[caller, SV_BREAKER_MIN] or requests <= k * accepts:
+        return False
+    return uniform(w.gen) < (requests - k * accepts) / (requests + 1.0)
+
+
 # --- where a failure began (docs/graphs.md, "Where the failures began") ---------------------------------------------
 
 
@@ -988,13 +1036,17 @@ def cancel(w: Any, x: float, a: int) -> None:
 
 
 @step
-def drop_copy(w: Any, x: float, a: int) -> None:
-    """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
+def drop_copy(w: Any, x: float, a: int, accepted: bool) -> None:
+    """The caller gives up on a copy it still awaited: the cancellation travels the call's network. Its breaker
+    counts it (``accepted``: cancelled because another copy won or the caller no longer needs it, which Kratos
+    does not count as a failure; not: it timed out)."""
     w.att_i[a, A_ALIVE] = 0
     untime(w, a)
     span_caller(w, a, CALLER_CANCELLED, x)
     c = w.att_i[a, A_CALL]
     e = w.call_i[c, C_EDGE]
+    if w.svc[w.edge_i[e, EI_CALLER], SV_BREAKER_K] > 0.0:
+        breaker_mark(w, x, e, accepted)
     push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
 
@@ -1006,9 +1058,9 @@ def cancel_calls(w: Any, x: float, a: int) -> None:
         if not w.call_i[c, C_DONE]:
             w.call_i[c, C_DONE] = 1
             if copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
-                drop_copy(w, x, w.call_i[c, C_COPY1])
+                drop_copy(w, x, w.call_i[c, C_COPY1], True)
             if copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
-                drop_copy(w, x, w.call_i[c, C_COPY2])
+                drop_copy(w, x, w.call_i[c, C_COPY2], True)
         c = w.call_i[c, C_NEXT]
     free_calls(w, a)
 
@@ -1021,13 +1073,30 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
     """A try of call ``c`` (or its hedge) goes out: the callee's attempt travels the network; the caller's timer
     is set at the attempt's deadline; a hedging caller sets the hedge's delay."""
     parent = w.call_i[c, C_PARENT]
-    if x >= w.att_r[parent, AR_DEADLINE]:
-        w.call_i[c, C_ORIGIN] = w.att_i[parent, A_SVC]  # the caller's deadline passed
-        call_failed(w, x, c)
-        return
     e = w.call_i[c, C_EDGE]
     callee = w.edge_i[e, EI_CALLEE]
     caller = w.att_i[parent, A_SVC]
+    while True:  # a try its caller's breaker rejects fails at once, and may be retried at once
+        if x >= w.att_r[parent, AR_DEADLINE]:
+            w.call_i[c, C_ORIGIN] = caller  # the caller's deadline passed
+            call_failed(w, x, c)
+            return
+        if w.svc[caller, SV_BREAKER_K] <= 0.0 or not breaker_rejects(w, x, e):
+            break
+        w.m_svc[caller, M_REJECTED] += 1
+        breaker_mark(w, x, e, False)  # counted, as Kratos does, so that the drop ratio rises
+        if hedge:
+            return  # no hedge: the first copy is still awaited
+        budget_roll(w, caller, x)  # a call made, as a try that reached the callee
+        w.budget[caller, int(x) % BUDGET_WINDOW_S] += 1
+        w.call_i[c, C_TRY] += 1
+        w.call_i[c, C_HEDGED] = 0
+        w.call_i[c, C_COPY1] = -1
+        w.call_i[c, C_COPY2] = -1
+        w.call_i[c, C_ORIGIN] = callee  # rejected because the callee has been failing
+        if not retry_allowed(w, x, c):
+            call_failed(w, x, c)
+            return
     deadline = w.att_r[parent, AR_DEADLINE] if w.reals[R_PROPAGATE] != 0.0 else _INF
     limit = x + w.svc[callee, SV_TIMEOUT_S]
     if limit < deadline:
@@ -1083,7 +1152,7 @@ def timer(w: Any, x: float, a: int) -> None:
     w.m_svc[w.att_i[w.call_i[c, C_PARENT], A_SVC], M_TIMEOUTS] += 1
     span_caller(w, a, CALLER_TIMED_OUT, x)
     w.call_i[c, C_ORIGIN] = where(w, a)
-    drop_copy(w, x, a)
+    drop_copy(w, x, a, False)
     copy_failed(w, x, c)
 
 
@@ -1108,6 +1177,9 @@ def reply(w: Any, x: float, a: int) -> None:
     span_caller(w, a, CALLER_ANSWERED, x)
     c = w.att_i[a, A_CALL]
     callee = w.att_i[a, A_SVC]
+    e = w.call_i[c, C_EDGE]
+    if w.svc[w.edge_i[e, EI_CALLER], SV_BREAKER_K] > 0.0:
+        breaker_mark(w, x, e, w.att_i[a, A_OK] != 0)
     if not w.att_i[a, A_OK]:
         origin = w.att_i[a, A_ORIGIN]
         w.call_i[c, C_ORIGIN] = origin if origin >= 0 else callee
@@ -1126,7 +1198,7 @@ def reply(w: Any, x: float, a: int) -> None:
         if other != a and copy_alive(w, other, gen):
             if not w.att_i[other, A_HEDGE]:  # a first copy its hedge beat: seen as at least this long
                 saw(w, callee, x - w.att_r[other, AR_SENT])
-            drop_copy(w, x, other)
+            drop_copy(w, x, other, True)
     parent = w.call_i[c, C_PARENT]
     if w.att_i[parent, A_PHASE] != CALLING:
         return
@@ -1146,6 +1218,16 @@ def copy_failed(w: Any, x: float, c: int) -> None:
         return
     if copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
         return
+    if retry_allowed(w, x, c):
+        send(w, x, c, False)
+        return
+    call_failed(w, x, c)
+
+
+@step
+def retry_allowed(w: Any, x: float, c: int) -> bool:
+    """Whether the failed try of call ``c`` is retried: its caller's retries, its budget and its deadline allow
+    (the retry counted in the budget and the minute when it does, a refusal by the budget counted too)."""
     parent = w.call_i[c, C_PARENT]
     caller = w.att_i[parent, A_SVC]
     if w.call_i[c, C_RETRIES] < w.svc[caller, SV_RETRIES] and x < w.att_r[parent, AR_DEADLINE]:
@@ -1153,10 +1235,9 @@ def copy_failed(w: Any, x: float, c: int) -> None:
             w.call_i[c, C_RETRIES] += 1
             w.budget[caller, BUDGET_WINDOW_S + int(x) % BUDGET_WINDOW_S] += 1
             w.m_svc[caller, M_RETRIES] += 1
-            send(w, x, c, False)
-            return
+            return True
         w.m_svc[caller, M_DENIED] += 1
-    call_failed(w, x, c)
+    return False
 
 
 @step

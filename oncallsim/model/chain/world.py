@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
+from oncallsim.model.chain.layout import BREAKER_BUCKETS, SV_WORKERS, ChainLayout
 from oncallsim.model.jit import by_reference
 from oncallsim.model.request.generator import seeded
 
@@ -163,8 +163,9 @@ MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a
     M_WAIT_S,
     M_BUSY_S,  # worker-seconds held
     M_BEGUN,  # the clients' failed requests whose failure began here
+    M_REJECTED,  # as a caller: copies its breakers rejected (never sent)
     M_COLUMNS,
-) = range(14)
+) = range(15)
 
 # m_client[...]: the clients' answers in the minute
 MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
@@ -233,6 +234,9 @@ class ChainWorld(NamedTuple):
     budget: npt.NDArray[np.int64]  # [s, 2 × BUDGET_WINDOW_S] calls sent, then retries, per second, a ring
     timers: npt.NDArray[np.int64]  # [s + 1, 2] head and tail of each timer list (the last: the clients')
     stage_held: npt.NDArray[np.int64]  # [g] the workers held waiting on stage g's calls (where a wait began)
+    br_n: npt.NDArray[np.float64]  # [pair, BREAKER_BUCKETS] a breaker's requests per bucket, a ring
+    br_ok: npt.NDArray[np.float64]  # [pair, BREAKER_BUCKETS] its accepts
+    br_stamp: npt.NDArray[np.int64]  # [pair, BREAKER_BUCKETS] each bucket's number (time / bucket), −1: never
     # the pools and the events
     att_i: npt.NDArray[np.int64]
     att_r: npt.NDArray[np.float64]
@@ -294,6 +298,9 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         budget=np.zeros((n, 2 * BUDGET_WINDOW_S), dtype=np.int64),
         timers=np.full((n + 1, 2), -1, dtype=np.int64),
         stage_held=np.zeros(max(len(layout.stage_edges) - 1, 1), dtype=np.int64),
+        br_n=np.zeros((max(layout.pairs, 1), BREAKER_BUCKETS)),
+        br_ok=np.zeros((max(layout.pairs, 1), BREAKER_BUCKETS)),
+        br_stamp=np.full((max(layout.pairs, 1), BREAKER_BUCKETS), -1, dtype=np.int64),
         att_i=np.zeros((0, A_COLUMNS), dtype=np.int64),
         att_r=np.zeros((0, AR_COLUMNS)),
         att_free=np.zeros(0, dtype=np.int64),
