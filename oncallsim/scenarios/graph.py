@@ -124,6 +124,9 @@ class ServiceSpec(Strict):
     )
     calls: list[CallSpec] = Field(default_factory=list, max_length=MAX_CALLS)
     breaker: BreakerSpec | None = Field(default=None, description="adaptive throttling on its calls, per callee")
+    max_queue: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="the most requests waiting for its workers; one more is refused"
+    )
 
     @model_validator(mode="after")
     def _distribution_fits(self) -> ServiceSpec:
@@ -381,6 +384,7 @@ def layout_of(graph: GraphSpec) -> ChainLayout:
                 breaker_k=None if spec.breaker is None else spec.breaker.k,
                 breaker_window_s=3.0 if spec.breaker is None else spec.breaker.window_s,
                 breaker_min=20 if spec.breaker is None else spec.breaker.min_requests,
+                max_queue=spec.max_queue,
             )
         )
     return ChainLayout(

@@ -31,6 +31,9 @@ What it simulates, per docs/graphs.md:
   as a request not accepted) and is retried as any failed try; a rejected hedge is simply not sent. An answer
   counts as accepted when it succeeded, not when it failed or timed out; a copy the caller cancelled (its other
   copy won, or the caller stopped) counts as accepted (Kratos marks only 500, 503 and 504 as failures).
+- A queue bound (``max_queue``): an attempt arriving when that many wait and no worker is idle is refused at
+  once, an error answer (its failure beginning where a wait for a worker there would: ``wait_began``); a
+  caller's breaker counts that answer as accepted (an overloaded server's 429, as Kratos counts it).
 - ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
   inject; a scenario's faults are events, not graph declarations).
 
@@ -105,6 +108,7 @@ class ServiceReport:
     waits_ms: np.ndarray
     failures_begun: int = 0
     rejected: int = 0
+    queue_full: int = 0
 
     @property
     def mean_wait_ms(self) -> float:
@@ -152,6 +156,7 @@ class _Counts:
     hedges: int = 0
     timeouts: int = 0
     rejected: int = 0
+    queue_full: int = 0
     waits: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
 
@@ -354,6 +359,7 @@ class _Chain:
                 waits_ms=np.array(c.waits),
                 failures_begun=sum(1 for o in self.origin[warmup:] if o == name),
                 rejected=c.rejected,
+                queue_full=c.queue_full,
             )
         return ChainReport(
             requests=requests,
@@ -407,6 +413,13 @@ class _Chain:
             if not service.stages:
                 self.leaf_counts[service.name][attempt.root] += 1
         if self.turned_away(t, attempt, queued=False):
+            return
+        bound = service.spec.max_queue
+        if bound is not None and service.free <= 0 and len(service.queue) >= bound:
+            if counts is not None:
+                counts.queue_full += 1
+            attempt.origin = self.wait_began(service)
+            self.finish(t, attempt, False, counted=False, overloaded=True)
             return
         service.queue.append(attempt)
         self.dequeue(t, service)
@@ -499,8 +512,9 @@ class _Chain:
                 break  # a copy failed at once (no budget left) and failed the attempt
             self.send(t, call, hedge=False)
 
-    def finish(self, t: float, attempt: _Attempt, ok: bool, counted: bool = True) -> None:
-        """The attempt's answer: released, its outstanding calls cancelled, the answer sent back."""
+    def finish(self, t: float, attempt: _Attempt, ok: bool, counted: bool = True, overloaded: bool = False) -> None:
+        """The attempt's answer: released, its outstanding calls cancelled, the answer sent back (``overloaded``:
+        an error saying it was refused for overload, which a breaker counts as accepted)."""
         if attempt.phase == _FINISHED:
             return
         attempt.phase = _FINISHED
@@ -517,7 +531,7 @@ class _Chain:
             if t <= attempt.deadline:
                 self.answer(t, attempt, ok, attempt.origin)
             return
-        self.push(t + attempt.copy.call.spec.network_ms, _REPLY, (attempt.copy, ok))
+        self.push(t + attempt.copy.call.spec.network_ms, _REPLY, (attempt.copy, ok, ok or overloaded))
 
     def cancel(self, t: float, attempt: _Attempt) -> None:
         """The caller gave up (or another copy won): a queued or in-flight attempt is dropped when it is reached,
@@ -649,13 +663,13 @@ class _Chain:
         self.cancel_copy(t, copy)
         self.copy_failed(t, copy.call)
 
-    def reply(self, t: float, item: tuple[_Copy, bool]) -> None:
-        copy, ok = item
+    def reply(self, t: float, item: tuple[_Copy, bool, bool]) -> None:
+        copy, ok, accepted = item
         if not copy.alive:
             return  # given up on already (its deadline, or another copy won)
         copy.alive = False
         call = copy.call
-        self.breaker_mark(t, call.parent.service, call.callee, accepted=ok)
+        self.breaker_mark(t, call.parent.service, call.callee, accepted=accepted)
         if not ok:
             assert copy.attempt is not None
             call.origin = copy.attempt.origin or call.callee.name

@@ -50,6 +50,7 @@ from oncallsim.model.chain.layout import (
     SV_BUDGET,
     SV_DIST,
     SV_HEDGE_Q,
+    SV_MAX_QUEUE,
     SV_MEAN_S,
     SV_MU,
     SV_RETRIES,
@@ -142,6 +143,7 @@ from oncallsim.model.chain.world import (
     M_DENIED,
     M_FAILED,
     M_HEDGES,
+    M_QUEUE_FULL,
     M_REFUSED,
     M_REJECTED,
     M_RETRIES,
@@ -853,13 +855,20 @@ def turned_away(w: Any, x: float, a: int, s: int, queued: bool) -> bool:
 
 @step
 def reach(w: Any, x: float, a: int) -> None:
-    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed, else
-    queued (and taken at once if a worker is idle)."""
+    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed or its
+    queue is full (``max_queue`` waiting and no worker idle), else queued (and taken at once if a worker is
+    idle)."""
     s = w.att_i[a, A_SVC]
     w.att_r[a, AR_ARRIVED] = x
     span_at(w, a, TR_ARRIVED, x)
     w.m_svc[s, M_ATTEMPTS] += 1
     if turned_away(w, x, a, s, False):
+        return
+    if w.svc_i[s, SI_QLEN] >= w.svc[s, SV_MAX_QUEUE] and w.svc_i[s, SI_FREE] <= 0:  # its queue is full
+        w.m_svc[s, M_QUEUE_FULL] += 1
+        w.att_i[a, A_ORIGIN] = blocker(w, s)  # as a wait for a worker that ran out
+        w.att_i[a, A_OK] = 2  # refused for overload: an error its callers' breakers count as accepted
+        refuse(w, x, a)
         return
     tail = w.svc_i[s, SI_TAIL]
     if tail >= 0:
@@ -914,7 +923,8 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
             origin = w.att_i[a, A_ORIGIN]
             answer(w, x, a, ok, False, origin if origin >= 0 else w.att_i[a, A_SVC])
     elif w.att_i[a, A_ALIVE]:
-        w.att_i[a, A_OK] = 1 if ok else 0
+        if ok:  # else 0, or 2 when it was refused for overload (set before)
+            w.att_i[a, A_OK] = 1
         e = w.call_i[c, C_EDGE]
         push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
@@ -1179,8 +1189,8 @@ def reply(w: Any, x: float, a: int) -> None:
     callee = w.att_i[a, A_SVC]
     e = w.call_i[c, C_EDGE]
     if w.svc[w.edge_i[e, EI_CALLER], SV_BREAKER_K] > 0.0:
-        breaker_mark(w, x, e, w.att_i[a, A_OK] != 0)
-    if not w.att_i[a, A_OK]:
+        breaker_mark(w, x, e, w.att_i[a, A_OK] != 0)  # a refusal for overload is accepted (a 429, as Kratos)
+    if w.att_i[a, A_OK] != 1:
         origin = w.att_i[a, A_ORIGIN]
         w.call_i[c, C_ORIGIN] = origin if origin >= 0 else callee
         maybe_free(w, a)

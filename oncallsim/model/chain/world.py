@@ -99,7 +99,7 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_PENDING,  # calls of its stage not yet answered
     A_FIRST,  # its stage's calls: a list through C_NEXT
     A_QNEXT,
-    A_OK,  # the answer it sent
+    A_OK,  # the answer it sent: 1 a success, 0 an error, 2 an error that says it was refused for overload
     A_TIMED,  # 1: in a timer list (not given back before its timer is taken off)
     A_TNEXT,  # the next in its timer list
     A_TPREV,  # the one before
@@ -164,8 +164,9 @@ MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a
     M_BUSY_S,  # worker-seconds held
     M_BEGUN,  # the clients' failed requests whose failure began here
     M_REJECTED,  # as a caller: copies its breakers rejected (never sent)
+    M_QUEUE_FULL,  # refused on arrival, its queue at max_queue (among M_ATTEMPTS)
     M_COLUMNS,
-) = range(15)
+) = range(16)
 
 # m_client[...]: the clients' answers in the minute
 MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
