@@ -295,3 +295,63 @@ def test_max_queue_in_the_file_and_as_a_control() -> None:
         coerce_control_value("db.max_queue", 2.5)
     bounded = scenario_from_text(text.replace("max_queue = 0", "max_queue = 1"), "my.toml")
     assert bounded.graph is not None and bounded.graph.services["api"].max_queue == 1
+
+
+# --- Kratos's BBR limiter ---------------------------------------------------------------------------------------
+
+
+def cpu_bound(limiter: str) -> GraphSpec:
+    return graph("api", 1000.0, api={"service_ms": 10.0, "workers_per_instance": 4, "limiter": limiter})
+
+
+def test_bbr_holds_a_cpu_bound_service_at_its_capacity_and_sheds_the_rest() -> None:
+    """4 workers of 10 ms (400 requests/s at most) offered 600/s. Without the limiter the queue grows by 200 a
+    second until its waits reach the 1 s deadline: most requests fail, the rest answer after nearly a second. With
+    it, once the CPU estimate passes 800 ‰ (about 16 s at full load, within minute 0), the service sheds: at least
+    the third a service of capacity c/S = 400/s cannot serve (1 − 400/600), and in fact enough to hold its CPU
+    near the 800 ‰ it acts on (its workers busy 78–90 % of the time: the cap, maxPass × minRT, is about its 4
+    workers, so a fifth arrival is shed), with a short queue and no timeout. The engine and the oracle agree on
+    the shares (measured: 45.6 % shed, 54.4 % served, in both, two seeds)."""
+    minutes = play(cpu_bound("off"), [36_000] * 3, seed=8)
+    client = sum(m[1] for m in minutes[1:])
+    assert client[W.MC_OK] / client[W.MC_DECIDED] < 0.3
+    minutes = play(cpu_bound("bbr"), [36_000] * 4, seed=8)
+    svc = sum(m[0] for m in minutes[1:])
+    client = sum(m[1] for m in minutes[1:])
+    n = int(client[W.MC_DECIDED])
+    shed = svc[0, W.M_LIMITED] / svc[0, W.M_ATTEMPTS]
+    ok = client[W.MC_OK] / n
+    assert shed >= 1.0 / 3.0 - 0.01 and 0.5 < ok <= 400.0 / 600.0 + 0.01 and client[W.MC_DEADLINE] == 0
+    assert 0.78 < svc[0, W.M_BUSY_S] / (4 * 180.0) < 0.9
+    assert svc[0, W.M_WAIT_S] / svc[0, W.M_STARTED] < 0.02  # the queue stays short (under 20 ms on average)
+    report = simulate(cpu_bound("bbr"), rate_per_s=600.0, requests=108_000, warmup=36_000, seed=8)
+    api = report.services["api"]
+    assert shed == pytest.approx(api.limited / api.attempts, abs=0.01)
+    assert ok == pytest.approx(report.succeeded / report.requests, abs=0.01)
+
+
+def test_bbr_never_sheds_at_a_service_whose_workers_wait_on_a_slow_callee() -> None:
+    """In a chain the CPU is a service's workers doing their own work: a worker waiting on its callee burns none.
+    An api of 4 workers doing 0.1 ms of work and waiting 50 ms on a leaf, offered 200 requests/s (10 held
+    workers' worth): its workers are all held, its queue grows and the clients time out, yet its CPU reads
+    about 0.5 % and the limiter sheds nothing (the engine and the oracle alike)."""
+    spec = graph(
+        "api",
+        1000.0,
+        api={"service_ms": 0.1, "distribution": "constant", "workers_per_instance": 4, "limiter": "bbr",
+             "calls": [{"to": "leaf"}]},
+        leaf={"service_ms": 50.0, "distribution": "constant", "workers_per_instance": 100},
+    )  # fmt: skip
+    minutes = play(spec, [12_000] * 2, seed=9)
+    svc = sum(m[0] for m in minutes)
+    client = sum(m[1] for m in minutes)
+    assert svc[0, W.M_LIMITED] == 0 and client[W.MC_DEADLINE] > 0.5 * client[W.MC_DECIDED]
+    report = simulate(spec, rate_per_s=200.0, requests=6_000, seed=9)
+    assert report.services["api"].limited == 0 and report.ok.mean() < 0.5
+
+
+def test_a_limiter_other_than_bbr_is_refused_naming_the_choices() -> None:
+    text = BREAKER_FILE.replace("service_ms = 1\nbreaker", 'service_ms = 1\nlimiter = "token-bucket"\nbreaker')
+    with pytest.raises(ValueError) as refused:
+        scenario_from_text(text, "my.toml")
+    assert str(refused.value).splitlines()[0] == "my.toml: graph.services.api.limiter: Input should be 'off' or 'bbr'"

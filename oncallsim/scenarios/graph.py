@@ -124,6 +124,9 @@ class ServiceSpec(Strict):
     )
     calls: list[CallSpec] = Field(default_factory=list, max_length=MAX_CALLS)
     breaker: BreakerSpec | None = Field(default=None, description="adaptive throttling on its calls, per callee")
+    limiter: Literal["off", "bbr"] = Field(
+        default="off", description="bbr: Kratos's BBR limiter sheds arrivals past its capacity while its CPU is high"
+    )
     max_queue: int | None = Field(
         default=None, ge=1, le=1_000_000, description="the most requests waiting for its workers; one more is refused"
     )
@@ -385,6 +388,7 @@ def layout_of(graph: GraphSpec) -> ChainLayout:
                 breaker_window_s=3.0 if spec.breaker is None else spec.breaker.window_s,
                 breaker_min=20 if spec.breaker is None else spec.breaker.min_requests,
                 max_queue=spec.max_queue,
+                bbr=spec.limiter == "bbr",
             )
         )
     return ChainLayout(

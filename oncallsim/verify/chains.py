@@ -34,6 +34,15 @@ What it simulates, per docs/graphs.md:
 - A queue bound (``max_queue``): an attempt arriving when that many wait and no worker is idle is refused at
   once, an error answer (its failure beginning where a wait for a worker there would: ``wait_began``); a
   caller's breaker counts that answer as accepted (an overloaded server's 429, as Kratos counts it).
+- A BBR limiter (``limiter = "bbr"``, Kratos's, as ``model/request/limiter.py`` describes it for one service):
+  the service's CPU is sampled every 500 ms as its workers' own work begun since the last sample against its
+  workers × 500 ms (a worker waiting on its calls burns none), a zero reading leaving the last non-zero one,
+  and estimated as 0.95·itself + 0.05·that reading; over 100 buckets of 100 ms it keeps the attempts it was done
+  with (answered, or dropped when cancelled after a worker took them) and their times from a worker's start (whole
+  ms, rounded up). An arrival is shed (an error answer, accepted by a caller's breaker) when the estimate is at
+  least 800 ‰ and the attempts in flight (held workers and the queue) are above 1 and above
+  floor(maxPass × minRT × 10 / 1000) over the 99 buckets before the current one; for 1 s after the first shed
+  of an episode, on the in-flight test alone.
 - ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
   inject; a scenario's faults are events, not graph declarations).
 
@@ -109,6 +118,7 @@ class ServiceReport:
     failures_begun: int = 0
     rejected: int = 0
     queue_full: int = 0
+    limited: int = 0
 
     @property
     def mean_wait_ms(self) -> float:
@@ -157,14 +167,18 @@ class _Counts:
     timeouts: int = 0
     rejected: int = 0
     queue_full: int = 0
+    limited: int = 0
     waits: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
 
 
 class _Service:
     __slots__ = (
+        "bbr",
         "breakers",
         "counts",
+        "cpu",
+        "drop_at",
         "free",
         "holders",
         "name",
@@ -194,6 +208,9 @@ class _Service:
         self.quantile_cache: dict[float, float] = {}
         self.quantile_at = -1  # seen_count when the cache was filled
         self.breakers: dict[str, dict[int, list[int]]] = {}  # per callee: bucket number → [requests, accepts]
+        self.bbr: dict[int, list[int]] = {}  # BBR: bucket number → [completions, their times' sum (ms)]
+        self.cpu = {"work_ms": 0.0, "last": 0.0, "estimate": 0.0, "next_ms": 500.0}
+        self.drop_at: float | None = None
 
 
 class _Attempt:
@@ -214,6 +231,7 @@ class _Attempt:
         "root",
         "service",
         "stage",
+        "started",
     )
 
     def __init__(self, service: _Service, root: int, measured: bool, deadline: float, copy: _Copy | None) -> None:
@@ -231,6 +249,7 @@ class _Attempt:
         self.origin: str | None = None  # where its failure began
         self.stage = 0
         self.calls: list[_Call] = []
+        self.started: float | None = None  # when a worker took it
 
 
 class _Call:
@@ -360,6 +379,7 @@ class _Chain:
                 failures_begun=sum(1 for o in self.origin[warmup:] if o == name),
                 rejected=c.rejected,
                 queue_full=c.queue_full,
+                limited=c.limited,
             )
         return ChainReport(
             requests=requests,
@@ -414,6 +434,12 @@ class _Chain:
                 self.leaf_counts[service.name][attempt.root] += 1
         if self.turned_away(t, attempt, queued=False):
             return
+        if service.spec.limiter == "bbr" and self.bbr_sheds(t, service):
+            if counts is not None:
+                counts.limited += 1
+            attempt.origin = service.name
+            self.finish(t, attempt, False, counted=False, overloaded=True)
+            return
         bound = service.spec.max_queue
         if bound is not None and service.free <= 0 and len(service.queue) >= bound:
             if counts is not None:
@@ -437,7 +463,12 @@ class _Chain:
             if counts is not None:
                 counts.started += 1
                 counts.waits.append(t - attempt.arrived)
-            self.push(t + self.work_ms(service.spec), _OWN_DONE, attempt)
+            attempt.started = t
+            work = self.work_ms(service.spec)
+            if service.spec.limiter == "bbr":
+                self.cpu_samples(t, service)
+                service.cpu["work_ms"] += work
+            self.push(t + work, _OWN_DONE, attempt)
 
     def turned_away(self, t: float, attempt: _Attempt, queued: bool) -> bool:
         """Whether the service drops the attempt before any work: cancelled by its caller, or its deadline past.
@@ -474,6 +505,7 @@ class _Chain:
     def own_done(self, t: float, attempt: _Attempt) -> None:
         if attempt.cancelled:  # given up on while it worked: the work is wasted, the worker freed
             attempt.phase = _FINISHED
+            self.bbr_done(t, attempt)
             self.release(t, attempt)
             return
         p = self.failures.get(attempt.service.name, 0.0)
@@ -518,6 +550,7 @@ class _Chain:
         if attempt.phase == _FINISHED:
             return
         attempt.phase = _FINISHED
+        self.bbr_done(t, attempt)
         if attempt.measured and counted:
             counts = attempt.service.counts
             if ok:
@@ -543,6 +576,7 @@ class _Chain:
             attempt.phase = _FINISHED
             if attempt.measured:
                 attempt.service.counts.cancelled += 1
+            self.bbr_done(t, attempt)
             self.cancel_calls(t, attempt)
             self.release(t, attempt)
         elif attempt.phase == _WORKING and attempt.measured:
@@ -607,6 +641,50 @@ class _Chain:
         self.push(t + call.spec.network_ms, _REACH, attempt)
         if deadline < math.inf:  # a call without a deadline (no timeout, nothing propagated) waits for its answer
             self.push(deadline, _TIMER, copy)
+
+    # --- BBR ----------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def cpu_samples(t: float, service: _Service) -> None:
+        cpu = service.cpu
+        while cpu["next_ms"] <= t:
+            reading = 1000.0 * cpu["work_ms"] / (service.spec.workers * 500.0)
+            if reading > 0.0:
+                cpu["last"] = reading
+            cpu["estimate"] = 0.95 * cpu["estimate"] + 0.05 * cpu["last"]
+            cpu["work_ms"] = 0.0
+            cpu["next_ms"] += 500.0
+
+    @staticmethod
+    def bbr_done(t: float, attempt: _Attempt) -> None:
+        service = attempt.service
+        if service.spec.limiter != "bbr" or attempt.started is None:
+            return
+        bucket = service.bbr.setdefault(int(t // 100.0), [0, 0])
+        bucket[0] += 1
+        bucket[1] += max(0, math.ceil(t - attempt.started))
+
+    def bbr_sheds(self, t: float, service: _Service) -> bool:
+        self.cpu_samples(t, service)
+        in_flight = len(service.holders) + len(service.queue)
+        now = int(t // 100.0)
+        for old in [k for k in service.bbr if k <= now - 100]:
+            del service.bbr[old]
+        window = [counts for k, counts in service.bbr.items() if now - 99 <= k < now]
+        max_pass = max((n for n, _ in window), default=0)
+        min_rt = min((math.ceil(rt / n) for n, rt in window if n > 0), default=1)
+        cap = math.floor(max_pass * max(min_rt, 1) * 10 / 1000) if max_pass > 0 else 0
+        over = in_flight > 1 and in_flight > cap
+        if service.cpu["estimate"] < 800.0:
+            if service.drop_at is None:
+                return False
+            if t - service.drop_at <= 1000.0:
+                return over
+            service.drop_at = None
+            return False
+        if over and service.drop_at is None:
+            service.drop_at = t
+        return over
 
     def breaker_window(self, t: float, caller: _Service, callee: _Service) -> tuple[int, dict[int, list[int]]]:
         assert caller.spec.breaker is not None

@@ -41,8 +41,9 @@ __all__ = [
     SV_BREAKER_BUCKET_S,  # the breaker's window / BREAKER_BUCKETS
     SV_BREAKER_MIN,  # the requests in the window below which it rejects nothing
     SV_MAX_QUEUE,  # the most attempts waiting for a worker; one more is refused on arrival (∞: no bound)
+    SV_BBR,  # 1: Kratos's BBR limiter sheds arrivals at it
     SV_COLUMNS,
-) = range(16)
+) = range(17)
 
 BREAKER_BUCKETS = 10  # a breaker's rolling window: 10 buckets (as aegis's sre breaker)
 
@@ -82,6 +83,7 @@ class ServiceLayout:
     breaker_window_s: float = 3.0
     breaker_min: int = 20
     max_queue: int | None = None  # the most attempts waiting for its workers (None: no bound)
+    bbr: bool = False  # Kratos's BBR limiter on the service
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ class ChainLayout:
             row[SV_BREAKER_BUCKET_S] = service.breaker_window_s / BREAKER_BUCKETS
             row[SV_BREAKER_MIN] = service.breaker_min
             row[SV_MAX_QUEUE] = math.inf if service.max_queue is None else service.max_queue
+            row[SV_BBR] = 1.0 if service.bbr else 0.0
             stages = 0
             parallel = False
             for call in service.calls:  # a sequential call's copies a stage each; consecutive parallel calls one
@@ -191,10 +194,10 @@ def quantile_s(service: ServiceLayout, q: float) -> float:
 
 
 def tiny_chain() -> ChainLayout:
-    """Three services, every mechanism on (a breaker, a queue bound, a lognormal, a constant and an exponential
-    work, a timeout, retries, a hedge, a parallel call with a probability): what preparing the engine plays, so
-    each step is compiled."""
-    leaf = ServiceLayout("leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None, max_queue=4)
+    """Three services, every mechanism on (a breaker, a queue bound, a BBR limiter, a lognormal, a constant and an
+    exponential work, a timeout, retries, a hedge, a parallel call with a probability): what preparing the engine
+    plays, so each step is compiled."""
+    leaf = ServiceLayout("leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None, max_queue=4, bbr=True)
     mid = ServiceLayout(
         "mid", 1, 2, 0.001, DIST_LOGNORMAL, 0.5, True, 0.2, 1, 0.5, 0.9, (CallLayout(2, 2, None, 0.0005, True),)
     )

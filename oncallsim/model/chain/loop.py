@@ -44,6 +44,7 @@ from oncallsim.model.chain.layout import (
     EI_COPIES,
     EI_PAIR,
     SV_ASYNC,
+    SV_BBR,
     SV_BREAKER_BUCKET_S,
     SV_BREAKER_K,
     SV_BREAKER_MIN,
@@ -56,6 +57,7 @@ from oncallsim.model.chain.layout import (
     SV_RETRIES,
     SV_SIGMA,
     SV_TIMEOUT_S,
+    SV_WORKERS,
 )
 from oncallsim.model.chain.world import (
     A_ALIVE,
@@ -80,6 +82,11 @@ from oncallsim.model.chain.world import (
     AR_ARRIVED,
     AR_DEADLINE,
     AR_SENT,
+    AR_STARTED,
+    BBR_BUCKET_S,
+    BBR_BUCKETS,
+    BBR_COOL_DOWN_S,
+    BBR_THRESHOLD,
     BUDGET_WINDOW_S,
     C_COPY1,
     C_COPY2,
@@ -100,6 +107,8 @@ from oncallsim.model.chain.world import (
     CALLER_TIMED_OUT,
     CALLER_WAITING,
     CALLING,
+    CPU_DECAY,
+    CPU_TICK_S,
     E_AUX,
     E_GEN,
     E_KIND,
@@ -143,6 +152,7 @@ from oncallsim.model.chain.world import (
     M_DENIED,
     M_FAILED,
     M_HEDGES,
+    M_LIMITED,
     M_QUEUE_FULL,
     M_REFUSED,
     M_REJECTED,
@@ -171,6 +181,11 @@ from oncallsim.model.chain.world import (
     SI_QLEN,
     SI_SEEN,
     SI_TAIL,
+    SR_CPU_ACC,
+    SR_CPU_EMA,
+    SR_CPU_LAST,
+    SR_CPU_TICK,
+    SR_DROP_AT,
     SR_FAIL,
     SR_SINCE,
     SR_SLOW,
@@ -758,6 +773,86 @@ def breaker_rejects(w: Any, x: float, e: int) -> bool:
     return uniform(w.gen) < (requests - k * accepts) / (requests + 1.0)
 
 
+# --- the BBR limiter (docs/graphs.md, "Breakers, limits and queues"; model/request/limiter.py) -----------------
+
+
+@step
+def cpu_roll(w: Any, s: int, x: float) -> None:
+    """Service ``s``'s CPU samples up to ``x``, every 500 ms: the reading is its workers' own work begun since the
+    last sample against its workers × 500 ms (‰; a worker waiting on its calls burns none); a zero reading leaves
+    the last non-zero one, and the estimate takes 0.95 of itself and 0.05 of that reading (aegis's cpuproc)."""
+    while w.svc_r[s, SR_CPU_TICK] <= x:
+        reading = 1000.0 * w.svc_r[s, SR_CPU_ACC] / (w.svc[s, SV_WORKERS] * CPU_TICK_S)
+        if reading > 0.0:
+            w.svc_r[s, SR_CPU_LAST] = reading
+        w.svc_r[s, SR_CPU_EMA] = w.svc_r[s, SR_CPU_EMA] * CPU_DECAY + w.svc_r[s, SR_CPU_LAST] * (1.0 - CPU_DECAY)
+        w.svc_r[s, SR_CPU_ACC] = 0.0
+        w.svc_r[s, SR_CPU_TICK] += CPU_TICK_S
+
+
+@step
+def bbr_completed(w: Any, s: int, x: float, a: int) -> None:
+    """An attempt service ``s`` had started is done with (answered, or dropped on its caller's cancellation), in
+    BBR's current bucket: its time from its worker's start, whole ms rounded up."""
+    number = int(x / BBR_BUCKET_S)
+    b = number % BBR_BUCKETS
+    if w.bbr_stamp[s, b] != number:
+        w.bbr_stamp[s, b] = number
+        w.bbr_pass[s, b] = 0
+        w.bbr_rt[s, b] = 0.0
+    w.bbr_pass[s, b] += 1
+    ms = math.ceil((x - w.att_r[a, AR_STARTED]) * 1000.0)
+    if ms > 0:
+        w.bbr_rt[s, b] += ms
+
+
+@step
+def bbr_cap(w: Any, s: int, x: float) -> float:
+    """floor(maxPass × minRT × 10 / 1000) over the 99 buckets before the current one (aegis's reduce); 0 when they
+    hold no completion (aegis then drops above one in flight)."""
+    current = int(x / BBR_BUCKET_S)
+    oldest = current - BBR_BUCKETS + 1
+    max_pass = 0
+    min_rt = _INF
+    for b in range(BBR_BUCKETS):
+        number = w.bbr_stamp[s, b]
+        if number < oldest or number >= current:
+            continue
+        n = w.bbr_pass[s, b]
+        if n > max_pass:
+            max_pass = n
+        if n > 0:
+            avg = math.ceil(w.bbr_rt[s, b] / n)
+            if avg < min_rt:
+                min_rt = avg
+    if max_pass == 0:
+        return 0.0
+    if min_rt < 1.0:
+        min_rt = 1.0
+    return math.floor(max_pass * min_rt * (1.0 / BBR_BUCKET_S) / 1000.0)
+
+
+@step
+def bbr_sheds(w: Any, s: int, x: float) -> bool:
+    """Kratos's shouldDrop at service ``s`` for an arrival at ``x``: its CPU estimate at or above 800 ‰ and its
+    in-flight (its workers held and its queue) above 1 and above the cap; for 1 s after the episode's first shed,
+    the in-flight test alone."""
+    cpu_roll(w, s, x)
+    in_flight = w.svc_i[s, SI_QLEN] + w.svc_i[s, SI_BUSY]
+    drop_at = w.svc_r[s, SR_DROP_AT]
+    if w.svc_r[s, SR_CPU_EMA] < BBR_THRESHOLD:
+        if drop_at < 0.0:
+            return False
+        if x - drop_at <= BBR_COOL_DOWN_S:
+            return in_flight > 1 and in_flight > bbr_cap(w, s, x)
+        w.svc_r[s, SR_DROP_AT] = -1.0
+        return False
+    drop = in_flight > 1 and in_flight > bbr_cap(w, s, x)
+    if drop and drop_at < 0.0:
+        w.svc_r[s, SR_DROP_AT] = x
+    return drop
+
+
 # --- where a failure began (docs/graphs.md, "Where the failures began") ---------------------------------------------
 
 
@@ -864,6 +959,12 @@ def reach(w: Any, x: float, a: int) -> None:
     w.m_svc[s, M_ATTEMPTS] += 1
     if turned_away(w, x, a, s, False):
         return
+    if w.svc[s, SV_BBR] != 0.0 and bbr_sheds(w, s, x):
+        w.m_svc[s, M_LIMITED] += 1
+        w.att_i[a, A_ORIGIN] = s  # its own CPU is the bottleneck
+        w.att_i[a, A_OK] = 2  # refused for overload (Kratos's 429)
+        refuse(w, x, a)
+        return
     if w.svc_i[s, SI_QLEN] >= w.svc[s, SV_MAX_QUEUE] and w.svc_i[s, SI_FREE] <= 0:  # its queue is full
         w.m_svc[s, M_QUEUE_FULL] += 1
         w.att_i[a, A_ORIGIN] = blocker(w, s)  # as a wait for a worker that ran out
@@ -901,7 +1002,12 @@ def dequeue(w: Any, x: float, s: int) -> None:
         w.m_svc[s, M_STARTED] += 1
         w.m_svc[s, M_WAIT_S] += x - w.att_r[a, AR_ARRIVED]
         span_at(w, a, TR_START, x)
-        push(w, x + work_s(w, s), EV_OWN_DONE, a, w.att_i[a, A_GEN], 0)
+        w.att_r[a, AR_STARTED] = x
+        work = work_s(w, s)
+        if w.svc[s, SV_BBR] != 0.0:  # its CPU: the work counted whole as it starts
+            cpu_roll(w, s, x)
+            w.svc_r[s, SR_CPU_ACC] += work
+        push(w, x + work, EV_OWN_DONE, a, w.att_i[a, A_GEN], 0)
 
 
 @step
@@ -946,6 +1052,8 @@ def own_done(w: Any, x: float, a: int) -> None:
     s = w.att_i[a, A_SVC]
     if w.att_i[a, A_CANCELLED]:  # given up on while it worked: the work is wasted, the worker freed
         w.att_i[a, A_PHASE] = FINISHED
+        if w.svc[s, SV_BBR] != 0.0:
+            bbr_completed(w, s, x, a)
         span_at(w, a, TR_WORKED, x)
         span_end(w, a, OUT_CANCELLED, x)
         release(w, x, a)
@@ -1015,6 +1123,8 @@ def finish(w: Any, x: float, a: int, ok: bool) -> None:
         return
     w.att_i[a, A_PHASE] = FINISHED
     s = w.att_i[a, A_SVC]
+    if w.svc[s, SV_BBR] != 0.0:
+        bbr_completed(w, s, x, a)
     if ok:
         w.m_svc[s, M_SUCCEEDED] += 1
         w.m_hist[s, hist_bin(x - w.att_r[a, AR_ARRIVED])] += 1
@@ -1037,6 +1147,8 @@ def cancel(w: Any, x: float, a: int) -> None:
     if phase == CALLING:
         w.att_i[a, A_PHASE] = FINISHED
         w.m_svc[w.att_i[a, A_SVC], M_CANCELLED] += 1
+        if w.svc[w.att_i[a, A_SVC], SV_BBR] != 0.0:
+            bbr_completed(w, w.att_i[a, A_SVC], x, a)
         span_end(w, a, OUT_CANCELLED, x)
         cancel_calls(w, x, a)
         release(w, x, a)
