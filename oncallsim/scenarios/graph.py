@@ -127,6 +127,9 @@ class ServiceSpec(Strict):
     limiter: Literal["off", "bbr"] = Field(
         default="off", description="bbr: Kratos's BBR limiter sheds arrivals past its capacity while its CPU is high"
     )
+    discipline: Literal["fifo", "lifo"] = Field(
+        default="fifo", description="which waiting request a free worker takes: the oldest (fifo) or the newest"
+    )
     max_queue: int | None = Field(
         default=None, ge=1, le=1_000_000, description="the most requests waiting for its workers; one more is refused"
     )
@@ -389,6 +392,7 @@ def layout_of(graph: GraphSpec) -> ChainLayout:
                 breaker_min=20 if spec.breaker is None else spec.breaker.min_requests,
                 max_queue=spec.max_queue,
                 bbr=spec.limiter == "bbr",
+                lifo=spec.discipline == "lifo",
             )
         )
     return ChainLayout(

@@ -43,6 +43,8 @@ What it simulates, per docs/graphs.md:
   least 800 ‰ and the attempts in flight (held workers and the queue) are above 1 and above
   floor(maxPass × minRT × 10 / 1000) over the 99 buckets before the current one; for 1 s after the first shed
   of an episode, on the in-flight test alone.
+- A queue discipline (``discipline``): a free worker takes the oldest waiting attempt (``fifo``) or the
+  newest (``lifo``).
 - ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
   inject; a scenario's faults are events, not graph declarations).
 
@@ -447,7 +449,10 @@ class _Chain:
             attempt.origin = self.wait_began(service)
             self.finish(t, attempt, False, counted=False, overloaded=True)
             return
-        service.queue.append(attempt)
+        if service.spec.discipline == "lifo":
+            service.queue.appendleft(attempt)  # taken first
+        else:
+            service.queue.append(attempt)
         self.dequeue(t, service)
 
     def dequeue(self, t: float, service: _Service) -> None:

@@ -42,8 +42,9 @@ __all__ = [
     SV_BREAKER_MIN,  # the requests in the window below which it rejects nothing
     SV_MAX_QUEUE,  # the most attempts waiting for a worker; one more is refused on arrival (∞: no bound)
     SV_BBR,  # 1: Kratos's BBR limiter sheds arrivals at it
+    SV_LIFO,  # 1: a free worker takes the newest waiting attempt (0: the oldest, FIFO)
     SV_COLUMNS,
-) = range(17)
+) = range(18)
 
 BREAKER_BUCKETS = 10  # a breaker's rolling window: 10 buckets (as aegis's sre breaker)
 
@@ -84,6 +85,7 @@ class ServiceLayout:
     breaker_min: int = 20
     max_queue: int | None = None  # the most attempts waiting for its workers (None: no bound)
     bbr: bool = False  # Kratos's BBR limiter on the service
+    lifo: bool = False  # its queue's discipline: the newest first (False: the oldest, FIFO)
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ class ChainLayout:
             row[SV_BREAKER_MIN] = service.breaker_min
             row[SV_MAX_QUEUE] = math.inf if service.max_queue is None else service.max_queue
             row[SV_BBR] = 1.0 if service.bbr else 0.0
+            row[SV_LIFO] = 1.0 if service.lifo else 0.0
             stages = 0
             parallel = False
             for call in service.calls:  # a sequential call's copies a stage each; consecutive parallel calls one
@@ -194,10 +197,12 @@ def quantile_s(service: ServiceLayout, q: float) -> float:
 
 
 def tiny_chain() -> ChainLayout:
-    """Three services, every mechanism on (a breaker, a queue bound, a BBR limiter, a lognormal, a constant and an
+    """Three services, every mechanism on (a breaker, a queue bound, a BBR limiter, LIFO, a lognormal, a constant and an
     exponential work, a timeout, retries, a hedge, a parallel call with a probability): what preparing the engine
     plays, so each step is compiled."""
-    leaf = ServiceLayout("leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None, max_queue=4, bbr=True)
+    leaf = ServiceLayout(
+        "leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None, max_queue=4, bbr=True, lifo=True
+    )
     mid = ServiceLayout(
         "mid", 1, 2, 0.001, DIST_LOGNORMAL, 0.5, True, 0.2, 1, 0.5, 0.9, (CallLayout(2, 2, None, 0.0005, True),)
     )

@@ -51,6 +51,7 @@ from oncallsim.model.chain.layout import (
     SV_BUDGET,
     SV_DIST,
     SV_HEDGE_Q,
+    SV_LIFO,
     SV_MAX_QUEUE,
     SV_MEAN_S,
     SV_MU,
@@ -971,13 +972,20 @@ def reach(w: Any, x: float, a: int) -> None:
         w.att_i[a, A_OK] = 2  # refused for overload: an error its callers' breakers count as accepted
         refuse(w, x, a)
         return
-    tail = w.svc_i[s, SI_TAIL]
-    if tail >= 0:
-        w.att_i[tail, A_QNEXT] = a
-    else:
+    if w.svc[s, SV_LIFO] != 0.0:  # at the head: the next a worker takes
+        head = w.svc_i[s, SI_HEAD]
+        w.att_i[a, A_QNEXT] = head
         w.svc_i[s, SI_HEAD] = a
-    w.svc_i[s, SI_TAIL] = a
-    w.att_i[a, A_QNEXT] = -1
+        if head < 0:
+            w.svc_i[s, SI_TAIL] = a
+    else:
+        tail = w.svc_i[s, SI_TAIL]
+        if tail >= 0:
+            w.att_i[tail, A_QNEXT] = a
+        else:
+            w.svc_i[s, SI_HEAD] = a
+        w.svc_i[s, SI_TAIL] = a
+        w.att_i[a, A_QNEXT] = -1
     w.svc_i[s, SI_QLEN] += 1
     w.ints[I_QUEUED] += 1
     dequeue(w, x, s)
@@ -985,7 +993,8 @@ def reach(w: Any, x: float, a: int) -> None:
 
 @step
 def dequeue(w: Any, x: float, s: int) -> None:
-    """Idle workers take the queue's attempts in order; one cancelled or past its deadline is dropped."""
+    """Idle workers take the queue's attempts from its head (the oldest, or under LIFO the newest); one cancelled or
+    past its deadline is dropped."""
     while w.svc_i[s, SI_FREE] > 0 and w.svc_i[s, SI_QLEN] > 0:
         a = w.svc_i[s, SI_HEAD]
         w.svc_i[s, SI_HEAD] = w.att_i[a, A_QNEXT]
