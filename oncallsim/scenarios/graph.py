@@ -33,6 +33,7 @@ from oncallsim.model.chain.layout import (
 
 __all__ = [
     "CONTRADICTION_TEXTS",
+    "BreakerSpec",
     "CallSpec",
     "GraphSpec",
     "ServiceSpec",
@@ -92,6 +93,16 @@ class CallSpec(Strict):
         return self.count if self.count is not None else 1
 
 
+class BreakerSpec(Strict):
+    """A service's breaker on the calls it makes (one per callee): Google SRE's adaptive throttling, as Kratos's
+    sre breaker. Over the last ``window_s`` (10 buckets), once it has ``min_requests`` requests and more than
+    ``k`` × the accepted ones, it rejects a call itself with probability (requests − k·accepts)/(requests + 1)."""
+
+    k: float = Field(default=2.0, ge=1.0, le=10.0, description="requests allowed per accepted one before rejecting")
+    window_s: float = Field(default=3.0, ge=0.1, le=60.0, description="the rolling window, in 10 buckets")
+    min_requests: int = Field(default=20, ge=0, le=100_000, description="below this many in the window: no rejection")
+
+
 class ServiceSpec(Strict):
     """One service: its fleet (instances × workers, one FIFO queue), its own work per request, and its policy on
     the calls it makes (``retries`` with a ``retry_budget``, hedging); ``timeout_ms`` is how long a caller waits
@@ -112,6 +123,16 @@ class ServiceSpec(Strict):
         default=None, ge=0.5, le=0.999, description="a second copy of a call unanswered past this quantile"
     )
     calls: list[CallSpec] = Field(default_factory=list, max_length=MAX_CALLS)
+    breaker: BreakerSpec | None = Field(default=None, description="adaptive throttling on its calls, per callee")
+    limiter: Literal["off", "bbr"] = Field(
+        default="off", description="bbr: Kratos's BBR limiter sheds arrivals past its capacity while its CPU is high"
+    )
+    discipline: Literal["fifo", "lifo"] = Field(
+        default="fifo", description="which waiting request a free worker takes: the oldest (fifo) or the newest"
+    )
+    max_queue: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="the most requests waiting for its workers; one more is refused"
+    )
 
     @model_validator(mode="after")
     def _distribution_fits(self) -> ServiceSpec:
@@ -366,6 +387,12 @@ def layout_of(graph: GraphSpec) -> ChainLayout:
                 retry_budget=spec.retry_budget,
                 hedge_quantile=spec.hedge_after_quantile,
                 calls=calls,
+                breaker_k=None if spec.breaker is None else spec.breaker.k,
+                breaker_window_s=3.0 if spec.breaker is None else spec.breaker.window_s,
+                breaker_min=20 if spec.breaker is None else spec.breaker.min_requests,
+                max_queue=spec.max_queue,
+                bbr=spec.limiter == "bbr",
+                lifo=spec.discipline == "lifo",
             )
         )
     return ChainLayout(

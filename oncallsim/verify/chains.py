@@ -24,6 +24,27 @@ What it simulates, per docs/graphs.md:
   q-quantile of the callee's latency (as the callers have seen it: the last 1,000 successful answers, until 100
   of them the declared service time's quantile plus the network there and back; or always the declared one);
   the first success wins and the other copy is cancelled; the try fails when both have.
+- A breaker (the caller's ``breaker``: Google SRE's adaptive throttling, one per callee): over the last
+  ``window_s`` in 10 buckets (the current one included) it counts the copies it sent that came back (requests)
+  and those accepted; with requests at least ``min_requests`` and above ``k`` × accepts, it rejects a copy
+  itself with probability (requests − k·accepts)/(requests + 1). A rejected try fails at once (never sent, counted
+  as a request not accepted) and is retried as any failed try; a rejected hedge is simply not sent. An answer
+  counts as accepted when it succeeded, not when it failed or timed out; a copy the caller cancelled (its other
+  copy won, or the caller stopped) counts as accepted (Kratos marks only 500, 503 and 504 as failures).
+- A queue bound (``max_queue``): an attempt arriving when that many wait and no worker is idle is refused at
+  once, an error answer (its failure beginning where a wait for a worker there would: ``wait_began``); a
+  caller's breaker counts that answer as accepted (an overloaded server's 429, as Kratos counts it).
+- A BBR limiter (``limiter = "bbr"``, Kratos's, as ``model/request/limiter.py`` describes it for one service):
+  the service's CPU is sampled every 500 ms as its workers' own work begun since the last sample against its
+  workers × 500 ms (a worker waiting on its calls burns none), a zero reading leaving the last non-zero one,
+  and estimated as 0.95·itself + 0.05·that reading; over 100 buckets of 100 ms it keeps the attempts it was done
+  with (answered, or dropped when cancelled after a worker took them) and their times from a worker's start (whole
+  ms, rounded up). An arrival is shed (an error answer, accepted by a caller's breaker) when the estimate is at
+  least 800 ‰ and the attempts in flight (held workers and the queue) are above 1 and above
+  floor(maxPass × minRT × 10 / 1000) over the 99 buckets before the current one; for 1 s after the first shed
+  of an episode, on the in-flight test alone.
+- A queue discipline (``discipline``): a free worker takes the oldest waiting attempt (``fifo``) or the
+  newest (``lifo``).
 - ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
   inject; a scenario's faults are events, not graph declarations).
 
@@ -97,6 +118,9 @@ class ServiceReport:
     latency_ms: dict[float, float]
     waits_ms: np.ndarray
     failures_begun: int = 0
+    rejected: int = 0
+    queue_full: int = 0
+    limited: int = 0
 
     @property
     def mean_wait_ms(self) -> float:
@@ -143,13 +167,20 @@ class _Counts:
     retries: int = 0
     hedges: int = 0
     timeouts: int = 0
+    rejected: int = 0
+    queue_full: int = 0
+    limited: int = 0
     waits: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
 
 
 class _Service:
     __slots__ = (
+        "bbr",
+        "breakers",
         "counts",
+        "cpu",
+        "drop_at",
         "free",
         "holders",
         "name",
@@ -178,6 +209,10 @@ class _Service:
         self.seen_count = 0
         self.quantile_cache: dict[float, float] = {}
         self.quantile_at = -1  # seen_count when the cache was filled
+        self.breakers: dict[str, dict[int, list[int]]] = {}  # per callee: bucket number → [requests, accepts]
+        self.bbr: dict[int, list[int]] = {}  # BBR: bucket number → [completions, their times' sum (ms)]
+        self.cpu = {"work_ms": 0.0, "last": 0.0, "estimate": 0.0, "next_ms": 500.0}
+        self.drop_at: float | None = None
 
 
 class _Attempt:
@@ -198,6 +233,7 @@ class _Attempt:
         "root",
         "service",
         "stage",
+        "started",
     )
 
     def __init__(self, service: _Service, root: int, measured: bool, deadline: float, copy: _Copy | None) -> None:
@@ -215,6 +251,7 @@ class _Attempt:
         self.origin: str | None = None  # where its failure began
         self.stage = 0
         self.calls: list[_Call] = []
+        self.started: float | None = None  # when a worker took it
 
 
 class _Call:
@@ -342,6 +379,9 @@ class _Chain:
                 latency_ms={q: float(np.quantile(lat, q)) if len(lat) else math.nan for q in QUANTILES},
                 waits_ms=np.array(c.waits),
                 failures_begun=sum(1 for o in self.origin[warmup:] if o == name),
+                rejected=c.rejected,
+                queue_full=c.queue_full,
+                limited=c.limited,
             )
         return ChainReport(
             requests=requests,
@@ -396,7 +436,23 @@ class _Chain:
                 self.leaf_counts[service.name][attempt.root] += 1
         if self.turned_away(t, attempt, queued=False):
             return
-        service.queue.append(attempt)
+        if service.spec.limiter == "bbr" and self.bbr_sheds(t, service):
+            if counts is not None:
+                counts.limited += 1
+            attempt.origin = service.name
+            self.finish(t, attempt, False, counted=False, overloaded=True)
+            return
+        bound = service.spec.max_queue
+        if bound is not None and service.free <= 0 and len(service.queue) >= bound:
+            if counts is not None:
+                counts.queue_full += 1
+            attempt.origin = self.wait_began(service)
+            self.finish(t, attempt, False, counted=False, overloaded=True)
+            return
+        if service.spec.discipline == "lifo":
+            service.queue.appendleft(attempt)  # taken first
+        else:
+            service.queue.append(attempt)
         self.dequeue(t, service)
 
     def dequeue(self, t: float, service: _Service) -> None:
@@ -412,7 +468,12 @@ class _Chain:
             if counts is not None:
                 counts.started += 1
                 counts.waits.append(t - attempt.arrived)
-            self.push(t + self.work_ms(service.spec), _OWN_DONE, attempt)
+            attempt.started = t
+            work = self.work_ms(service.spec)
+            if service.spec.limiter == "bbr":
+                self.cpu_samples(t, service)
+                service.cpu["work_ms"] += work
+            self.push(t + work, _OWN_DONE, attempt)
 
     def turned_away(self, t: float, attempt: _Attempt, queued: bool) -> bool:
         """Whether the service drops the attempt before any work: cancelled by its caller, or its deadline past.
@@ -449,6 +510,7 @@ class _Chain:
     def own_done(self, t: float, attempt: _Attempt) -> None:
         if attempt.cancelled:  # given up on while it worked: the work is wasted, the worker freed
             attempt.phase = _FINISHED
+            self.bbr_done(t, attempt)
             self.release(t, attempt)
             return
         p = self.failures.get(attempt.service.name, 0.0)
@@ -487,11 +549,13 @@ class _Chain:
                 break  # a copy failed at once (no budget left) and failed the attempt
             self.send(t, call, hedge=False)
 
-    def finish(self, t: float, attempt: _Attempt, ok: bool, counted: bool = True) -> None:
-        """The attempt's answer: released, its outstanding calls cancelled, the answer sent back."""
+    def finish(self, t: float, attempt: _Attempt, ok: bool, counted: bool = True, overloaded: bool = False) -> None:
+        """The attempt's answer: released, its outstanding calls cancelled, the answer sent back (``overloaded``:
+        an error saying it was refused for overload, which a breaker counts as accepted)."""
         if attempt.phase == _FINISHED:
             return
         attempt.phase = _FINISHED
+        self.bbr_done(t, attempt)
         if attempt.measured and counted:
             counts = attempt.service.counts
             if ok:
@@ -505,7 +569,7 @@ class _Chain:
             if t <= attempt.deadline:
                 self.answer(t, attempt, ok, attempt.origin)
             return
-        self.push(t + attempt.copy.call.spec.network_ms, _REPLY, (attempt.copy, ok))
+        self.push(t + attempt.copy.call.spec.network_ms, _REPLY, (attempt.copy, ok, ok or overloaded))
 
     def cancel(self, t: float, attempt: _Attempt) -> None:
         """The caller gave up (or another copy won): a queued or in-flight attempt is dropped when it is reached,
@@ -517,6 +581,7 @@ class _Chain:
             attempt.phase = _FINISHED
             if attempt.measured:
                 attempt.service.counts.cancelled += 1
+            self.bbr_done(t, attempt)
             self.cancel_calls(t, attempt)
             self.release(t, attempt)
         elif attempt.phase == _WORKING and attempt.measured:
@@ -534,6 +599,7 @@ class _Chain:
                 for copy in call.copies:
                     if copy.alive:
                         copy.alive = False
+                        self.breaker_mark(t, attempt.service, call.callee, accepted=True)
                         self.cancel_copy(t, copy)
 
     # --- a call ------------------------------------------------------------------------------------------------
@@ -546,6 +612,19 @@ class _Chain:
             self.call_failed(t, call)
             return
         callee = call.callee
+        if caller.spec.breaker is not None and self.breaker_rejects(t, caller, callee):
+            if parent.measured:
+                caller.counts.rejected += 1
+            self.breaker_mark(t, caller, callee, accepted=False)
+            if hedge:
+                return
+            second = int(t // 1000.0)
+            caller.sent[second] = caller.sent.get(second, 0) + 1
+            call.try_no += 1
+            call.hedged = False
+            call.origin = callee.name
+            self.copy_failed(t, call)  # no copy of this try is alive: retried, or the call fails
+            return
         deadline = parent.deadline if self.propagation else math.inf
         if callee.spec.timeout_ms is not None:
             deadline = min(deadline, t + callee.spec.timeout_ms)
@@ -567,6 +646,76 @@ class _Chain:
         self.push(t + call.spec.network_ms, _REACH, attempt)
         if deadline < math.inf:  # a call without a deadline (no timeout, nothing propagated) waits for its answer
             self.push(deadline, _TIMER, copy)
+
+    # --- BBR ----------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def cpu_samples(t: float, service: _Service) -> None:
+        cpu = service.cpu
+        while cpu["next_ms"] <= t:
+            reading = 1000.0 * cpu["work_ms"] / (service.spec.workers * 500.0)
+            if reading > 0.0:
+                cpu["last"] = reading
+            cpu["estimate"] = 0.95 * cpu["estimate"] + 0.05 * cpu["last"]
+            cpu["work_ms"] = 0.0
+            cpu["next_ms"] += 500.0
+
+    @staticmethod
+    def bbr_done(t: float, attempt: _Attempt) -> None:
+        service = attempt.service
+        if service.spec.limiter != "bbr" or attempt.started is None:
+            return
+        bucket = service.bbr.setdefault(int(t // 100.0), [0, 0])
+        bucket[0] += 1
+        bucket[1] += max(0, math.ceil(t - attempt.started))
+
+    def bbr_sheds(self, t: float, service: _Service) -> bool:
+        self.cpu_samples(t, service)
+        in_flight = len(service.holders) + len(service.queue)
+        now = int(t // 100.0)
+        for old in [k for k in service.bbr if k <= now - 100]:
+            del service.bbr[old]
+        window = [counts for k, counts in service.bbr.items() if now - 99 <= k < now]
+        max_pass = max((n for n, _ in window), default=0)
+        min_rt = min((math.ceil(rt / n) for n, rt in window if n > 0), default=1)
+        cap = math.floor(max_pass * max(min_rt, 1) * 10 / 1000) if max_pass > 0 else 0
+        over = in_flight > 1 and in_flight > cap
+        if service.cpu["estimate"] < 800.0:
+            if service.drop_at is None:
+                return False
+            if t - service.drop_at <= 1000.0:
+                return over
+            service.drop_at = None
+            return False
+        if over and service.drop_at is None:
+            service.drop_at = t
+        return over
+
+    def breaker_window(self, t: float, caller: _Service, callee: _Service) -> tuple[int, dict[int, list[int]]]:
+        assert caller.spec.breaker is not None
+        bucket_ms = caller.spec.breaker.window_s * 1000.0 / 10.0
+        now = int(t / bucket_ms)
+        buckets = caller.breakers.setdefault(callee.name, {})
+        for old in [k for k in buckets if k <= now - 10]:
+            del buckets[old]
+        return now, buckets
+
+    def breaker_mark(self, t: float, caller: _Service, callee: _Service, accepted: bool) -> None:
+        if caller.spec.breaker is None:
+            return
+        now, buckets = self.breaker_window(t, caller, callee)
+        counts = buckets.setdefault(now, [0, 0])
+        counts[0] += 1
+        counts[1] += 1 if accepted else 0
+
+    def breaker_rejects(self, t: float, caller: _Service, callee: _Service) -> bool:
+        spec = caller.spec.breaker
+        assert spec is not None
+        _, buckets = self.breaker_window(t, caller, callee)
+        requests = sum(n for n, _ in buckets.values())
+        accepts = sum(ok for _, ok in buckets.values())
+        drop = max(0.0, (requests - spec.k * accepts) / (requests + 1.0))
+        return requests >= spec.min_requests and drop > 0.0 and self.rng.random() < drop
 
     def hedge_ms(self, q: float, call: _Call) -> float:
         callee = call.callee
@@ -591,17 +740,19 @@ class _Chain:
         copy.alive = False
         if copy.call.parent.measured:
             copy.call.parent.service.counts.timeouts += 1
+        self.breaker_mark(t, copy.call.parent.service, copy.call.callee, accepted=False)
         assert copy.attempt is not None
         copy.call.origin = self.waited_on(copy.attempt)
         self.cancel_copy(t, copy)
         self.copy_failed(t, copy.call)
 
-    def reply(self, t: float, item: tuple[_Copy, bool]) -> None:
-        copy, ok = item
+    def reply(self, t: float, item: tuple[_Copy, bool, bool]) -> None:
+        copy, ok, accepted = item
         if not copy.alive:
             return  # given up on already (its deadline, or another copy won)
         copy.alive = False
         call = copy.call
+        self.breaker_mark(t, call.parent.service, call.callee, accepted=accepted)
         if not ok:
             assert copy.attempt is not None
             call.origin = copy.attempt.origin or call.callee.name
@@ -617,6 +768,7 @@ class _Chain:
                 other.alive = False
                 if not other.hedge:  # a first copy its hedge beat: seen as at least this long (see seen)
                     self.seen(call.callee, t - other.sent)
+                self.breaker_mark(t, call.parent.service, call.callee, accepted=True)
                 self.cancel_copy(t, other)
         parent = call.parent
         if parent.phase != _CALLING:

@@ -5,8 +5,10 @@ A service's name has no dot (``scenarios/graph.py``), the one service's controls
 (``controls.CONTROL_SPECS``), so the two never meet. The value is checked here, on every surface that takes an
 action (``controls.coerce_control_value`` sends a dotted name here); whether the service exists is the run's to
 say (``check_service_action``: the engine, with the run's graph). Each setting means what the same key means in
-the file (docs/graphs.md), with one addition: ``timeout_ms`` 0 and ``hedge_after_quantile`` 0 take the setting
-away (no timeout, no hedging). The entry's timeout is its clients' patience, set in the file only.
+the file (docs/graphs.md), with one addition: ``timeout_ms`` 0, ``hedge_after_quantile`` 0, ``breaker_k`` 0 and
+``max_queue`` 0 take the setting away (no timeout, no hedging, no breaker, no bound on the queue; ``breaker_k`` is
+the K of ``breaker``, its window as declared or the default). The entry's timeout is its clients' patience, set in
+the file only.
 """
 
 from __future__ import annotations
@@ -43,8 +45,13 @@ class ServiceSetting:
 
     def describe(self) -> str:
         kind = "a whole number" if self.whole else "a number"
-        span = f"{kind} from {self.low:g} to {self.high:g}"
+        span = f"{kind} from {_plain(self.low)} to {_plain(self.high)}"
         return f"0 ({self.meaning}) or {span}" if self.off else span
+
+
+def _plain(value: float) -> str:
+    """A bound as written, never in exponent form (1000000, not 1e+06)."""
+    return f"{value:.0f}" if value.is_integer() else f"{value:g}"
 
 
 SERVICE_SETTINGS: dict[str, ServiceSetting] = {
@@ -53,6 +60,8 @@ SERVICE_SETTINGS: dict[str, ServiceSetting] = {
     "retry_budget": ServiceSetting(False, 0.0, 1.0, False, ""),
     "hedge_after_quantile": ServiceSetting(False, 0.5, 0.999, True, "no hedging"),
     "instances": ServiceSetting(True, 1.0, 1000.0, False, ""),
+    "breaker_k": ServiceSetting(False, 1.0, 10.0, True, "no breaker"),
+    "max_queue": ServiceSetting(True, 1.0, 1_000_000.0, True, "no bound"),
 }
 
 
@@ -117,6 +126,8 @@ def service_settings(layout: ChainLayout, actions: Iterable[tuple[str, Any]] = (
             "retry_budget": service.retry_budget,
             "hedge_after_quantile": service.hedge_quantile or 0.0,
             "instances": float(service.instances),
+            "breaker_k": service.breaker_k or 0.0,
+            "max_queue": float(service.max_queue or 0),
         }
         for service in layout.services
     }
@@ -183,6 +194,10 @@ def with_service_settings(layout: ChainLayout | None, settings: dict[str, float 
             services[s] = replace(services[s], retry_budget=float(value))
         elif setting == "hedge_after_quantile":
             services[s] = replace(services[s], hedge_quantile=float(value) if value else None)
+        elif setting == "breaker_k":
+            services[s] = replace(services[s], breaker_k=float(value) if value else None)
+        elif setting == "max_queue":
+            services[s] = replace(services[s], max_queue=int(value) if value else None)
         else:
             services[s] = replace(services[s], instances=int(value))
     return ChainLayout(tuple(services), layout.entry, layout.deadline_s, layout.propagation)

@@ -25,8 +25,10 @@ from oncallsim.model.chain.layout import (
     EF_NETWORK_S,
     EI_CALLEE,
     EI_CALLER,
+    SV_BREAKER_K,
     SV_BUDGET,
     SV_HEDGE_Q,
+    SV_MAX_QUEUE,
     SV_RETRIES,
     SV_TIMEOUT_S,
     SV_WORKERS,
@@ -121,6 +123,10 @@ def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, val
                     2.0 * world.edge_f[e, EF_NETWORK_S] + quantile_s(callee, value) if value else 0.0
                 )
                 world.edge_read_at[e] = -1
+    elif setting == "breaker_k":  # its breakers' windows go on counting from where they are
+        world.svc[s, SV_BREAKER_K] = value
+    elif setting == "max_queue":  # those waiting beyond it stay: it refuses arrivals until the queue is below
+        world.svc[s, SV_MAX_QUEUE] = value if value else math.inf
     else:  # instances: its workers (those removed while busy finish their request first)
         workers = int(value) * layout.services[s].workers_per_instance
         world.svc_i[s, SI_FREE] += workers - int(world.svc[s, SV_WORKERS])

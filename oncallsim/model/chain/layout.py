@@ -37,13 +37,21 @@ __all__ = [
     SV_HEDGE_Q,  # the quantile past which it hedges a call (0: never)
     SV_WORKERS,  # instances × workers per instance
     SV_INSTANCES,
+    SV_BREAKER_K,  # its breaker on the calls it makes: Google SRE's K (0: no breaker)
+    SV_BREAKER_BUCKET_S,  # the breaker's window / BREAKER_BUCKETS
+    SV_BREAKER_MIN,  # the requests in the window below which it rejects nothing
+    SV_MAX_QUEUE,  # the most attempts waiting for a worker; one more is refused on arrival (∞: no bound)
+    SV_BBR,  # 1: Kratos's BBR limiter sheds arrivals at it
+    SV_LIFO,  # 1: a free worker takes the newest waiting attempt (0: the oldest, FIFO)
     SV_COLUMNS,
-) = range(12)
+) = range(18)
+
+BREAKER_BUCKETS = 10  # a breaker's rolling window: 10 buckets (as aegis's sre breaker)
 
 DIST_EXPONENTIAL, DIST_LOGNORMAL, DIST_CONSTANT = range(3)
 
 # a call's row of ``edge_i`` and ``edge_f``
-EI_CALLEE, EI_COPIES, EI_CALLER, EI_COLUMNS = range(4)
+EI_CALLEE, EI_COPIES, EI_CALLER, EI_PAIR, EI_COLUMNS = range(5)  # EI_PAIR: its (caller, callee)'s breaker
 EF_PROBABILITY, EF_NETWORK_S, EF_HEDGE_DECLARED_S, EF_COLUMNS = range(4)  # probability −1: made count times
 
 
@@ -72,6 +80,12 @@ class ServiceLayout:
     retry_budget: float
     hedge_quantile: float | None
     calls: tuple[CallLayout, ...] = ()
+    breaker_k: float | None = None  # Google SRE's adaptive throttling on its calls, one per callee (None: off)
+    breaker_window_s: float = 3.0
+    breaker_min: int = 20
+    max_queue: int | None = None  # the most attempts waiting for its workers (None: no bound)
+    bbr: bool = False  # Kratos's BBR limiter on the service
+    lifo: bool = False  # its queue's discipline: the newest first (False: the oldest, FIFO)
 
 
 @dataclass(frozen=True)
@@ -80,7 +94,8 @@ class ChainLayout:
     arrays the loop reads: ``svc`` (a row per service), the stages (``stage_first[s]`` to ``stage_first[s + 1]``
     are service s's, ``stage_edges[g]`` to ``stage_edges[g + 1]`` the calls of stage g) and the calls
     (``edge_i``, ``edge_f``). ``hedge_declared_s`` of a call is its caller's hedge delay before the callee has
-    answered often enough to measure one: the callee's declared quantile plus the network there and back."""
+    answered often enough to measure one: the callee's declared quantile plus the network there and back.
+    ``pairs`` is the number of distinct (caller, callee) pairs: each has its breaker's window (``EI_PAIR``)."""
 
     services: tuple[ServiceLayout, ...]
     entry: int
@@ -91,6 +106,7 @@ class ChainLayout:
     stage_edges: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
     edge_i: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
     edge_f: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+    pairs: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.services)
@@ -99,6 +115,7 @@ class ChainLayout:
         stage_edges = [0]
         edges_i: list[list[int]] = []
         edges_f: list[list[float]] = []
+        pairs: dict[tuple[int, int], int] = {}
         for s, service in enumerate(self.services):
             row = svc[s]
             row[SV_MEAN_S] = service.mean_s
@@ -112,6 +129,12 @@ class ChainLayout:
             row[SV_HEDGE_Q] = service.hedge_quantile or 0.0
             row[SV_WORKERS] = service.instances * service.workers_per_instance
             row[SV_INSTANCES] = service.instances
+            row[SV_BREAKER_K] = service.breaker_k or 0.0
+            row[SV_BREAKER_BUCKET_S] = service.breaker_window_s / BREAKER_BUCKETS
+            row[SV_BREAKER_MIN] = service.breaker_min
+            row[SV_MAX_QUEUE] = math.inf if service.max_queue is None else service.max_queue
+            row[SV_BBR] = 1.0 if service.bbr else 0.0
+            row[SV_LIFO] = 1.0 if service.lifo else 0.0
             stages = 0
             parallel = False
             for call in service.calls:  # a sequential call's copies a stage each; consecutive parallel calls one
@@ -120,18 +143,19 @@ class ChainLayout:
                 if service.hedge_quantile is not None:
                     declared = 2.0 * call.network_s + quantile_s(self.services[call.to], service.hedge_quantile)
                 edge_f = [-1.0 if call.probability is None else call.probability, call.network_s, declared]
+                pair = pairs.setdefault((s, call.to), len(pairs))
                 if call.parallel:
                     if not parallel:
                         stages += 1
                         stage_edges.append(stage_edges[-1])
-                    edges_i.append([call.to, copies, s])
+                    edges_i.append([call.to, copies, s, pair])
                     edges_f.append(edge_f)
                     stage_edges[-1] += 1
                     parallel = True
                 else:
                     for _ in range(copies):
                         stages += 1
-                        edges_i.append([call.to, 1, s])
+                        edges_i.append([call.to, 1, s, pair])
                         edges_f.append(edge_f)
                         stage_edges.append(stage_edges[-1] + 1)
                     parallel = False
@@ -141,6 +165,7 @@ class ChainLayout:
         object.__setattr__(self, "stage_edges", np.array(stage_edges, dtype=np.int64))
         object.__setattr__(self, "edge_i", np.array(edges_i, dtype=np.int64).reshape(-1, EI_COLUMNS))
         object.__setattr__(self, "edge_f", np.array(edges_f, dtype=np.float64).reshape(-1, EF_COLUMNS))
+        object.__setattr__(self, "pairs", len(pairs))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -172,13 +197,17 @@ def quantile_s(service: ServiceLayout, q: float) -> float:
 
 
 def tiny_chain() -> ChainLayout:
-    """Two services, every mechanism on (a lognormal, a constant and an exponential work, a timeout, retries, a
-    hedge, a parallel call with a probability): what preparing the engine plays, so each step is compiled."""
-    leaf = ServiceLayout("leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None)
+    """Three services, every mechanism on (a breaker, a queue bound, a BBR limiter, LIFO, a lognormal, a constant and an
+    exponential work, a timeout, retries, a hedge, a parallel call with a probability): what preparing the engine
+    plays, so each step is compiled."""
+    leaf = ServiceLayout(
+        "leaf", 1, 2, 0.002, DIST_EXPONENTIAL, 0.0, False, 0.05, 0, 1.0, None, max_queue=4, bbr=True, lifo=True
+    )
     mid = ServiceLayout(
         "mid", 1, 2, 0.001, DIST_LOGNORMAL, 0.5, True, 0.2, 1, 0.5, 0.9, (CallLayout(2, 2, None, 0.0005, True),)
     )
     entry = ServiceLayout(
-        "entry", 1, 2, 0.0, DIST_CONSTANT, 0.0, False, None, 1, 0.2, None, (CallLayout(1, 1, 0.9, 0.001, False),)
-    )
+        "entry", 1, 2, 0.0, DIST_CONSTANT, 0.0, False, None, 1, 0.2, None, (CallLayout(1, 1, 0.9, 0.001, False),),
+        breaker_k=1.0, breaker_window_s=1.0, breaker_min=0,
+    )  # fmt: skip
     return ChainLayout((entry, mid, leaf), 0, 1.0)

@@ -15,7 +15,9 @@ network). A failed call is retried at once while the caller's retries, its budge
 the last ``BUDGET_WINDOW_S`` that may be retries) and the deadline allow. A hedging caller sends a second copy
 of a try that has not answered after the callee's latency quantile (as it has seen it: the last
 ``HEDGE_WINDOW`` answers of first copies; the declared quantile until ``HEDGE_MIN_SEEN``); the first success
-wins, the other copy is cancelled.
+wins, the other copy is cancelled. A caller with a breaker (one per callee: Google SRE's adaptive throttling)
+may reject a copy itself before it is sent: the try fails at once, as any failed try (docs/graphs.md, "Breakers,
+limits and queues"); without one, nothing is drawn or counted for it.
 
 An outcome is counted in the minute it becomes known. The semantics are those of the separate oracle
 ``verify/chains.py`` (plain Python, one heap), which the tests and ``oncallsim validate`` check this against.
@@ -31,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.chain.layout import (
+    BREAKER_BUCKETS,
     DIST_CONSTANT,
     DIST_EXPONENTIAL,
     EF_HEDGE_DECLARED_S,
@@ -39,15 +42,23 @@ from oncallsim.model.chain.layout import (
     EI_CALLEE,
     EI_CALLER,
     EI_COPIES,
+    EI_PAIR,
     SV_ASYNC,
+    SV_BBR,
+    SV_BREAKER_BUCKET_S,
+    SV_BREAKER_K,
+    SV_BREAKER_MIN,
     SV_BUDGET,
     SV_DIST,
     SV_HEDGE_Q,
+    SV_LIFO,
+    SV_MAX_QUEUE,
     SV_MEAN_S,
     SV_MU,
     SV_RETRIES,
     SV_SIGMA,
     SV_TIMEOUT_S,
+    SV_WORKERS,
 )
 from oncallsim.model.chain.world import (
     A_ALIVE,
@@ -72,6 +83,11 @@ from oncallsim.model.chain.world import (
     AR_ARRIVED,
     AR_DEADLINE,
     AR_SENT,
+    AR_STARTED,
+    BBR_BUCKET_S,
+    BBR_BUCKETS,
+    BBR_COOL_DOWN_S,
+    BBR_THRESHOLD,
     BUDGET_WINDOW_S,
     C_COPY1,
     C_COPY2,
@@ -92,6 +108,8 @@ from oncallsim.model.chain.world import (
     CALLER_TIMED_OUT,
     CALLER_WAITING,
     CALLING,
+    CPU_DECAY,
+    CPU_TICK_S,
     E_AUX,
     E_GEN,
     E_KIND,
@@ -135,7 +153,10 @@ from oncallsim.model.chain.world import (
     M_DENIED,
     M_FAILED,
     M_HEDGES,
+    M_LIMITED,
+    M_QUEUE_FULL,
     M_REFUSED,
+    M_REJECTED,
     M_RETRIES,
     M_STARTED,
     M_SUCCEEDED,
@@ -161,6 +182,11 @@ from oncallsim.model.chain.world import (
     SI_QLEN,
     SI_SEEN,
     SI_TAIL,
+    SR_CPU_ACC,
+    SR_CPU_EMA,
+    SR_CPU_LAST,
+    SR_CPU_TICK,
+    SR_DROP_AT,
     SR_FAIL,
     SR_SINCE,
     SR_SLOW,
@@ -708,6 +734,126 @@ def saw(w: Any, s: int, seconds: float) -> None:
     w.svc_i[s, SI_SEEN] = k + 1
 
 
+# --- breakers (docs/graphs.md, "Breakers") --------------------------------------------------------------------
+
+
+@step
+def breaker_mark(w: Any, x: float, e: int, accepted: bool) -> None:
+    """A request of call ``e``'s (caller, callee) breaker, accepted or not, in its window's bucket of ``x``."""
+    caller = w.edge_i[e, EI_CALLER]
+    number = int(x / w.svc[caller, SV_BREAKER_BUCKET_S])
+    p = w.edge_i[e, EI_PAIR]
+    b = number % BREAKER_BUCKETS
+    if w.br_stamp[p, b] != number:  # a bucket of a window gone: emptied
+        w.br_stamp[p, b] = number
+        w.br_n[p, b] = 0.0
+        w.br_ok[p, b] = 0.0
+    w.br_n[p, b] += 1.0
+    if accepted:
+        w.br_ok[p, b] += 1.0
+
+
+@step
+def breaker_rejects(w: Any, x: float, e: int) -> bool:
+    """Google SRE's adaptive throttling, as aegis's sre breaker: over the window's buckets (the current one
+    included), with ``requests`` at least the minimum and at least K·``accepts``, a request is rejected with
+    probability (requests − K·accepts)/(requests + 1). A number is drawn only then."""
+    caller = w.edge_i[e, EI_CALLER]
+    number = int(x / w.svc[caller, SV_BREAKER_BUCKET_S])
+    p = w.edge_i[e, EI_PAIR]
+    requests = 0.0
+    accepts = 0.0
+    for b in range(BREAKER_BUCKETS):
+        stamp = w.br_stamp[p, b]
+        if stamp > number - BREAKER_BUCKETS and stamp <= number:
+            requests += w.br_n[p, b]
+            accepts += w.br_ok[p, b]
+    k = w.svc[caller, SV_BREAKER_K]
+    if requests < w.svc[caller, SV_BREAKER_MIN] or requests <= k * accepts:
+        return False
+    return uniform(w.gen) < (requests - k * accepts) / (requests + 1.0)
+
+
+# --- the BBR limiter (docs/graphs.md, "Breakers, limits and queues"; model/request/limiter.py) -----------------
+
+
+@step
+def cpu_roll(w: Any, s: int, x: float) -> None:
+    """Service ``s``'s CPU samples up to ``x``, every 500 ms: the reading is its workers' own work begun since the
+    last sample against its workers × 500 ms (‰; a worker waiting on its calls burns none); a zero reading leaves
+    the last non-zero one, and the estimate takes 0.95 of itself and 0.05 of that reading (aegis's cpuproc)."""
+    while w.svc_r[s, SR_CPU_TICK] <= x:
+        reading = 1000.0 * w.svc_r[s, SR_CPU_ACC] / (w.svc[s, SV_WORKERS] * CPU_TICK_S)
+        if reading > 0.0:
+            w.svc_r[s, SR_CPU_LAST] = reading
+        w.svc_r[s, SR_CPU_EMA] = w.svc_r[s, SR_CPU_EMA] * CPU_DECAY + w.svc_r[s, SR_CPU_LAST] * (1.0 - CPU_DECAY)
+        w.svc_r[s, SR_CPU_ACC] = 0.0
+        w.svc_r[s, SR_CPU_TICK] += CPU_TICK_S
+
+
+@step
+def bbr_completed(w: Any, s: int, x: float, a: int) -> None:
+    """An attempt service ``s`` had started is done with (answered, or dropped on its caller's cancellation), in
+    BBR's current bucket: its time from its worker's start, whole ms rounded up."""
+    number = int(x / BBR_BUCKET_S)
+    b = number % BBR_BUCKETS
+    if w.bbr_stamp[s, b] != number:
+        w.bbr_stamp[s, b] = number
+        w.bbr_pass[s, b] = 0
+        w.bbr_rt[s, b] = 0.0
+    w.bbr_pass[s, b] += 1
+    ms = math.ceil((x - w.att_r[a, AR_STARTED]) * 1000.0)
+    if ms > 0:
+        w.bbr_rt[s, b] += ms
+
+
+@step
+def bbr_cap(w: Any, s: int, x: float) -> float:
+    """floor(maxPass × minRT × 10 / 1000) over the 99 buckets before the current one (aegis's reduce); 0 when they
+    hold no completion (aegis then drops above one in flight)."""
+    current = int(x / BBR_BUCKET_S)
+    oldest = current - BBR_BUCKETS + 1
+    max_pass = 0
+    min_rt = _INF
+    for b in range(BBR_BUCKETS):
+        number = w.bbr_stamp[s, b]
+        if number < oldest or number >= current:
+            continue
+        n = w.bbr_pass[s, b]
+        if n > max_pass:
+            max_pass = n
+        if n > 0:
+            avg = math.ceil(w.bbr_rt[s, b] / n)
+            if avg < min_rt:
+                min_rt = avg
+    if max_pass == 0:
+        return 0.0
+    if min_rt < 1.0:
+        min_rt = 1.0
+    return math.floor(max_pass * min_rt * (1.0 / BBR_BUCKET_S) / 1000.0)
+
+
+@step
+def bbr_sheds(w: Any, s: int, x: float) -> bool:
+    """Kratos's shouldDrop at service ``s`` for an arrival at ``x``: its CPU estimate at or above 800 ‰ and its
+    in-flight (its workers held and its queue) above 1 and above the cap; for 1 s after the episode's first shed,
+    the in-flight test alone."""
+    cpu_roll(w, s, x)
+    in_flight = w.svc_i[s, SI_QLEN] + w.svc_i[s, SI_BUSY]
+    drop_at = w.svc_r[s, SR_DROP_AT]
+    if w.svc_r[s, SR_CPU_EMA] < BBR_THRESHOLD:
+        if drop_at < 0.0:
+            return False
+        if x - drop_at <= BBR_COOL_DOWN_S:
+            return in_flight > 1 and in_flight > bbr_cap(w, s, x)
+        w.svc_r[s, SR_DROP_AT] = -1.0
+        return False
+    drop = in_flight > 1 and in_flight > bbr_cap(w, s, x)
+    if drop and drop_at < 0.0:
+        w.svc_r[s, SR_DROP_AT] = x
+    return drop
+
+
 # --- where a failure began (docs/graphs.md, "Where the failures began") ---------------------------------------------
 
 
@@ -805,21 +951,41 @@ def turned_away(w: Any, x: float, a: int, s: int, queued: bool) -> bool:
 
 @step
 def reach(w: Any, x: float, a: int) -> None:
-    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed, else
-    queued (and taken at once if a worker is idle)."""
+    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed or its
+    queue is full (``max_queue`` waiting and no worker idle), else queued (and taken at once if a worker is
+    idle)."""
     s = w.att_i[a, A_SVC]
     w.att_r[a, AR_ARRIVED] = x
     span_at(w, a, TR_ARRIVED, x)
     w.m_svc[s, M_ATTEMPTS] += 1
     if turned_away(w, x, a, s, False):
         return
-    tail = w.svc_i[s, SI_TAIL]
-    if tail >= 0:
-        w.att_i[tail, A_QNEXT] = a
-    else:
+    if w.svc[s, SV_BBR] != 0.0 and bbr_sheds(w, s, x):
+        w.m_svc[s, M_LIMITED] += 1
+        w.att_i[a, A_ORIGIN] = s  # its own CPU is the bottleneck
+        w.att_i[a, A_OK] = 2  # refused for overload (Kratos's 429)
+        refuse(w, x, a)
+        return
+    if w.svc_i[s, SI_QLEN] >= w.svc[s, SV_MAX_QUEUE] and w.svc_i[s, SI_FREE] <= 0:  # its queue is full
+        w.m_svc[s, M_QUEUE_FULL] += 1
+        w.att_i[a, A_ORIGIN] = blocker(w, s)  # as a wait for a worker that ran out
+        w.att_i[a, A_OK] = 2  # refused for overload: an error its callers' breakers count as accepted
+        refuse(w, x, a)
+        return
+    if w.svc[s, SV_LIFO] != 0.0:  # at the head: the next a worker takes
+        head = w.svc_i[s, SI_HEAD]
+        w.att_i[a, A_QNEXT] = head
         w.svc_i[s, SI_HEAD] = a
-    w.svc_i[s, SI_TAIL] = a
-    w.att_i[a, A_QNEXT] = -1
+        if head < 0:
+            w.svc_i[s, SI_TAIL] = a
+    else:
+        tail = w.svc_i[s, SI_TAIL]
+        if tail >= 0:
+            w.att_i[tail, A_QNEXT] = a
+        else:
+            w.svc_i[s, SI_HEAD] = a
+        w.svc_i[s, SI_TAIL] = a
+        w.att_i[a, A_QNEXT] = -1
     w.svc_i[s, SI_QLEN] += 1
     w.ints[I_QUEUED] += 1
     dequeue(w, x, s)
@@ -827,7 +993,8 @@ def reach(w: Any, x: float, a: int) -> None:
 
 @step
 def dequeue(w: Any, x: float, s: int) -> None:
-    """Idle workers take the queue's attempts in order; one cancelled or past its deadline is dropped."""
+    """Idle workers take the queue's attempts from its head (the oldest, or under LIFO the newest); one cancelled or
+    past its deadline is dropped."""
     while w.svc_i[s, SI_FREE] > 0 and w.svc_i[s, SI_QLEN] > 0:
         a = w.svc_i[s, SI_HEAD]
         w.svc_i[s, SI_HEAD] = w.att_i[a, A_QNEXT]
@@ -844,7 +1011,12 @@ def dequeue(w: Any, x: float, s: int) -> None:
         w.m_svc[s, M_STARTED] += 1
         w.m_svc[s, M_WAIT_S] += x - w.att_r[a, AR_ARRIVED]
         span_at(w, a, TR_START, x)
-        push(w, x + work_s(w, s), EV_OWN_DONE, a, w.att_i[a, A_GEN], 0)
+        w.att_r[a, AR_STARTED] = x
+        work = work_s(w, s)
+        if w.svc[s, SV_BBR] != 0.0:  # its CPU: the work counted whole as it starts
+            cpu_roll(w, s, x)
+            w.svc_r[s, SR_CPU_ACC] += work
+        push(w, x + work, EV_OWN_DONE, a, w.att_i[a, A_GEN], 0)
 
 
 @step
@@ -866,7 +1038,8 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
             origin = w.att_i[a, A_ORIGIN]
             answer(w, x, a, ok, False, origin if origin >= 0 else w.att_i[a, A_SVC])
     elif w.att_i[a, A_ALIVE]:
-        w.att_i[a, A_OK] = 1 if ok else 0
+        if ok:  # else 0, or 2 when it was refused for overload (set before)
+            w.att_i[a, A_OK] = 1
         e = w.call_i[c, C_EDGE]
         push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_REPLY, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
@@ -888,6 +1061,8 @@ def own_done(w: Any, x: float, a: int) -> None:
     s = w.att_i[a, A_SVC]
     if w.att_i[a, A_CANCELLED]:  # given up on while it worked: the work is wasted, the worker freed
         w.att_i[a, A_PHASE] = FINISHED
+        if w.svc[s, SV_BBR] != 0.0:
+            bbr_completed(w, s, x, a)
         span_at(w, a, TR_WORKED, x)
         span_end(w, a, OUT_CANCELLED, x)
         release(w, x, a)
@@ -957,6 +1132,8 @@ def finish(w: Any, x: float, a: int, ok: bool) -> None:
         return
     w.att_i[a, A_PHASE] = FINISHED
     s = w.att_i[a, A_SVC]
+    if w.svc[s, SV_BBR] != 0.0:
+        bbr_completed(w, s, x, a)
     if ok:
         w.m_svc[s, M_SUCCEEDED] += 1
         w.m_hist[s, hist_bin(x - w.att_r[a, AR_ARRIVED])] += 1
@@ -979,6 +1156,8 @@ def cancel(w: Any, x: float, a: int) -> None:
     if phase == CALLING:
         w.att_i[a, A_PHASE] = FINISHED
         w.m_svc[w.att_i[a, A_SVC], M_CANCELLED] += 1
+        if w.svc[w.att_i[a, A_SVC], SV_BBR] != 0.0:
+            bbr_completed(w, w.att_i[a, A_SVC], x, a)
         span_end(w, a, OUT_CANCELLED, x)
         cancel_calls(w, x, a)
         release(w, x, a)
@@ -988,13 +1167,17 @@ def cancel(w: Any, x: float, a: int) -> None:
 
 
 @step
-def drop_copy(w: Any, x: float, a: int) -> None:
-    """The caller gives up on a copy it still awaited: the cancellation travels the call's network."""
+def drop_copy(w: Any, x: float, a: int, accepted: bool) -> None:
+    """The caller gives up on a copy it still awaited: the cancellation travels the call's network. Its breaker
+    counts it (``accepted``: cancelled because another copy won or the caller no longer needs it, which Kratos
+    does not count as a failure; not: it timed out)."""
     w.att_i[a, A_ALIVE] = 0
     untime(w, a)
     span_caller(w, a, CALLER_CANCELLED, x)
     c = w.att_i[a, A_CALL]
     e = w.call_i[c, C_EDGE]
+    if w.svc[w.edge_i[e, EI_CALLER], SV_BREAKER_K] > 0.0:
+        breaker_mark(w, x, e, accepted)
     push_net(w, e, x + w.edge_f[e, EF_NETWORK_S], EV_CANCEL, a, w.att_i[a, A_GEN])
     maybe_free(w, a)
 
@@ -1006,9 +1189,9 @@ def cancel_calls(w: Any, x: float, a: int) -> None:
         if not w.call_i[c, C_DONE]:
             w.call_i[c, C_DONE] = 1
             if copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
-                drop_copy(w, x, w.call_i[c, C_COPY1])
+                drop_copy(w, x, w.call_i[c, C_COPY1], True)
             if copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
-                drop_copy(w, x, w.call_i[c, C_COPY2])
+                drop_copy(w, x, w.call_i[c, C_COPY2], True)
         c = w.call_i[c, C_NEXT]
     free_calls(w, a)
 
@@ -1021,13 +1204,30 @@ def send(w: Any, x: float, c: int, hedge: bool) -> None:
     """A try of call ``c`` (or its hedge) goes out: the callee's attempt travels the network; the caller's timer
     is set at the attempt's deadline; a hedging caller sets the hedge's delay."""
     parent = w.call_i[c, C_PARENT]
-    if x >= w.att_r[parent, AR_DEADLINE]:
-        w.call_i[c, C_ORIGIN] = w.att_i[parent, A_SVC]  # the caller's deadline passed
-        call_failed(w, x, c)
-        return
     e = w.call_i[c, C_EDGE]
     callee = w.edge_i[e, EI_CALLEE]
     caller = w.att_i[parent, A_SVC]
+    while True:  # a try its caller's breaker rejects fails at once, and may be retried at once
+        if x >= w.att_r[parent, AR_DEADLINE]:
+            w.call_i[c, C_ORIGIN] = caller  # the caller's deadline passed
+            call_failed(w, x, c)
+            return
+        if w.svc[caller, SV_BREAKER_K] <= 0.0 or not breaker_rejects(w, x, e):
+            break
+        w.m_svc[caller, M_REJECTED] += 1
+        breaker_mark(w, x, e, False)  # counted, as Kratos does, so that the drop ratio rises
+        if hedge:
+            return  # no hedge: the first copy is still awaited
+        budget_roll(w, caller, x)  # a call made, as a try that reached the callee
+        w.budget[caller, int(x) % BUDGET_WINDOW_S] += 1
+        w.call_i[c, C_TRY] += 1
+        w.call_i[c, C_HEDGED] = 0
+        w.call_i[c, C_COPY1] = -1
+        w.call_i[c, C_COPY2] = -1
+        w.call_i[c, C_ORIGIN] = callee  # rejected because the callee has been failing
+        if not retry_allowed(w, x, c):
+            call_failed(w, x, c)
+            return
     deadline = w.att_r[parent, AR_DEADLINE] if w.reals[R_PROPAGATE] != 0.0 else _INF
     limit = x + w.svc[callee, SV_TIMEOUT_S]
     if limit < deadline:
@@ -1083,7 +1283,7 @@ def timer(w: Any, x: float, a: int) -> None:
     w.m_svc[w.att_i[w.call_i[c, C_PARENT], A_SVC], M_TIMEOUTS] += 1
     span_caller(w, a, CALLER_TIMED_OUT, x)
     w.call_i[c, C_ORIGIN] = where(w, a)
-    drop_copy(w, x, a)
+    drop_copy(w, x, a, False)
     copy_failed(w, x, c)
 
 
@@ -1108,7 +1308,10 @@ def reply(w: Any, x: float, a: int) -> None:
     span_caller(w, a, CALLER_ANSWERED, x)
     c = w.att_i[a, A_CALL]
     callee = w.att_i[a, A_SVC]
-    if not w.att_i[a, A_OK]:
+    e = w.call_i[c, C_EDGE]
+    if w.svc[w.edge_i[e, EI_CALLER], SV_BREAKER_K] > 0.0:
+        breaker_mark(w, x, e, w.att_i[a, A_OK] != 0)  # a refusal for overload is accepted (a 429, as Kratos)
+    if w.att_i[a, A_OK] != 1:
         origin = w.att_i[a, A_ORIGIN]
         w.call_i[c, C_ORIGIN] = origin if origin >= 0 else callee
         maybe_free(w, a)
@@ -1126,7 +1329,7 @@ def reply(w: Any, x: float, a: int) -> None:
         if other != a and copy_alive(w, other, gen):
             if not w.att_i[other, A_HEDGE]:  # a first copy its hedge beat: seen as at least this long
                 saw(w, callee, x - w.att_r[other, AR_SENT])
-            drop_copy(w, x, other)
+            drop_copy(w, x, other, True)
     parent = w.call_i[c, C_PARENT]
     if w.att_i[parent, A_PHASE] != CALLING:
         return
@@ -1146,6 +1349,16 @@ def copy_failed(w: Any, x: float, c: int) -> None:
         return
     if copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
         return
+    if retry_allowed(w, x, c):
+        send(w, x, c, False)
+        return
+    call_failed(w, x, c)
+
+
+@step
+def retry_allowed(w: Any, x: float, c: int) -> bool:
+    """Whether the failed try of call ``c`` is retried: its caller's retries, its budget and its deadline allow
+    (the retry counted in the budget and the minute when it does, a refusal by the budget counted too)."""
     parent = w.call_i[c, C_PARENT]
     caller = w.att_i[parent, A_SVC]
     if w.call_i[c, C_RETRIES] < w.svc[caller, SV_RETRIES] and x < w.att_r[parent, AR_DEADLINE]:
@@ -1153,10 +1366,9 @@ def copy_failed(w: Any, x: float, c: int) -> None:
             w.call_i[c, C_RETRIES] += 1
             w.budget[caller, BUDGET_WINDOW_S + int(x) % BUDGET_WINDOW_S] += 1
             w.m_svc[caller, M_RETRIES] += 1
-            send(w, x, c, False)
-            return
+            return True
         w.m_svc[caller, M_DENIED] += 1
-    call_failed(w, x, c)
+    return False
 
 
 @step

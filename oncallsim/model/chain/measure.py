@@ -18,7 +18,10 @@ from oncallsim.model.chain.world import (
     M_DENIED,
     M_FAILED,
     M_HEDGES,
+    M_LIMITED,
+    M_QUEUE_FULL,
     M_REFUSED,
+    M_REJECTED,
     M_RETRIES,
     M_STARTED,
     M_SUCCEEDED,
@@ -107,10 +110,10 @@ def record_chain_minute(
 
 def chain_extras(world: ChainWorld, layout: ChainLayout) -> dict[str, Any]:
     """Per service (by name, in declaration order; plain Python numbers, as every record's JSON), its minute:
-    attempts that reached it, their outcomes, the retries and hedges it sent and the calls it gave up on, per
-    second; the clients' failed requests whose failure began here (docs/graphs.md, "Where the failures began"),
-    per second; its workers' mean use, queue and busy workers at the minute's end, its answers' p50 and p99 (ms); and
-    the clients' answers' sum and count."""
+    attempts that reached it, their outcomes, the retries and hedges it sent, the calls it gave up on and those its
+    breakers rejected, per second; the clients' failed requests whose failure began here (docs/graphs.md, "Where
+    the failures began"), per second; its workers' mean use, queue and busy workers at the minute's end, its
+    answers' p50 and p99 (ms); and the clients' answers' sum and count."""
     services: dict[str, Any] = {}
     for s, service in enumerate(layout.services):
         m = world.m_svc[s]
@@ -127,6 +130,9 @@ def chain_extras(world: ChainWorld, layout: ChainLayout) -> dict[str, Any]:
             "retries_denied_per_s": float(m[M_DENIED] / 60.0),
             "hedges_per_s": float(m[M_HEDGES] / 60.0),
             "timeouts_per_s": float(m[M_TIMEOUTS] / 60.0),
+            "breaker_rejected_per_s": float(m[M_REJECTED] / 60.0),
+            "queue_full_per_s": float(m[M_QUEUE_FULL] / 60.0),
+            "limited_per_s": float(m[M_LIMITED] / 60.0),
             "failures_begun_per_s": float(m[M_BEGUN] / 60.0),
             "utilization": float(m[M_BUSY_S] / (world.svc[s, SV_WORKERS] * 60.0)),
             "mean_wait_ms": float(m[M_WAIT_S] / m[M_STARTED] * 1000.0) if m[M_STARTED] > 0 else 0.0,

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.chain.layout import SV_WORKERS, ChainLayout
+from oncallsim.model.chain.layout import BREAKER_BUCKETS, SV_WORKERS, ChainLayout
 from oncallsim.model.jit import by_reference
 from oncallsim.model.request.generator import seeded
 
@@ -78,7 +78,23 @@ R_DEADLINE, R_PROPAGATE, R_REALS = range(3)  # the clients' deadline; 1: deadlin
 ) = range(8)
 
 # svc_r[s, ...]
-SR_SINCE, SR_SLOW, SR_FAIL, SR_COLUMNS = range(4)  # busy time counted up to; work × slow; an attempt fails w.p.
+(
+    SR_SINCE,  # busy time counted up to
+    SR_SLOW,  # its work × slow
+    SR_FAIL,  # an attempt fails with this chance
+    SR_CPU_ACC,  # BBR: worker-seconds of its own work begun since the last CPU sample
+    SR_CPU_LAST,  # BBR: the last non-zero CPU reading (‰)
+    SR_CPU_EMA,  # BBR: the CPU estimate (‰), 0.95·itself + 0.05·the last reading at each sample
+    SR_CPU_TICK,  # BBR: the next sample's time
+    SR_DROP_AT,  # BBR: the first shed of the episode (−1: none)
+    SR_COLUMNS,
+) = range(9)
+CPU_TICK_S = 0.5  # Kratos samples its CPU every 500 ms
+CPU_DECAY = 0.95
+BBR_BUCKETS = 100  # BBR's window: 100 buckets of 100 ms
+BBR_BUCKET_S = 0.1
+BBR_THRESHOLD = 800.0  # ‰
+BBR_COOL_DOWN_S = 1.0
 
 BUDGET_WINDOW_S = 10  # a retry budget counts the calls of the last 10 s, in whole seconds (as Finagle's)
 HEDGE_WINDOW = 1000  # the latencies a hedge delay is read from
@@ -99,7 +115,7 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_PENDING,  # calls of its stage not yet answered
     A_FIRST,  # its stage's calls: a list through C_NEXT
     A_QNEXT,
-    A_OK,  # the answer it sent
+    A_OK,  # the answer it sent: 1 a success, 0 an error, 2 an error that says it was refused for overload
     A_TIMED,  # 1: in a timer list (not given back before its timer is taken off)
     A_TNEXT,  # the next in its timer list
     A_TPREV,  # the one before
@@ -108,7 +124,7 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_HELD_STAGE,  # the stage (a row of stage_edges) whose calls hold its worker (−1: none)
     A_COLUMNS,
 ) = range(20)
-AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_COLUMNS = range(4)
+AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_STARTED, AR_COLUMNS = range(5)  # AR_STARTED: a worker took it
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
 # call_i[c, ...]: a call
@@ -163,8 +179,11 @@ MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a
     M_WAIT_S,
     M_BUSY_S,  # worker-seconds held
     M_BEGUN,  # the clients' failed requests whose failure began here
+    M_REJECTED,  # as a caller: copies its breakers rejected (never sent)
+    M_QUEUE_FULL,  # refused on arrival, its queue at max_queue (among M_ATTEMPTS)
+    M_LIMITED,  # shed on arrival by its BBR limiter (among M_ATTEMPTS)
     M_COLUMNS,
-) = range(14)
+) = range(17)
 
 # m_client[...]: the clients' answers in the minute
 MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
@@ -233,6 +252,12 @@ class ChainWorld(NamedTuple):
     budget: npt.NDArray[np.int64]  # [s, 2 × BUDGET_WINDOW_S] calls sent, then retries, per second, a ring
     timers: npt.NDArray[np.int64]  # [s + 1, 2] head and tail of each timer list (the last: the clients')
     stage_held: npt.NDArray[np.int64]  # [g] the workers held waiting on stage g's calls (where a wait began)
+    br_n: npt.NDArray[np.float64]  # [pair, BREAKER_BUCKETS] a breaker's requests per bucket, a ring
+    br_ok: npt.NDArray[np.float64]  # [pair, BREAKER_BUCKETS] its accepts
+    br_stamp: npt.NDArray[np.int64]  # [pair, BREAKER_BUCKETS] each bucket's number (time / bucket), −1: never
+    bbr_pass: npt.NDArray[np.int64]  # [s, BBR_BUCKETS] BBR's completions per bucket, a ring
+    bbr_rt: npt.NDArray[np.float64]  # [s, BBR_BUCKETS] the sum of their times (whole ms, rounded up)
+    bbr_stamp: npt.NDArray[np.int64]  # [s, BBR_BUCKETS] each bucket's number (time / 100 ms), −1: never
     # the pools and the events
     att_i: npt.NDArray[np.int64]
     att_r: npt.NDArray[np.float64]
@@ -276,6 +301,8 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
     svc_i[:, SI_TAIL] = -1
     svc_r = np.zeros((n, SR_COLUMNS))
     svc_r[:, SR_SLOW] = 1.0
+    svc_r[:, SR_CPU_TICK] = CPU_TICK_S
+    svc_r[:, SR_DROP_AT] = -1.0
     world = ChainWorld(
         gen=seeded(seed),
         ints=ints,
@@ -294,6 +321,12 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         budget=np.zeros((n, 2 * BUDGET_WINDOW_S), dtype=np.int64),
         timers=np.full((n + 1, 2), -1, dtype=np.int64),
         stage_held=np.zeros(max(len(layout.stage_edges) - 1, 1), dtype=np.int64),
+        br_n=np.zeros((max(layout.pairs, 1), BREAKER_BUCKETS)),
+        br_ok=np.zeros((max(layout.pairs, 1), BREAKER_BUCKETS)),
+        br_stamp=np.full((max(layout.pairs, 1), BREAKER_BUCKETS), -1, dtype=np.int64),
+        bbr_pass=np.zeros((n, BBR_BUCKETS), dtype=np.int64),
+        bbr_rt=np.zeros((n, BBR_BUCKETS)),
+        bbr_stamp=np.full((n, BBR_BUCKETS), -1, dtype=np.int64),
         att_i=np.zeros((0, A_COLUMNS), dtype=np.int64),
         att_r=np.zeros((0, AR_COLUMNS)),
         att_free=np.zeros(0, dtype=np.int64),
