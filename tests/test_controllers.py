@@ -282,3 +282,26 @@ def test_custom_is_never_offered_as_a_choice(tmp_path: Any) -> None:
         assert run.status_code == 201, run.text
         page = client.get(f"/runs/{run.json()['id']}").text
         assert 'value="gradient2"' in page and 'value="custom"' not in page
+
+
+def test_a_zoomed_minute_plays_its_shipped_controller() -> None:
+    """The zoom rebuilds a minute from its record: a shipped controller in force is played afresh (learning its
+    limit over the warm-up minute), so the zoomed minute limits about as the run's did; with the controller off
+    in the record it limits nothing. A user's controller is not in the record: refused, not played without."""
+    from oncallsim.zoom.minute import zoom_record
+
+    sim = Simulation("flash-crowd", seed=1, engine="request", minutes=26, overrides={"controller": "gradient2"})
+    sim.run()
+    record = max(sim.timeline, key=lambda r: r.extras.get("limited_per_s", 0.0))
+    ran = record.extras["limited_per_s"]
+    assert ran > 100.0
+    zoomed = zoom_record(record, sim.params, seed=1, source_engine="request").measured
+    assert zoomed["limited_per_s"] == pytest.approx(ran, rel=0.15)
+    assert zoomed["error_rate"] == pytest.approx(record.error_rate, rel=0.15)
+    off = {**record.extras, "settings": {**record.extras["settings"], "controller": "off"}}
+    assert zoom_record(record._replace(extras=off), sim.params, seed=1, source_engine="request").measured[
+        "limited_per_s"
+    ] == pytest.approx(0.0)
+    custom = {**record.extras, "settings": {**record.extras["settings"], "controller": "custom"}}
+    with pytest.raises(InvalidInput, match="controller attached through the Python API"):
+        zoom_record(record._replace(extras=custom), sim.params, seed=1, source_engine="request")

@@ -13,6 +13,7 @@ runs zoom the same way: it is a reconstruction from the record, not a replay of 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from oncallsim.model.kernel import kernel_params
 from oncallsim.model.params import coerce_param
 from oncallsim.model.plan import REVISION
 from oncallsim.model.request.balancers import I_CLIENTS
+from oncallsim.model.request.controllers import ControllerRun
 from oncallsim.model.request.drive import run_minute
 from oncallsim.model.request.engine import minute_count
 from oncallsim.model.request.generator import splitmix64
@@ -99,16 +101,36 @@ def zoom_record(
     if "settings" in extras:
         configure_world(world, opening, params)
     restore_fleet(world, extras)
+    control = zoom_controller(world, params, opening.controller)
     count = minute_count(record.requests_per_s)
     world = with_room(world, count)
     stable = record.servers > 0 and record.erlangs < record.servers
     # the zoom's own clock: the warm-up is its minute 0, the zoomed minute its minute 1 (times stay ≥ 0)
     fill_cache(world.backend, world.gen, record.cache_hit, record.ttl_s, 0.0 if stable else 60.0)
     if stable:
-        world = run_minute(p, world, st, 0, arrivals=count).world
+        world = run_minute(p, world, st, 0, arrivals=count, controller=control).world
+    elif control is not None:  # no warm-up minute: its first tick is inside the zoomed minute
+        control.next_tick = math.floor(60.0 / float(control.controller.tick_s)) + 1  # type: ignore[union-attr]
     every = max(1, count // SAMPLED)
-    zoomed = run_minute(p, world, st, 1, arrivals=count, sample_every=every)
+    zoomed = run_minute(p, world, st, 1, arrivals=count, sample_every=every, controller=control)
     return _describe(record, params, zoomed.world, zoomed.record, zoomed.extras, stable, source_engine, every)
+
+
+def zoom_controller(world: World, params: Params, name: str) -> ControllerRun | None:
+    """The minute's overload controller as the zoom plays it: a shipped one afresh (its state learnt again over
+    the warm-up minute, at the record's settings); a user's, attached through the Python API, is not in the
+    record, so its minute cannot be rebuilt (refused, not played without it)."""
+    if name == "off":
+        return None
+    if name == "custom":
+        raise InvalidInput(
+            "minute",
+            "was played with a controller attached through the Python API (controller = custom), which the "
+            "record cannot rebuild; zoom a run of a shipped controller or none",
+        )
+    control = ControllerRun()
+    control.sync(world, params, 0)
+    return control
 
 
 def restore_fleet(world: World, extras: dict[str, Any]) -> None:
