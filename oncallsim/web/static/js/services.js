@@ -19,14 +19,18 @@
   const BOX_H = 54;
   const GAP_X = 64;
   const GAP_Y = 12;
-  const SETTINGS = ["timeout_ms", "retries", "retry_budget", "hedge_after_quantile", "instances"];
   const LABELS = { // each setting's words (the catalog's keys written out: the i18n check reads them)
     timeout_ms: t("service.timeout_ms"),
     retries: t("service.retries"),
     retry_budget: t("service.retry_budget"),
     hedge_after_quantile: t("service.hedge_after_quantile"),
     instances: t("service.instances"),
+    breaker_k: t("service.breaker_k"),
+    max_queue: t("service.max_queue"),
   };
+  // the settings a service takes, as the server lists them (model/chain/controls.py SERVICE_SETTINGS), in the
+  // order read above (the page's JSON sorts its keys)
+  const SETTINGS = Object.keys(LABELS).filter((setting) => graph.settings[setting]);
   const byName = Object.fromEntries(graph.services.map((s) => [s.name, s]));
 
   // ---- the diagram's layout: a column per distance from the entry (the longest path: a graph has no cycle) ------
