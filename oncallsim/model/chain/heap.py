@@ -1,8 +1,8 @@
 """The chain loop's pending events: one heap ordered by (time, order pushed), beside a FIFO list per edge of
-the graph (world.py). An event a network delay away is appended to its edge's list while the delay stays the
-same (a list's events then come due in the order pushed) and only each list's head sits in a second heap, the
-heap of heads; the loop takes the earlier of the two heaps' tops. Kept apart from the loop because every other
-step pushes events and none needs to know how they are ordered: only ``chain_minute`` takes them off.
+the graph (world.py: an edge's network events fall due in the order pushed, so only each list's head sits in a
+second heap, of the lists' heads; an event that would come before its list's tail, after a delay changed, goes on
+the heap itself). Its own module because every other step pushes events and none needs to know how they are
+ordered: only ``chain_minute`` takes them off, the earlier of the two heaps' tops.
 
 The steps every request takes many times are ``inline_step``s (kernel.py): inlined into their callers by LLVM.
 """

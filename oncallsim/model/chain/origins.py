@@ -1,8 +1,9 @@
 """Where a client's failure began (docs/graphs.md, "Where the failures began"): the service a failed request is
-counted against (``M_BEGUN``). A wait that ran out is blamed on the deepest service still working on it, and a
-wait for a worker on the service whose calls hold more than half its workers (``stage_held``, which
-``unhold_stage`` keeps). Its own module because attribution is read-only over the loop's state, apart from
-that one count: it walks the attempts and calls but changes nothing the minute's numbers depend on.
+counted against (``M_BEGUN``). A wait that ran out is blamed on the deepest service still working on it; a wait
+for a worker at a service more than half of whose held workers wait on one stage of calls, on that stage's
+callee, and so on down (``stage_held``: counted up by the loop as a worker starts waiting on a stage, down by
+``unhold_stage``; read by ``blocker`` alone). Its own module because attribution chooses where a failure is
+counted, never whether there is one: no other number of the minute depends on it.
 """
 
 from __future__ import annotations

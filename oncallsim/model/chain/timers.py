@@ -1,8 +1,9 @@
-"""The chain's timers (world.py): a caller's timer at its callee's per-attempt timeout, a client's at its
-deadline. Timers of one list fall due in the order added (one timeout per callee, one deadline for the
-clients), so each list is a doubly linked list of attempts and the loop looks only at the heads — a timer whose
-wait ended is unlinked at once rather than left on a heap to be skipped. When a service's timeout changes
-between minutes the order no longer holds: ``requeue_timers`` moves its list onto the event heap (heap.py).
+"""The chain's timer lists (world.py): a caller's timers on its calls into service s at s's timeout, and the
+clients' at their deadline. Each list falls due in the order added, so it is a doubly linked list through the
+attempts and the loop looks only at the heads; a timer nobody waits on any more is unlinked at once
+(``untime``) rather than left to fire and do nothing. Its own module because the lists' order is its promise:
+when a service's timeout changes between minutes the order no longer holds, and ``requeue_timers`` moves that
+list onto the event heap (heap.py).
 """
 
 from __future__ import annotations
