@@ -3,7 +3,7 @@
 A chain's zoom is a replay, not a reconstruction: the run is replayed from its file (its seed and its actions,
 bit for bit) to the start of the minute; the minute is played once untraced (its record, to size the trace and
 to check against), then again from the same state with the trace on, in the engine's own compiled loop
-(``model/chain/loop.py``: ``span_open`` and its neighbours). The trace only writes rows of its own arrays, so the
+(``model/chain/trace.py``: ``span_open`` and its neighbours). The trace only writes rows of its own arrays, so the
 traced minute is the run's minute exactly (checked: its record equals the untraced one, or the zoom refuses).
 Every ``k``-th entry request of the minute is sampled (``k`` chosen so that about ``SAMPLED`` are); each of its
 attempts at every service, the copies of every call (first tries, retries, hedges), is one span: its service,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from oncallsim.i18n import DEFAULT_LANGUAGE, direction, number_formatter, number_patterns, number_symbols
+from oncallsim.i18n import DEFAULT_LANGUAGE, number_formatter
 from oncallsim.zoom.chain import OUTCOMES, ChainZoom
 
 __all__ = ["WATERFALLS", "render_chain_zoom_html", "waterfall"]
@@ -119,28 +119,21 @@ def render_chain_zoom_html(
 ) -> str:
     """The page in ``language``; ``served`` by the console (its stylesheet linked) or a file that opens offline
     (inlined). ``back``: a link to the run's console."""
-    from oncallsim.zoom.html import _env, _static
+    from oncallsim.zoom.html import render_page
 
     ordered = reading_order(z.requests)
-    return (
-        _env(language)
-        .get_template("zoom_chain.html.j2")
-        .render(
-            z=z,
-            language=language,
-            direction=direction(language),
-            symbols=number_symbols(language),
-            patterns=number_patterns(language),
-            back=back,
-            requests=ordered,
-            waterfalls=[(r, waterfall(r, z.deadline_ms)) for r in ordered[:WATERFALLS]],
-            bars=service_bars(z),
-            colors=COLORS,
-            outcomes=OUTCOMES,
-            num=functools.partial(_num, language=language),
-            app_css="" if served else _static("css/app.css"),
-            served=served,
-        )
+    return render_page(
+        "zoom_chain.html.j2",
+        z,
+        language,
+        back,
+        served,
+        requests=ordered,
+        waterfalls=[(r, waterfall(r, z.deadline_ms)) for r in ordered[:WATERFALLS]],
+        bars=service_bars(z),
+        colors=COLORS,
+        outcomes=OUTCOMES,
+        num=functools.partial(_num, language=language),
     )
 
 

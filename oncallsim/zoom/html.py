@@ -33,7 +33,7 @@ from oncallsim.i18n import (
 from oncallsim.model.request.settings import in_force
 from oncallsim.zoom.minute import ZoomedMinute
 
-__all__ = ["IN_FORCE_JOIN", "diagram_data", "render_zoom_html", "zoom_figure"]
+__all__ = ["IN_FORCE_JOIN", "diagram_data", "render_page", "render_zoom_html", "zoom_figure"]
 
 # The charts' words in English: the page catalog's ``chart.zoom.*`` and ``series.zoom.*`` entries (and the console's
 # own "requests", "timeout"), which ``translate_text`` finds them by.
@@ -189,9 +189,33 @@ def render_zoom_html(
             + f'<script id="catalog" type="application/json">{catalog}</script>'
             + "".join(f"<script>{_static(f'js/{name}')}</script>" for name in _SCRIPTS)
         )
+    return render_page(
+        "zoom.html.j2",
+        z,
+        language,
+        back,
+        served,
+        samples=_reading_order(z.samples),
+        rows=_ROWS,
+        fmt=functools.partial(_fmt, language=language),
+        num=number_formatter(language),
+        chart_div=chart_div,
+        chart_script=chart_script,
+        plotly_js="" if served else get_plotlyjs(),
+        plotly_src="/vendor/plotly.min.js" if served else None,
+        diagram_json=json.dumps(diagram_data(z)),
+        instances=_instances(z),
+        in_force=in_force_text(z.record.get("settings") or {}, language),
+    )
+
+
+def render_page(template: str, z: Any, language: str, back: str | None, served: bool, **fields: Any) -> str:
+    """A zoom page (one service's minute or a chain's) from ``template``: what every zoom page's template reads
+    (the zoom, the language's direction and numbers, the link back, the console's stylesheet inlined unless the
+    console ``served`` it) and the page's own ``fields``; one place, so the two pages cannot drift apart."""
     return (
         _env(language)
-        .get_template("zoom.html.j2")
+        .get_template(template)
         .render(
             z=z,
             language=language,
@@ -199,18 +223,9 @@ def render_zoom_html(
             symbols=number_symbols(language),
             patterns=number_patterns(language),
             back=back,
-            samples=_reading_order(z.samples),
-            rows=_ROWS,
-            fmt=functools.partial(_fmt, language=language),
-            num=number_formatter(language),
-            chart_div=chart_div,
-            chart_script=chart_script,
-            plotly_js="" if served else get_plotlyjs(),
-            plotly_src="/vendor/plotly.min.js" if served else None,
             app_css="" if served else _static("css/app.css"),
-            diagram_json=json.dumps(diagram_data(z)),
-            instances=_instances(z),
-            in_force=in_force_text(z.record.get("settings") or {}, language),
+            served=served,
+            **fields,
         )
     )
 

@@ -35,8 +35,8 @@ from oncallsim.model.chain.layout import (
     ChainLayout,
     quantile_s,
 )
-from oncallsim.model.chain.loop import requeue_timers
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
+from oncallsim.model.chain.timers import requeue_timers
 from oncallsim.model.chain.world import (
     R_PROPAGATE,
     SI_FREE,

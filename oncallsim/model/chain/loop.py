@@ -19,6 +19,11 @@ wins, the other copy is cancelled. A caller with a breaker (one per callee: Goog
 may reject a copy itself before it is sent: the try fails at once, as any failed try (docs/graphs.md, "Breakers,
 limits and queues"); without one, nothing is drawn or counted for it.
 
+The loop owns the order of events and what a service and a call do; each mechanism it consults keeps its own
+state in its own module: heap.py (the pending events and the edges' lists), attempts.py (the pools of attempts
+and calls), timers.py (the timer lists), budget.py (retry budgets), hedging.py (when to hedge), breaker.py,
+limiter.py (BBR), origins.py (where a failure began), trace.py (the zoom's spans), bins.py (latency bins).
+
 An outcome is counted in the minute it becomes known. The semantics are those of the separate oracle
 ``verify/chains.py`` (plain Python, one heap), which the tests and ``oncallsim validate`` check this against.
 """
@@ -26,29 +31,25 @@ An outcome is counted in the minute it becomes known. The semantics are those of
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
+from oncallsim.model.chain.attempts import copy_alive, free_calls, maybe_free, new_attempt, new_call
+from oncallsim.model.chain.bins import hist_bin
+from oncallsim.model.chain.breaker import breaker_mark, breaker_rejects
+from oncallsim.model.chain.budget import budget_allows, budget_roll
+from oncallsim.model.chain.heap import push, push_net, take_event
+from oncallsim.model.chain.hedging import hedge_delay, saw
 from oncallsim.model.chain.layout import (
-    BREAKER_BUCKETS,
     DIST_CONSTANT,
     DIST_EXPONENTIAL,
-    EF_HEDGE_DECLARED_S,
     EF_NETWORK_S,
     EF_PROBABILITY,
     EI_CALLEE,
     EI_CALLER,
     EI_COPIES,
-    EI_PAIR,
     SV_ASYNC,
     SV_BBR,
-    SV_BREAKER_BUCKET_S,
     SV_BREAKER_K,
-    SV_BREAKER_MIN,
-    SV_BUDGET,
     SV_DIST,
     SV_HEDGE_Q,
     SV_LIFO,
@@ -58,8 +59,11 @@ from oncallsim.model.chain.layout import (
     SV_RETRIES,
     SV_SIGMA,
     SV_TIMEOUT_S,
-    SV_WORKERS,
 )
+from oncallsim.model.chain.limiter import bbr_completed, bbr_sheds, cpu_roll
+from oncallsim.model.chain.origins import blocker, unhold_stage, where
+from oncallsim.model.chain.timers import add_timer, untime
+from oncallsim.model.chain.trace import span_at, span_caller, span_end, span_open
 from oncallsim.model.chain.world import (
     A_ALIVE,
     A_CALL,
@@ -84,10 +88,6 @@ from oncallsim.model.chain.world import (
     AR_DEADLINE,
     AR_SENT,
     AR_STARTED,
-    BBR_BUCKET_S,
-    BBR_BUCKETS,
-    BBR_COOL_DOWN_S,
-    BBR_THRESHOLD,
     BUDGET_WINDOW_S,
     C_COPY1,
     C_COPY2,
@@ -106,17 +106,11 @@ from oncallsim.model.chain.world import (
     CALLER_ANSWERED,
     CALLER_CANCELLED,
     CALLER_TIMED_OUT,
-    CALLER_WAITING,
     CALLING,
-    CPU_DECAY,
-    CPU_TICK_S,
     E_AUX,
     E_GEN,
     E_KIND,
-    E_LIST,
-    E_NEXT,
     E_OBJ,
-    E_SEQ,
     EV_CANCEL,
     EV_HEDGE,
     EV_OWN_DONE,
@@ -124,12 +118,6 @@ from oncallsim.model.chain.world import (
     EV_REPLY,
     EV_TIMER,
     FINISHED,
-    HEDGE_MIN_SEEN,
-    HEDGE_REFRESH,
-    HEDGE_WINDOW,
-    HIST_BINS,
-    HIST_FLOOR_S,
-    HIST_RATIO,
     I_AFREE,
     I_CFREE,
     I_COUNT,
@@ -139,9 +127,7 @@ from oncallsim.model.chain.world import (
     I_NEXT,
     I_QHEAP,
     I_QUEUED,
-    I_SEQ,
     I_TMOVED,
-    KEY_NODE_BITS,
     KEY_NODE_MASK,
     KIND_FIRST,
     KIND_HEDGE,
@@ -171,431 +157,36 @@ from oncallsim.model.chain.world import (
     OUT_CANCELLED,
     OUT_FAILED,
     OUT_OK,
-    OUT_OPEN,
     OUT_REFUSED,
     R_DEADLINE,
     R_PROPAGATE,
-    SI_BUDGET_SECOND,
     SI_BUSY,
     SI_FREE,
     SI_HEAD,
     SI_QLEN,
-    SI_SEEN,
     SI_TAIL,
     SR_CPU_ACC,
-    SR_CPU_EMA,
-    SR_CPU_LAST,
-    SR_CPU_TICK,
-    SR_DROP_AT,
     SR_FAIL,
     SR_SINCE,
     SR_SLOW,
-    T_CALLER,
-    T_GROUP,
-    T_KIND,
-    T_OUTCOME,
-    T_PARENT,
     T_REQUEST,
-    T_SVC,
-    T_TRY,
     TI_EVERY,
-    TI_LOST,
-    TI_ROWS,
     TR_ARRIVED,
-    TR_CALLER_END,
-    TR_COLUMNS,
     TR_DEADLINE,
-    TR_END,
-    TR_SENT,
     TR_START,
     TR_WORKED,
-    WAITING,
     WORKING,
 )
-from oncallsim.model.kernel import inline_step, step, unmanaged
+from oncallsim.model.kernel import step, unmanaged
 from oncallsim.model.request.generator import exponential, uniform
 
-__all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals", "requeue_timers"]
+__all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals"]
 
 DONE, NEED_ROOM = 0, 1
 _INF = math.inf
-_LOG_RATIO = math.log(HIST_RATIO)
 _OTEL = len(OTEL_BOUNDS_S)
-_NAN = math.nan
-
-# --- the events: a heap ordered by (time, order pushed), and the edges' lists (world.py) ------------------------
-
-
-@inline_step
-def heap_up(ht: Any, hk: Any, i: int, time: float, key: int) -> None:
-    """Put the entry (time, key) in the hole at ``i`` of the heap ``ht``, ``hk``, moving it up past the later
-    entries above."""
-    while i > 0:
-        parent = (i - 1) >> 1
-        pt = ht[parent]
-        if pt < time or (pt == time and hk[parent] < key):
-            break
-        ht[i] = pt
-        hk[i] = hk[parent]
-        i = parent
-    ht[i] = time
-    hk[i] = key
-
-
-@inline_step
-def heap_down(ht: Any, hk: Any, n: int, time: float, key: int) -> None:
-    """Put the entry (time, key) at the top of the heap's ``n`` entries, moving it down past the earlier ones."""
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n:
-            t1 = ht[c]
-            t2 = ht[c + 1]
-            if t2 == t1:  # rare: by the order pushed
-                c += int(hk[c + 1] < hk[c])
-            else:  # without a branch: which child is earlier is a coin toss, and a mispredicted branch costly
-                c += int(t2 < t1)
-        ct = ht[c]
-        ck = hk[c]
-        if time < ct or (time == ct and key < ck):
-            break
-        ht[i] = ct
-        hk[i] = ck
-        i = c
-    ht[i] = time
-    hk[i] = key
-
-
-@inline_step
-def new_event(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> int:
-    """An event node, numbered in the order pushed."""
-    seq = w.ints[I_SEQ]
-    w.ints[I_SEQ] = seq + 1
-    n = w.ints[I_EFREE] - 1
-    w.ints[I_EFREE] = n
-    node = w.ev_free[n]
-    ev = w.ev_i
-    ev[node, E_KIND] = kind
-    ev[node, E_OBJ] = obj
-    ev[node, E_GEN] = gen
-    ev[node, E_AUX] = aux
-    ev[node, E_SEQ] = seq
-    ev[node, E_NEXT] = -1
-    w.ev_t[node] = time
-    return node
-
-
-@inline_step
-def node_key(w: Any, node: int) -> int:
-    return (w.ev_i[node, E_SEQ] << KEY_NODE_BITS) | node
-
-
-@inline_step
-def push(w: Any, time: float, kind: int, obj: int, gen: int, aux: int) -> None:
-    """An event on the heap by itself."""
-    node = new_event(w, time, kind, obj, gen, aux)
-    w.ev_i[node, E_LIST] = -1
-    i = w.ints[I_HEAP]
-    w.ints[I_HEAP] = i + 1
-    heap_up(w.h_time, w.h_key, i, time, node_key(w, node))
-
-
-@inline_step
-def push_net(w: Any, e: int, time: float, kind: int, obj: int, gen: int) -> None:
-    """An event a network delay of edge ``e`` away: at the end of the edge's list (the list into the heap of
-    heads if it was empty), or on the heap by itself if it falls due before the list's last (the delay
-    changed)."""
-    node = new_event(w, time, kind, obj, gen, 0)
-    tail = w.fifo[e, 1]
-    if tail < 0:
-        w.ev_i[node, E_LIST] = e
-        w.fifo[e, 0] = node
-        w.fifo[e, 1] = node
-        i = w.ints[I_QHEAP]
-        w.ints[I_QHEAP] = i + 1
-        heap_up(w.q_time, w.q_key, i, time, node_key(w, node))
-    elif time >= w.ev_t[tail]:  # pushed after it: (time, order pushed) stays in order along the list
-        w.ev_i[node, E_LIST] = e
-        w.ev_i[tail, E_NEXT] = node
-        w.fifo[e, 1] = node
-    else:
-        w.ev_i[node, E_LIST] = -1
-        i = w.ints[I_HEAP]
-        w.ints[I_HEAP] = i + 1
-        heap_up(w.h_time, w.h_key, i, time, node_key(w, node))
-
-
-@inline_step
-def take_event(w: Any, node: int) -> None:
-    """Take the earliest event (node ``node``, its fields read first) off the heap, or off the heap of heads:
-    its list's next takes its place there, or the heap's last entry does; the node is given back."""
-    e = w.ev_i[node, E_LIST]
-    if e < 0:
-        n = w.ints[I_HEAP] - 1
-        w.ints[I_HEAP] = n
-        if n > 0:
-            heap_down(w.h_time, w.h_key, n, w.h_time[n], w.h_key[n])
-    else:
-        after = w.ev_i[node, E_NEXT]
-        w.fifo[e, 0] = after
-        n = w.ints[I_QHEAP]
-        if after >= 0:
-            heap_down(w.q_time, w.q_key, n, w.ev_t[after], node_key(w, after))
-        else:
-            w.fifo[e, 1] = -1
-            n -= 1
-            w.ints[I_QHEAP] = n
-            if n > 0:
-                heap_down(w.q_time, w.q_key, n, w.q_time[n], w.q_key[n])
-    w.ev_free[w.ints[I_EFREE]] = node
-    w.ints[I_EFREE] += 1
-
-
-# --- the pools ------------------------------------------------------------------------------------------------
-
-
-@step
-def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: float) -> int:
-    n = w.ints[I_AFREE] - 1
-    w.ints[I_AFREE] = n
-    a = w.att_free[n]
-    ai = w.att_i
-    ai[a, A_SVC] = s
-    ai[a, A_CALL] = call
-    ai[a, A_HEDGE] = hedge
-    ai[a, A_ALIVE] = 1
-    ai[a, A_PHASE] = WAITING
-    ai[a, A_CANCELLED] = 0
-    ai[a, A_HOLDS] = 0
-    ai[a, A_STAGE] = -1
-    ai[a, A_PENDING] = 0
-    ai[a, A_FIRST] = -1
-    ai[a, A_QNEXT] = -1
-    ai[a, A_OK] = 0
-    ai[a, A_TIMED] = 0
-    ai[a, A_SPAN] = -1
-    ai[a, A_ORIGIN] = -1
-    ai[a, A_HELD_STAGE] = -1
-    w.att_r[a, AR_DEADLINE] = deadline
-    w.att_r[a, AR_ARRIVED] = now
-    w.att_r[a, AR_SENT] = now
-    return a
-
-
-@step
-def maybe_free(w: Any, a: int) -> None:
-    """Give an attempt back once its service is done with it and its caller no longer waits for it; its
-    generation grows, so the events still pending for it are dropped when they come."""
-    ai = w.att_i
-    if ai[a, A_PHASE] == FINISHED and ai[a, A_ALIVE] == 0 and ai[a, A_TIMED] == 0 and ai[a, A_STAGE] != -2:
-        w.att_i[a, A_STAGE] = -2  # given back (once)
-        w.att_i[a, A_GEN] += 1
-        w.att_free[w.ints[I_AFREE]] = a
-        w.ints[I_AFREE] += 1
-
-
-@step
-def add_timer(w: Any, lst: int, a: int) -> None:
-    """The attempt's timer at its deadline, at the end of timer list ``lst`` (whose deadlines come in order)."""
-    w.att_i[a, A_TIMED] = 1
-    w.att_i[a, A_TNEXT] = -1
-    tail = w.timers[lst, 1]
-    w.att_i[a, A_TPREV] = tail
-    if tail >= 0:
-        w.att_i[tail, A_TNEXT] = a
-    else:
-        w.timers[lst, 0] = a
-        w.ints[I_TMOVED] = 1
-    w.timers[lst, 1] = a
-
-
-@step
-def untime(w: Any, a: int) -> None:
-    """Nobody waits on the attempt any more: its timer (if in a list) is taken off, since it would do nothing
-    when it fell due."""
-    if w.att_i[a, A_TIMED] == 0:
-        return
-    w.att_i[a, A_TIMED] = 0
-    lst = len(w.timers) - 1 if w.att_i[a, A_CALL] < 0 else w.att_i[a, A_SVC]
-    before = w.att_i[a, A_TPREV]
-    after = w.att_i[a, A_TNEXT]
-    if before >= 0:
-        w.att_i[before, A_TNEXT] = after
-    else:
-        w.timers[lst, 0] = after
-        w.ints[I_TMOVED] = 1
-    if after >= 0:
-        w.att_i[after, A_TPREV] = before
-    else:
-        w.timers[lst, 1] = before
-
-
-@step
-def new_call(w: Any, parent: int, edge: int) -> int:
-    n = w.ints[I_CFREE] - 1
-    w.ints[I_CFREE] = n
-    c = w.call_free[n]
-    ci = w.call_i
-    ci[c, C_PARENT] = parent
-    ci[c, C_EDGE] = edge
-    ci[c, C_RETRIES] = 0
-    ci[c, C_TRY] = 0
-    ci[c, C_HEDGED] = 0
-    ci[c, C_DONE] = 0
-    ci[c, C_COPY1] = -1
-    ci[c, C_COPY2] = -1
-    ci[c, C_NEXT] = -1
-    ci[c, C_SPAN] = -1
-    ci[c, C_ORIGIN] = -1
-    return c
-
-
-@step
-def free_calls(w: Any, a: int) -> None:
-    """Give back the calls of an attempt's stage (each is done: none of its copies is still awaited)."""
-    c = w.att_i[a, A_FIRST]
-    while c >= 0:
-        after = w.call_i[c, C_NEXT]
-        w.call_i[c, C_GEN] += 1
-        w.call_free[w.ints[I_CFREE]] = c
-        w.ints[I_CFREE] += 1
-        c = after
-    w.att_i[a, A_FIRST] = -1
-
-
-@step
-def copy_alive(w: Any, a: int, gen: int) -> bool:
-    return a >= 0 and w.att_i[a, A_GEN] == gen and w.att_i[a, A_ALIVE] == 1
-
-
-# --- the zoom's trace (world.py T_*, zoom/chain.py) ---------------------------------------------------------------
-# Every step below writes only the trace's rows and an attempt's A_SPAN; none draws a number or pushes an event,
-# so a minute traced is the same minute, bit for bit, as one not traced.
-
-
-@step
-def span_open(w: Any, a: int, request: int, parent: int, kind: int, try_no: int, group: int, x: float) -> int:
-    """A span for attempt ``a`` (its row; −1 when the trace has no row left: counted as lost)."""
-    row = w.tr_ints[TI_ROWS]
-    if row >= len(w.tr_i):
-        w.tr_ints[TI_LOST] += 1
-        return -1
-    w.tr_ints[TI_ROWS] = row + 1
-    ti = w.tr_i
-    tr = w.tr_r
-    ti[row, T_REQUEST] = request
-    ti[row, T_SVC] = w.att_i[a, A_SVC]
-    ti[row, T_PARENT] = parent
-    ti[row, T_KIND] = kind
-    ti[row, T_TRY] = try_no
-    ti[row, T_GROUP] = group if group >= 0 else row
-    ti[row, T_OUTCOME] = OUT_OPEN
-    ti[row, T_CALLER] = CALLER_WAITING
-    for k in range(TR_COLUMNS):
-        tr[row, k] = _NAN
-    tr[row, TR_SENT] = x
-    tr[row, TR_DEADLINE] = w.att_r[a, AR_DEADLINE]
-    w.att_i[a, A_SPAN] = row
-    return row
-
-
-@step
-def span_at(w: Any, a: int, column: int, x: float) -> None:
-    """A traced attempt's moment (TR_ARRIVED, TR_START, TR_WORKED)."""
-    row = w.att_i[a, A_SPAN]
-    if row >= 0:
-        w.tr_r[row, column] = x
-
-
-@step
-def span_end(w: Any, a: int, outcome: int, x: float) -> None:
-    """A traced attempt's service is done with it (the first outcome stands)."""
-    row = w.att_i[a, A_SPAN]
-    if row >= 0 and w.tr_i[row, T_OUTCOME] == OUT_OPEN:
-        w.tr_i[row, T_OUTCOME] = outcome
-        w.tr_r[row, TR_END] = x
-
-
-@step
-def span_caller(w: Any, a: int, status: int, x: float) -> None:
-    """A traced attempt's caller stops waiting for it (the first reason stands)."""
-    row = w.att_i[a, A_SPAN]
-    if row >= 0 and w.tr_i[row, T_CALLER] == CALLER_WAITING:
-        w.tr_i[row, T_CALLER] = status
-        w.tr_r[row, TR_CALLER_END] = x
-
 
 # --- measures ---------------------------------------------------------------------------------------------------
-
-
-def log_bin(seconds: float) -> int:
-    """A latency's histogram bin by its definition: bin k ≥ 1 holds HIST_FLOOR_S·HIST_RATIO^(k−1) up to the next
-    (as ``math.log`` rounds), bin 0 all below, the last all past."""
-    if seconds <= HIST_FLOOR_S:
-        return 0
-    b = int(math.log(seconds / HIST_FLOOR_S) / _LOG_RATIO) + 1
-    return b if b < HIST_BINS else HIST_BINS - 1
-
-
-def _bin_tables() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], int]:
-    """``log_bin`` without a logarithm (it was an eighth of a busy chain minute): the least latency of each bin
-    (found by bisection on the floats' bit patterns, so the bins are exactly ``log_bin``'s), and for each of
-    ``_SUBS`` slices of each binary order of magnitude, the bin of the slice's least latency. A latency's bin is
-    then its slice's, or the next if that starts inside the slice before it."""
-    lows = np.full(HIST_BINS + 1, math.inf)
-    lows[0] = -math.inf
-    for k in range(1, HIST_BINS):
-        guess = HIST_FLOOR_S * HIST_RATIO ** (k - 1)
-        lo = struct.unpack("<q", struct.pack("<d", guess * (1.0 - 1e-9)))[0]
-        hi = struct.unpack("<q", struct.pack("<d", guess * (1.0 + 1e-9)))[0]
-        assert log_bin(_as_float(lo)) < k <= log_bin(_as_float(hi))
-        while hi - lo > 1:  # log_bin(lo) < k <= log_bin(hi)
-            mid = (lo + hi) // 2
-            if log_bin(_as_float(mid)) < k:
-                lo = mid
-            else:
-                hi = mid
-        lows[k] = _as_float(hi)
-    _, e_low = math.frexp(HIST_FLOOR_S)
-    _, e_high = math.frexp(lows[HIST_BINS - 1])
-    first = np.zeros((e_high - e_low + 1) * _SUBS, dtype=np.int64)
-    for e in range(e_low, e_high + 1):
-        for j in range(_SUBS):
-            least = math.ldexp(0.5 + j / (2 * _SUBS), e)
-            first[(e - e_low) * _SUBS + j] = int(np.searchsorted(lows, least, side="right")) - 1
-    assert (np.diff(first) <= 1).all()  # a slice narrower than a bin: at most one bin starts inside it
-    return lows, first, e_low
-
-
-def _as_float(bits: int) -> float:
-    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
-
-
-_SUBS = 128  # slices of a binary order of magnitude: each under 0.8 % wide, so at most one bin starts inside one
-_BIN_LOW, _BIN_FIRST, _E_LOW = _bin_tables()
-
-
-@step
-def hist_bin(seconds: float) -> int:
-    """``log_bin(seconds)``, read from the tables: the same bin at each bin's least latency, at the float just
-    below it, and across the range.
-
-    >>> from oncallsim.model.kernel import from_python
-    >>> fast = from_python(hist_bin)
-    >>> lows = [float(x) for x in _BIN_LOW[1:-1]]
-    >>> xs = lows + [math.nextafter(x, 0.0) for x in lows] + [1e-6 * 1.0001**k for k in range(200_000)]
-    >>> [x for x in xs if fast(x) != log_bin(x)]
-    []
-    """
-    if seconds <= HIST_FLOOR_S:
-        return 0
-    if seconds >= _BIN_LOW[HIST_BINS - 1]:
-        return HIST_BINS - 1
-    m, e = math.frexp(seconds)
-    b = _BIN_FIRST[(e - _E_LOW) * _SUBS + int((m - 0.5) * (2 * _SUBS))]
-    return b + int(_BIN_LOW[b + 1] <= seconds)  # without a branch: a coin toss for the predictor
 
 
 @step
@@ -631,285 +222,6 @@ def answer(w: Any, x: float, a: int, ok: bool, at_deadline: bool, origin: int) -
     while k < _OTEL and latency >= OTEL_BOUNDS_S[k]:
         k += 1
     w.c_otel[k] += 1
-
-
-# --- budgets and hedges -----------------------------------------------------------------------------------------
-
-
-@step
-def budget_roll(w: Any, s: int, x: float) -> None:
-    """Bring the service's retry budget's ring to the second of ``x``: buckets of seconds gone are emptied."""
-    second = int(x)
-    last = w.svc_i[s, SI_BUDGET_SECOND]
-    if second <= last:
-        return
-    gap = second - last
-    if gap > BUDGET_WINDOW_S:
-        gap = BUDGET_WINDOW_S
-    for k in range(1, gap + 1):
-        slot = (last + k) % BUDGET_WINDOW_S
-        w.budget[s, slot] = 0
-        w.budget[s, BUDGET_WINDOW_S + slot] = 0
-    w.svc_i[s, SI_BUDGET_SECOND] = second
-
-
-@step
-def budget_allows(w: Any, s: int, x: float) -> bool:
-    """A retry is sent only if the service's retries would then be at most its budget's share of its calls
-    (first tries and retries) over the last ``BUDGET_WINDOW_S`` seconds, this one included."""
-    budget_roll(w, s, x)
-    sent = 0
-    retries = 0
-    for k in range(BUDGET_WINDOW_S):
-        sent += w.budget[s, k]
-        retries += w.budget[s, BUDGET_WINDOW_S + k]
-    return retries + 1 <= w.svc[s, SV_BUDGET] * (sent + 1)
-
-
-@step
-def select(v: Any, n: int, k: int) -> float:
-    """The k-th smallest of v[0:n] (0-based), by partitioning v in place (Hoare's selection)."""
-    lo = 0
-    hi = n - 1
-    while lo < hi:
-        pivot = v[(lo + hi) >> 1]
-        i = lo
-        j = hi
-        while i <= j:
-            while v[i] < pivot:
-                i += 1
-            while v[j] > pivot:
-                j -= 1
-            if i <= j:
-                tmp = v[i]
-                v[i] = v[j]
-                v[j] = tmp
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
-            return v[k]
-    return v[k]
-
-
-@step
-def hedge_delay(w: Any, e: int) -> float:
-    """How long a caller waits before it hedges a try of call ``e``: the callee's latency at the caller's
-    quantile as its callers have seen it (linear between order statistics, as numpy's default), read again every
-    ``HEDGE_REFRESH`` answers; the declared quantile plus the network until ``HEDGE_MIN_SEEN`` answers."""
-    callee = w.edge_i[e, EI_CALLEE]
-    seen = w.svc_i[callee, SI_SEEN]
-    if seen < HEDGE_MIN_SEEN:
-        return w.edge_f[e, EF_HEDGE_DECLARED_S]
-    if w.edge_read_at[e] >= 0 and seen - w.edge_read_at[e] < HEDGE_REFRESH:
-        return w.edge_delay[e]
-    n = seen if seen < HEDGE_WINDOW else HEDGE_WINDOW
-    for k in range(n):
-        w.scratch[k] = w.seen[callee, k]
-    q = w.svc[w.edge_i[e, EI_CALLER], SV_HEDGE_Q]
-    h = (n - 1) * q
-    lo = int(h)
-    low = select(w.scratch, n, lo)
-    value = low
-    if lo + 1 < n and h > lo:
-        high = w.scratch[lo + 1]  # after the selection every value past lo is at least low: the next is their least
-        for k in range(lo + 2, n):
-            if w.scratch[k] < high:
-                high = w.scratch[k]
-        value = low + (h - lo) * (high - low)
-    w.edge_delay[e] = value
-    w.edge_read_at[e] = seen
-    return value
-
-
-@step
-def saw(w: Any, s: int, seconds: float) -> None:
-    """A first copy's latency as its caller saw it: to its answer, or to the moment its hedge answered first (a
-    lower bound; see verify/chains.py ``seen`` for why the censored record still finds the quantile)."""
-    k = w.svc_i[s, SI_SEEN]
-    w.seen[s, k % HEDGE_WINDOW] = seconds
-    w.svc_i[s, SI_SEEN] = k + 1
-
-
-# --- breakers (docs/graphs.md, "Breakers") --------------------------------------------------------------------
-
-
-@step
-def breaker_mark(w: Any, x: float, e: int, accepted: bool) -> None:
-    """A request of call ``e``'s (caller, callee) breaker, accepted or not, in its window's bucket of ``x``."""
-    caller = w.edge_i[e, EI_CALLER]
-    number = int(x / w.svc[caller, SV_BREAKER_BUCKET_S])
-    p = w.edge_i[e, EI_PAIR]
-    b = number % BREAKER_BUCKETS
-    if w.br_stamp[p, b] != number:  # a bucket of a window gone: emptied
-        w.br_stamp[p, b] = number
-        w.br_n[p, b] = 0.0
-        w.br_ok[p, b] = 0.0
-    w.br_n[p, b] += 1.0
-    if accepted:
-        w.br_ok[p, b] += 1.0
-
-
-@step
-def breaker_rejects(w: Any, x: float, e: int) -> bool:
-    """Google SRE's adaptive throttling, as aegis's sre breaker: over the window's buckets (the current one
-    included), with ``requests`` at least the minimum and at least K·``accepts``, a request is rejected with
-    probability (requests − K·accepts)/(requests + 1). A number is drawn only then."""
-    caller = w.edge_i[e, EI_CALLER]
-    number = int(x / w.svc[caller, SV_BREAKER_BUCKET_S])
-    p = w.edge_i[e, EI_PAIR]
-    requests = 0.0
-    accepts = 0.0
-    for b in range(BREAKER_BUCKETS):
-        stamp = w.br_stamp[p, b]
-        if stamp > number - BREAKER_BUCKETS and stamp <= number:
-            requests += w.br_n[p, b]
-            accepts += w.br_ok[p, b]
-    k = w.svc[caller, SV_BREAKER_K]
-    if requests < w.svc[caller, SV_BREAKER_MIN] or requests <= k * accepts:
-        return False
-    return uniform(w.gen) < (requests - k * accepts) / (requests + 1.0)
-
-
-# --- the BBR limiter (docs/graphs.md, "Breakers, limits and queues"; model/request/limiter.py) -----------------
-
-
-@step
-def cpu_roll(w: Any, s: int, x: float) -> None:
-    """Service ``s``'s CPU samples up to ``x``, every 500 ms: the reading is its workers' own work begun since the
-    last sample against its workers × 500 ms (‰; a worker waiting on its calls burns none); a zero reading leaves
-    the last non-zero one, and the estimate takes 0.95 of itself and 0.05 of that reading (aegis's cpuproc)."""
-    while w.svc_r[s, SR_CPU_TICK] <= x:
-        reading = 1000.0 * w.svc_r[s, SR_CPU_ACC] / (w.svc[s, SV_WORKERS] * CPU_TICK_S)
-        if reading > 0.0:
-            w.svc_r[s, SR_CPU_LAST] = reading
-        w.svc_r[s, SR_CPU_EMA] = w.svc_r[s, SR_CPU_EMA] * CPU_DECAY + w.svc_r[s, SR_CPU_LAST] * (1.0 - CPU_DECAY)
-        w.svc_r[s, SR_CPU_ACC] = 0.0
-        w.svc_r[s, SR_CPU_TICK] += CPU_TICK_S
-
-
-@step
-def bbr_completed(w: Any, s: int, x: float, a: int) -> None:
-    """An attempt service ``s`` had started is done with (answered, or dropped on its caller's cancellation), in
-    BBR's current bucket: its time from its worker's start, whole ms rounded up."""
-    number = int(x / BBR_BUCKET_S)
-    b = number % BBR_BUCKETS
-    if w.bbr_stamp[s, b] != number:
-        w.bbr_stamp[s, b] = number
-        w.bbr_pass[s, b] = 0
-        w.bbr_rt[s, b] = 0.0
-    w.bbr_pass[s, b] += 1
-    ms = math.ceil((x - w.att_r[a, AR_STARTED]) * 1000.0)
-    if ms > 0:
-        w.bbr_rt[s, b] += ms
-
-
-@step
-def bbr_cap(w: Any, s: int, x: float) -> float:
-    """floor(maxPass × minRT × 10 / 1000) over the 99 buckets before the current one (aegis's reduce); 0 when they
-    hold no completion (aegis then drops above one in flight)."""
-    current = int(x / BBR_BUCKET_S)
-    oldest = current - BBR_BUCKETS + 1
-    max_pass = 0
-    min_rt = _INF
-    for b in range(BBR_BUCKETS):
-        number = w.bbr_stamp[s, b]
-        if number < oldest or number >= current:
-            continue
-        n = w.bbr_pass[s, b]
-        if n > max_pass:
-            max_pass = n
-        if n > 0:
-            avg = math.ceil(w.bbr_rt[s, b] / n)
-            if avg < min_rt:
-                min_rt = avg
-    if max_pass == 0:
-        return 0.0
-    if min_rt < 1.0:
-        min_rt = 1.0
-    return math.floor(max_pass * min_rt * (1.0 / BBR_BUCKET_S) / 1000.0)
-
-
-@step
-def bbr_sheds(w: Any, s: int, x: float) -> bool:
-    """Kratos's shouldDrop at service ``s`` for an arrival at ``x``: its CPU estimate at or above 800 ‰ and its
-    in-flight (its workers held and its queue) above 1 and above the cap; for 1 s after the episode's first shed,
-    the in-flight test alone."""
-    cpu_roll(w, s, x)
-    in_flight = w.svc_i[s, SI_QLEN] + w.svc_i[s, SI_BUSY]
-    drop_at = w.svc_r[s, SR_DROP_AT]
-    if w.svc_r[s, SR_CPU_EMA] < BBR_THRESHOLD:
-        if drop_at < 0.0:
-            return False
-        if x - drop_at <= BBR_COOL_DOWN_S:
-            return in_flight > 1 and in_flight > bbr_cap(w, s, x)
-        w.svc_r[s, SR_DROP_AT] = -1.0
-        return False
-    drop = in_flight > 1 and in_flight > bbr_cap(w, s, x)
-    if drop and drop_at < 0.0:
-        w.svc_r[s, SR_DROP_AT] = x
-    return drop
-
-
-# --- where a failure began (docs/graphs.md, "Where the failures began") ---------------------------------------------
-
-
-@step
-def blocker(w: Any, s: int) -> int:
-    """Where a wait for a worker at service ``s`` began: at ``s``, unless more than half of its held workers wait
-    on one stage of calls — then, by the same rule, at that stage's first call's callee."""
-    while True:
-        busy = w.svc_i[s, SI_BUSY]
-        below = -1
-        for g in range(w.stage_first[s], w.stage_first[s + 1]):
-            if 2 * w.stage_held[g] > busy:
-                below = w.edge_i[w.stage_edges[g], EI_CALLEE]
-                break
-        if below < 0:
-            return s
-        s = below
-
-
-@step
-def where(w: Any, a: int) -> int:
-    """Where a wait for attempt ``a`` that ran out (its caller's timer, its client's deadline) began: the
-    deepest service still working on it. Waiting for a worker (or on the network there): ``blocker`` of its
-    service; at its own work: its service; waiting on calls: the first unanswered call's awaited copy, and so on
-    down; answered already (its answer on the way back): where its failure began, or its service."""
-    while True:
-        s = w.att_i[a, A_SVC]
-        phase = w.att_i[a, A_PHASE]
-        if phase == WAITING:
-            return blocker(w, s)
-        if phase == WORKING:
-            return s
-        if phase == FINISHED:
-            origin = w.att_i[a, A_ORIGIN]
-            return origin if origin >= 0 else s
-        below = -1
-        c = w.att_i[a, A_FIRST]
-        while c >= 0 and below < 0:
-            if w.call_i[c, C_DONE] == 0:
-                if copy_alive(w, w.call_i[c, C_COPY1], w.call_i[c, C_GEN1]):
-                    below = w.call_i[c, C_COPY1]
-                elif copy_alive(w, w.call_i[c, C_COPY2], w.call_i[c, C_GEN2]):
-                    below = w.call_i[c, C_COPY2]
-            c = w.call_i[c, C_NEXT]
-        if below < 0:
-            return s
-        a = below
-
-
-@step
-def unhold_stage(w: Any, a: int) -> None:
-    """The attempt's worker no longer waits on its stage's calls (the stage is done, or the worker freed)."""
-    g = w.att_i[a, A_HELD_STAGE]
-    if g >= 0:
-        w.stage_held[g] -= 1
-        w.att_i[a, A_HELD_STAGE] = -1
 
 
 # --- a service --------------------------------------------------------------------------------------------------
@@ -1507,19 +819,3 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     for s in range(len(w.svc_i)):
         busy_change(w, s, t1, 0)
     return DONE
-
-
-@unmanaged
-def requeue_timers(w: Any, lst: int) -> None:
-    """Every timer of list ``lst`` onto the event heap at its deadline, the list emptied: the service's timeout
-    changed, so the calls sent from now on fall due in another order than those already waiting (Python has made
-    room for as many events: ``world.with_room``'s ``extra_events``)."""
-    a = w.timers[lst, 0]
-    while a >= 0:
-        after = w.att_i[a, A_TNEXT]
-        w.att_i[a, A_TIMED] = 0
-        push(w, w.att_r[a, AR_DEADLINE], EV_TIMER, a, w.att_i[a, A_GEN], 0)
-        a = after
-    w.timers[lst, 0] = -1
-    w.timers[lst, 1] = -1
-    w.ints[I_TMOVED] = 1
