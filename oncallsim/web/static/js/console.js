@@ -118,6 +118,8 @@
         s.name, colours[i % colours.length], "solid",
       ]),
       lines: [[timeoutMs, t("series.deadline"), "#111827"]],
+      // a logarithmic axis: a slow leaf's tens of ms turned seconds stay apart from a filled entry's tens of seconds
+      log: true,
     };
   }
   const PLOT_CONFIG = { displayModeBar: false, responsive: true, staticPlot: false };
@@ -217,7 +219,7 @@
         margin: { l: 42, r: 8, t: title.lines === 1 ? 24 : 34, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
         xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) },
-        yaxis: rows.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
+        yaxis: chart.log ? { tickfont: { size: 10 }, type: "log", dtick: 1 } : rows.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
