@@ -199,3 +199,24 @@ def test_guided_fan_out_stops_after_its_first_minute_with_its_hint(server: str, 
         watch.check()
     finally:
         page.close()
+
+
+def test_a_chains_debrief_fits_a_phone(server: str, browser: Any) -> None:
+    """The debrief's wide tables ("Where the failures began", the decisions) scroll in their own box on a phone;
+    the page itself does not (they pushed it to 521 px at 390)."""
+    body = {"scenario": "failing-leaf", "scenario_toml": FAILING_LEAF, "seed": 2, "speed": 16, "paused": True}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    post_json(server, f"/api/runs/{run}/actions", {"control": "db.retries", "value": 0})
+    post_json(server, f"/api/runs/{run}/actions", {"control": "api.retries", "value": 1})
+    post_json(server, f"/api/runs/{run}/control", {"type": "resume"})
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        page.wait_for_function("() => !document.getElementById('debrief-link').hidden", timeout=120_000)
+        page.goto(f"{server}/runs/{run}/debrief", timeout=300_000)
+        assert page.locator("#origins tr[data-service=db]").count() == 1
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        watch.check()
+    finally:
+        page.close()
