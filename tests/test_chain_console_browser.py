@@ -187,6 +187,10 @@ def test_guided_fan_out_stops_after_its_first_minute_with_its_hint(server: str, 
         page.locator("#briefing-go").click()
         page.wait_for_selector("#note[open]")
         assert page.locator("#clock").inner_text() == "09:01"
+        # a chain of two columns is drawn whole on a phone (it shrinks a little rather than hide the shards)
+        for name in ("page", "shard"):
+            box = page.locator(f"#diagram g[data-service={name}]").bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, name
         assert "Hedge after quantile to 0.95" in page.locator("#note-text").inner_text()
         page.locator("#note-stay").click()
         field = page.locator("#c-page\\.hedge_after_quantile")

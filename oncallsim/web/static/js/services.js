@@ -49,6 +49,9 @@
   });
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.style.height = Math.min(280, height) + "px"; // the chain scaled into the charts' width, never over them
+  // on a phone it shrinks to 80 % of its size at most (its text still readable), then scrolls sideways: a chain of
+  // two columns fits 390 px whole (the one service's 600 px floor hid the cascade's recs off the screen)
+  svg.style.minWidth = Math.round(width * 0.8) + "px";
 
   function el(tag, attrs, text) {
     const node = document.createElementNS(NS, tag);
@@ -116,9 +119,10 @@
       box.use.textContent = t("graph.use", { busy: percent(x.utilization), queue: number(x.queue) });
       const failed = x.attempts_per_s > 0 ? (x.failed_per_s + x.refused_per_s) / x.attempts_per_s : 0;
       // the failures in words (the colour says it too): the share of its attempts that failed, and the clients'
-      // failed requests whose failure began here (the debrief's "Where the failures began", minute by minute)
+      // failed requests whose failure began here (the debrief's "Where the failures began", minute by minute); what
+      // would read "0% failed · 0/s" is left unsaid
       const begun = x.failures_begun_per_s || 0;
-      box.failing.textContent = failed > 0 || begun > 0 ? t("graph.failing", { failed: percent(failed), begun: number(Math.round(begun)) }) : "";
+      box.failing.textContent = failed >= 0.005 || begun >= 0.5 ? t("graph.failing", { failed: percent(failed), begun: number(Math.round(begun)) }) : "";
       box.g.dataset.begun = begun.toFixed(2);
       // slow is a symptom too: a p99 past the clients' deadline (hot) or past half of it (warm), even while the
       // service neither fails nor fills (a slow leaf whose callers wait on it)
