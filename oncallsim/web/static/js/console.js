@@ -532,6 +532,15 @@
     endRequested = true;
     send({ type: "end" });
   }));
+  // The Debrief link while the debrief is still being computed (30 s and more for a chain): the page stays here, says
+  // it will open it, and goes when it is ready (a plain link left the person on a blank loading page meanwhile)
+  $("debrief-link").addEventListener("click", (e) => {
+    if (root.dataset.debrief !== "computing") return;
+    e.preventDefault();
+    endRequested = true;
+    root.dataset.debriefWanted = "true";
+    flash(t("run.debrief_soon"), "info", true);
+  });
   $("abandon-run").addEventListener("click", () =>
     confirmThen(t("confirm.abandon"), t("confirm.abandon_yes"), () => send({ type: "abandon" })));
   $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
@@ -774,7 +783,7 @@
         root.dataset.debrief = "computing";
         break;
       case "debrief_progress": // the debrief's replays (hands-off, the playbook, the mechanisms), as they end
-        flash(t("run.debrief_progress", { done: message.done, total: message.total }), "info", true);
+        flash(t("run.debrief_progress", { done: message.done, total: message.total }) + (root.dataset.debriefWanted === "true" ? " " + t("run.debrief_soon") : ""), "info", true);
         root.dataset.debriefProgress = `${message.done}/${message.total}`;
         break;
       case "finished":
