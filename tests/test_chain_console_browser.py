@@ -224,3 +224,26 @@ def test_a_chains_debrief_fits_a_phone(server: str, browser: Any) -> None:
         watch.check()
     finally:
         page.close()
+
+
+def test_the_debrief_link_waits_on_the_console_while_the_debrief_is_computed(server: str, browser: Any) -> None:
+    """Clicked while the debrief's replays run (seconds for an hour of a chain), the link keeps the console open
+    and says the debrief opens as soon as it is computed; then the page goes there by itself."""
+    body = {"scenario": "retry-layers", "seed": 6, "speed": 16, "paused": True, "engine": "request"}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        page.wait_for_selector("#briefing[open]")
+        page.locator("#briefing-go").click()
+        computing = "() => document.querySelector('main.console').dataset.debrief === 'computing'"
+        page.wait_for_function(computing, timeout=120_000)
+        page.locator("#debrief-link").click()
+        assert page.url.endswith(f"/runs/{run}")
+        assert "opens here as soon as it is computed" in page.locator("#error").inner_text()
+        page.wait_for_url(f"**/runs/{run}/debrief", timeout=300_000)
+        assert page.locator("#origins tr[data-service=db]").count() == 1
+        watch.check()
+    finally:
+        page.close()
