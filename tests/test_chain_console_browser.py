@@ -58,6 +58,8 @@ def test_the_cascade_is_drawn_and_a_timeout_set_from_the_services_panel(server: 
         page.wait_for_function("() => document.querySelector('g[data-service=recs] text.value').textContent !== ''")
         assert "/s" in str(diagram.locator("g[data-service=api] text.value").first.text_content())
         assert page.locator("#chart-cache").count() == 0 and page.locator("#chart-services").count() == 1
+        # a slow leaf's ms and a filled entry's tens of seconds on one chart: a logarithmic axis
+        assert page.evaluate("() => document.getElementById('chart-services').layout.yaxis.type") == "log"
         # the entry's own fleet and deadline are not the panel's to set
         assert page.locator("#c-api\\.instances").is_disabled() and page.locator("#c-api\\.timeout_ms").is_disabled()
         assert page.locator("#c-api\\.timeout_ms").input_value() == "1000"  # its clients' deadline
@@ -104,6 +106,144 @@ def test_the_services_panel_fits_a_phone(server: str, browser: Any) -> None:
             field = page.locator(f"#c-{name}\\.retries")
             field_box = field.bounding_box()
             assert field_box is not None and field_box["x"] + field_box["width"] <= 390, name
+        watch.check()
+    finally:
+        page.close()
+
+
+# A leaf failing half its attempts from the first minute: its box says so in words, and that the clients' failed
+# requests began there (the entry, which saw them all, began none).
+FAILING_LEAF = """
+id = "failing-leaf"
+version = 1
+title = "A failing leaf"
+summary = "The api calls db; db fails half its attempts."
+briefing = "The api calls db on every request."
+start = "09:00"
+minutes = 10
+
+[params]
+base_requests_per_s = 200.0
+diurnal_amplitude = 0.0
+
+[graph]
+entry = "api"
+deadline_ms = 1000
+
+[graph.services.api]
+instances = 4
+workers_per_instance = 8
+service_ms = 2
+calls = [{ to = "db", network_ms = 1 }]
+
+[graph.services.db]
+instances = 4
+workers_per_instance = 8
+service_ms = 4
+
+[[events]]
+kind = "service"
+service = "db"
+at = "09:00"
+minutes = 10
+errors = 0.5
+"""
+
+
+def test_the_diagram_says_where_the_failures_begin(server: str, browser: Any) -> None:
+    body = {"scenario": "failing-leaf", "scenario_toml": FAILING_LEAF, "seed": 1, "speed": 1, "paused": True}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        close_briefing(page)
+        step(page, 1)
+        db = page.locator("#diagram g[data-service=db]")
+        page.wait_for_function("() => document.querySelector('g[data-service=db] text.failing').textContent !== ''")
+        words = str(db.locator("text.failing").text_content())
+        failed_share = float(words.split("%")[0])
+        # about half its attempts fail (the event's 0.5; 200 a second for a minute: a binomial band far inside 40-60)
+        assert 40 <= failed_share <= 60 and "began here" in words, words
+        assert db.get_attribute("data-level") == "hot"
+        assert float(str(db.get_attribute("data-begun"))) > 0
+        assert float(str(page.locator("#diagram g[data-service=api]").get_attribute("data-begun"))) == 0
+        watch.check()
+    finally:
+        page.close()
+
+
+def test_guided_fan_out_stops_after_its_first_minute_with_its_hint(server: str, browser: Any) -> None:
+    """The fan-out lesson has no event: on guided its clock stops after the first minute with its hint (naming the
+    page's hedging), which the person applies from the Services panel before the objective's minutes are lost."""
+    body = {"scenario": "fan-out", "seed": 4, "speed": 1, "paused": True, "difficulty": "guided"}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        page.wait_for_selector("#briefing[open]")
+        assert "Hedge after quantile" in page.locator("#briefing").inner_text()  # the briefing names the setting
+        page.locator("#briefing-go").click()
+        page.wait_for_selector("#note[open]")
+        assert page.locator("#clock").inner_text() == "09:01"
+        # a chain of two columns is drawn whole on a phone (it shrinks a little rather than hide the shards)
+        for name in ("page", "shard"):
+            box = page.locator(f"#diagram g[data-service={name}]").bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, name
+        assert "Hedge after quantile to 0.95" in page.locator("#note-text").inner_text()
+        page.locator("#note-stay").click()
+        field = page.locator("#c-page\\.hedge_after_quantile")
+        field.fill("0.95")
+        page.get_by_role("button", name="Apply the settings of page").click()
+        page.wait_for_function("() => !document.querySelector('#error').hidden")
+        assert "0.95" in page.locator("#error").inner_text()
+        step(page, 2)
+        assert api(server, f"/api/runs/{run}")["state"]["services"]["page"]["hedge_after_quantile"] == 0.95
+        watch.check()
+    finally:
+        page.close()
+
+
+def test_a_chains_debrief_fits_a_phone(server: str, browser: Any) -> None:
+    """The debrief's wide tables ("Where the failures began", the decisions) scroll in their own box on a phone;
+    the page itself does not (they pushed it to 521 px at 390)."""
+    body = {"scenario": "failing-leaf", "scenario_toml": FAILING_LEAF, "seed": 2, "speed": 16, "paused": True}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    post_json(server, f"/api/runs/{run}/actions", {"control": "db.retries", "value": 0})
+    post_json(server, f"/api/runs/{run}/actions", {"control": "api.retries", "value": 1})
+    post_json(server, f"/api/runs/{run}/control", {"type": "resume"})
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        page.wait_for_function("() => !document.getElementById('debrief-link').hidden", timeout=120_000)
+        page.goto(f"{server}/runs/{run}/debrief", timeout=300_000)
+        assert page.locator("#origins tr[data-service=db]").count() == 1
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        watch.check()
+    finally:
+        page.close()
+
+
+def test_the_debrief_link_waits_on_the_console_while_the_debrief_is_computed(server: str, browser: Any) -> None:
+    """Clicked while the debrief's replays run (seconds for an hour of a chain), the link keeps the console open
+    and says the debrief opens as soon as it is computed; then the page goes there by itself."""
+    body = {"scenario": "retry-layers", "seed": 6, "speed": 16, "paused": True, "engine": "request"}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        page.wait_for_selector("#briefing[open]")
+        page.locator("#briefing-go").click()
+        computing = "() => document.querySelector('main.console').dataset.debrief === 'computing'"
+        page.wait_for_function(computing, timeout=120_000)
+        page.locator("#debrief-link").click()
+        assert page.url.endswith(f"/runs/{run}")
+        assert "opens here as soon as it is computed" in page.locator("#error").inner_text()
+        page.wait_for_url(f"**/runs/{run}/debrief", timeout=300_000)
+        assert page.locator("#origins tr[data-service=db]").count() == 1
         watch.check()
     finally:
         page.close()

@@ -209,6 +209,20 @@ def test_restart_resumes_from_the_log(db: Path) -> None:
     assert after["records"][31]["recommendations"] is False and expected.timeline[31].recommendations is True
 
 
+def test_a_run_nobody_watches_is_held_until_the_api_starts_it(client: TestClient) -> None:
+    """docs/web.md, POST /api/runs: a run created without ``paused`` but with no viewer waits at minute 0 (held,
+    not lost); the API alone drives it: ``step`` plays a minute, ``resume`` starts its clock with nobody
+    watching."""
+    run_id = new_run(client, scenario="surge")
+    state = client.get(f"/api/runs/{run_id}").json()["state"]
+    assert state["paused"] is True and state["minute"] == 0
+    stepped = client.post(f"/api/runs/{run_id}/control", json={"type": "step"})
+    assert stepped.status_code == 200, stepped.text
+    assert client.get(f"/api/runs/{run_id}").json()["state"]["minute"] == 1
+    resumed = client.post(f"/api/runs/{run_id}/control", json={"type": "resume"}).json()
+    assert resumed["paused"] is False
+
+
 def test_a_paused_run_stays_paused_across_a_restart(db: Path) -> None:
     with console(db) as first:
         held = new_run(first, paused=True)

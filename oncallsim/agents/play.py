@@ -322,7 +322,8 @@ def _hint(run: AgentRun) -> str:
     paged = any(getattr(e, "code", None) == "page_fired" for r in sim.timeline for e in r.events)
     if paged and sim.scenario.page_hint:
         return sim.scenario.page_hint.strip()
-    started = any(pause_reason(sim.plan, r) == "incident" for r in sim.timeline)
+    hinted = bool(sim.scenario.incident_hint.strip())
+    started = any(pause_reason(sim.plan, r, hint_at_start=hinted) == "incident" for r in sim.timeline)
     return sim.scenario.incident_hint.strip() if started else ""
 
 
@@ -444,7 +445,11 @@ class Runs:
             for _ in range(minutes):
                 record = sim.step(run.pending)
                 run.pending = []
-                reason = pause_reason(sim.plan, record) if run.difficulty != "hard" else None
+                reason = (
+                    pause_reason(sim.plan, record, hint_at_start=bool(sim.scenario.incident_hint.strip()))
+                    if run.difficulty != "hard"
+                    else None
+                )
                 if reason is not None and (run.difficulty == "guided" or reason == "page") and not sim.done:
                     run.pause_reason = reason
                     break

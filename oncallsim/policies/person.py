@@ -58,6 +58,8 @@ class Person:
             if self.told == "stop":  # the stop the console makes: the scenario's first event, from the same draws
                 plan = observation.scenario.build_plan(Mulberry32(self.seed))
                 self.incident = plan.first_event(plan.minutes)
+                if self.incident is None and observation.scenario.incident_hint.strip():
+                    self.incident = 0  # no event, a hint: the console stops after the first minute (pause_reason)
         if self.acts_from is None:
             told_at = self._told(observation)
             if told_at is None:

@@ -585,7 +585,7 @@ class LiveRun:
         says so."""
         if self.done or self.paused or self.difficulty == "hard":
             return
-        reason = pause_reason(self.sim.plan, record)
+        reason = pause_reason(self.sim.plan, record, hint_at_start=bool(self.sim.scenario.incident_hint.strip()))
         if reason is None or (self.difficulty == "normal" and reason != "page"):
             return
         self.paused, self.held_by, self.pause_reason = True, "user", reason

@@ -86,12 +86,17 @@ def incident_kind(plan: RunPlan) -> str:
     return "surge"
 
 
-def pause_reason(plan: RunPlan, record: MinuteRecord) -> str | None:
+def pause_reason(plan: RunPlan, record: MinuteRecord, hint_at_start: bool = False) -> str | None:
     """On guided difficulty, why the clock stops after this minute: the page, the incident's start (the
-    scenario's first event, whatever its kind: ``RunPlan.first_event``), or not."""
+    scenario's first event, whatever its kind: ``RunPlan.first_event``), or not.
+
+    ``hint_at_start``: the scenario has a hint and no event, its trouble there from the first minute (the fan-out
+    lesson's slow tail): the clock stops after the first minute, so the hint comes while acting can still meet the
+    objective (else a guided run of such a lesson never stops and a person reads its hint nowhere)."""
     if any(getattr(e, "code", None) == "page_fired" for e in record.events):
         return "page"
-    if record.minute == _incident_minute(plan):
+    incident = _incident_minute(plan)
+    if record.minute == incident or (incident is None and hint_at_start and record.minute == 0):
         return "incident"
     return None
 

@@ -118,6 +118,8 @@
         s.name, colours[i % colours.length], "solid",
       ]),
       lines: [[timeoutMs, t("series.deadline"), "#111827"]],
+      // a logarithmic axis: a slow leaf's tens of ms turned seconds stay apart from a filled entry's tens of seconds
+      log: true,
     };
   }
   const PLOT_CONFIG = { displayModeBar: false, responsive: true, staticPlot: false };
@@ -217,7 +219,7 @@
         margin: { l: 42, r: 8, t: title.lines === 1 ? 24 : 34, b: 22 }, showlegend: true,
         legend: { orientation: "h", y: -0.2, font: { size: narrow ? 9 : 10 }, itemwidth: 30 },
         xaxis: { nticks: 6, tickfont: { size: 10 }, range: timeRange(x.length) },
-        yaxis: rows.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
+        yaxis: chart.log ? { tickfont: { size: 10 }, type: "log", dtick: 1 } : rows.length ? { tickfont: { size: 10 }, rangemode: "tozero" } : { tickfont: { size: 10 }, range: [0, 1] },
         font: { family: "system-ui, sans-serif" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "#fff", separators,
         ...markerLayout(id === "chart-traffic"),
       };
@@ -530,6 +532,15 @@
     endRequested = true;
     send({ type: "end" });
   }));
+  // The Debrief link while the debrief is still being computed (30 s and more for a chain): the page stays here, says
+  // it will open it, and goes when it is ready (a plain link left the person on a blank loading page meanwhile)
+  $("debrief-link").addEventListener("click", (e) => {
+    if (root.dataset.debrief !== "computing") return;
+    e.preventDefault();
+    endRequested = true;
+    root.dataset.debriefWanted = "true";
+    flash(t("run.debrief_soon"), "info", true);
+  });
   $("abandon-run").addEventListener("click", () =>
     confirmThen(t("confirm.abandon"), t("confirm.abandon_yes"), () => send({ type: "abandon" })));
   $("pause").addEventListener("click", () => send({ type: state && state.paused ? "resume" : "pause" }));
@@ -772,7 +783,7 @@
         root.dataset.debrief = "computing";
         break;
       case "debrief_progress": // the debrief's replays (hands-off, the playbook, the mechanisms), as they end
-        flash(t("run.debrief_progress", { done: message.done, total: message.total }), "info", true);
+        flash(t("run.debrief_progress", { done: message.done, total: message.total }) + (root.dataset.debriefWanted === "true" ? " " + t("run.debrief_soon") : ""), "info", true);
         root.dataset.debriefProgress = `${message.done}/${message.total}`;
         break;
       case "finished":

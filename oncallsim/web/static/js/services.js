@@ -16,7 +16,7 @@
   const graph = JSON.parse(svg.dataset.graph);
   const NS = "http://www.w3.org/2000/svg";
   const BOX_W = 184;
-  const BOX_H = 54;
+  const BOX_H = 68;
   const GAP_X = 64;
   const GAP_Y = 12;
   const LABELS = { // each setting's words (the catalog's keys written out: the i18n check reads them)
@@ -53,6 +53,9 @@
   });
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.style.height = Math.min(280, height) + "px"; // the chain scaled into the charts' width, never over them
+  // on a phone it shrinks to 80 % of its size at most (its text still readable), then scrolls sideways: a chain of
+  // two columns fits 390 px whole (the one service's 600 px floor hid the cascade's recs off the screen)
+  svg.style.minWidth = Math.round(width * 0.8) + "px";
 
   function el(tag, attrs, text) {
     const node = document.createElementNS(NS, tag);
@@ -89,9 +92,10 @@
     g.append(el("text", { x: x + BOX_W / 2, y: y + 16 }, s.name === graph.entry ? t("graph.entry", { name: s.name }) : s.name));
     const rate = el("text", { x: x + BOX_W / 2, y: y + 32, class: "value" });
     const use = el("text", { x: x + BOX_W / 2, y: y + 47, class: "value" });
-    g.append(rate, use);
+    const failing = el("text", { x: x + BOX_W / 2, y: y + 62, class: "value failing" });
+    g.append(rate, use, failing);
     svg.append(g);
-    boxes[s.name] = { g, rate, use };
+    boxes[s.name] = { g, rate, use, failing };
   }
 
   function level(x, warm, hot) {
@@ -118,7 +122,16 @@
       box.rate.textContent = t("graph.rate", { n: number(Math.round(x.attempts_per_s)), p99 });
       box.use.textContent = t("graph.use", { busy: percent(x.utilization), queue: number(x.queue) });
       const failed = x.attempts_per_s > 0 ? (x.failed_per_s + x.refused_per_s) / x.attempts_per_s : 0;
-      box.g.dataset.level = failed >= 0.1 || x.utilization >= 0.99 ? "hot" : failed >= 0.01 || x.utilization >= 0.8 ? "warm" : "calm";
+      // the failures in words (the colour says it too): the share of its attempts that failed, and the clients'
+      // failed requests whose failure began here (the debrief's "Where the failures began", minute by minute); what
+      // would read "0% failed · 0/s" is left unsaid
+      const begun = x.failures_begun_per_s || 0;
+      box.failing.textContent = failed >= 0.005 || begun >= 0.5 ? t("graph.failing", { failed: percent(failed), begun: number(Math.round(begun)) }) : "";
+      box.g.dataset.begun = begun.toFixed(2);
+      // slow is a symptom too: a p99 past the clients' deadline (hot) or past half of it (warm), even while the
+      // service neither fails nor fills (a slow leaf whose callers wait on it)
+      const slow = x.p99_ms === null ? 0 : x.p99_ms / graph.deadline_ms;
+      box.g.dataset.level = failed >= 0.1 || x.utilization >= 0.99 || slow >= 1 ? "hot" : failed >= 0.01 || x.utilization >= 0.8 || slow >= 0.5 ? "warm" : "calm";
     }
   }
 
