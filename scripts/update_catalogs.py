@@ -157,6 +157,8 @@ def page_events() -> dict[str, str]:
         elif spec.kind != "button":
             unit = f" {spec.unit}" if spec.unit else ""
             entries[f"event.setting.{name}"] = f"{label} set to {{value}}{unit}"
+    # a chain's <service>.<setting>, named in the Services panel's words ("recs: Timeout (ms)", services.js)
+    entries["event.setting.service"] = "{setting} set to {value}"
     return entries
 
 

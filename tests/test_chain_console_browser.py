@@ -76,6 +76,10 @@ def test_the_cascade_is_drawn_and_a_timeout_set_from_the_services_panel(server: 
         assert services["recs"]["timeout_ms"] == 150.0
         assert services["catalog"]["retries"] == 0  # another service's typed value was not sent with it
         page.wait_for_function("() => document.querySelector('#c-recs\\\\.timeout_ms').value === '150'")
+        # the event log says it in the panel's words
+        page.wait_for_function(
+            "() => document.getElementById('events').textContent.includes('recs: Timeout (ms) set to 150')"
+        )
         # Enter applies a service's settings from the keyboard
         page.locator("#c-catalog\\.retries").press("Enter")
         step(page, 4)

@@ -204,6 +204,7 @@ def chain_step(
     for name, value in actions:
         if "." in name:
             world = apply_service_control(world, layout, name, value)
+            events.append(Event("setting", name=name, value=value))  # the event log says it as for any setting
         elif name == "deadline_propagation":  # from this minute's requests on (those in flight keep theirs)
             world.reals[R_PROPAGATE] = 1.0 if value else 0.0
     t = state.minute

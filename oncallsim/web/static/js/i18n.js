@@ -54,6 +54,9 @@
   // English fallback for a code the catalog does not know.
   function tEvent(event) {
     const args = event.args || {};
+    // a chain's service's setting ("recs.timeout_ms"): in the Services panel's words (services.js)
+    const service = event.code === "setting" && window.services ? window.services.label(String(args.name)) : null;
+    if (service) return t("event.setting.service", { setting: service, value: number(args.value, Number.isInteger(args.value) ? 0 : 3) });
     let key = "event." + event.code;
     if (event.code === "setting") {
       key += "." + args.name;
