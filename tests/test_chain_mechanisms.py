@@ -6,35 +6,16 @@ A mechanism left undeclared changes nothing, bit for bit (the existing chain tes
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import mpmath
 import numpy as np
 import pytest
 
 from oncallsim.model.chain import world as W
-from oncallsim.model.chain.drive import chain_minute_of, new_chain
-from oncallsim.scenarios.graph import GraphSpec, layout_of
+from oncallsim.scenarios.graph import GraphSpec
 from oncallsim.scenarios.registry import scenario_from_text
 from oncallsim.verify.chains import simulate
-
-
-def graph(entry: str, deadline_ms: float, **services: dict[str, Any]) -> GraphSpec:
-    return GraphSpec.model_validate({"entry": entry, "deadline_ms": deadline_ms, "services": services})
-
-
-def play(spec: GraphSpec, per_minute: list[int], seed: int = 1, fail: dict[str, float] | None = None) -> list[Any]:
-    """The chain minute by minute; each minute's copies of the per-service measures and the clients'."""
-    layout = layout_of(spec)
-    world = new_chain(layout, seed)
-    for name, p in (fail or {}).items():
-        world.svc_r[layout.names.index(name), W.SR_FAIL] = p
-    out = []
-    for minute, count in enumerate(per_minute):
-        world = chain_minute_of(world, minute, count)
-        out.append((world.m_svc.copy(), world.m_client.copy(), world.c_hist.copy()))
-    return out
-
+from tests.test_chain_engine import graph, play  # the same graph builder and minute-by-minute player
 
 # --- breakers ---------------------------------------------------------------------------------------------------
 
