@@ -12,8 +12,8 @@ cost five times what it needs to:
    every member — seven for an array, some 650 for the request engine's world at each call, packed again in
    each callee. A piece (a named tuple of arrays) is instead held as one pointer to its members, kept by the
    function that took it from Python; ``piece.name`` loads that member. Compiled code never changes a tuple,
-   so the memory is only read: each such argument is ``noalias`` and LLVM keeps the loaded members in
-   registers across the stores into the arrays.
+   so the memory is only read: each such argument is ``noalias`` and each load of a member is marked invariant
+   (``!invariant.load``): LLVM keeps the loaded members in registers across the stores into the arrays.
 3. **Positions are constants** (``positions``): ``rec[REC.error_rate]`` with ``REC`` a global named tuple built
    the whole tuple (sixty fields) at every use before picking one field; each field is now a constant.
 4. **Compile options compared by what is set**: numba looks up each typed call of a library function (``min``,
@@ -165,6 +165,9 @@ class _PieceMembers(AttributeTemplate):
 def _member(context: Any, builder: Any, typ: Any, value: Any, attr: str) -> Any:
     index = typ.fields.index(attr)
     member = builder.load(cgutils.gep_inbounds(builder, value, 0, index))
+    # the members never change while compiled code holds the piece: LLVM may load each once per function and keep
+    # it across stores into the arrays (``noalias`` alone did not stop it loading a member again after each store)
+    member.set_metadata("invariant.load", builder.module.add_metadata([]))
     return impl_ret_borrowed(context, builder, typ.types[index], member)
 
 
