@@ -244,3 +244,39 @@ def test_a_bounded_fleet_refuses_and_waits_as_its_markov_chain_says(
     measured_wait, wait_se = batch_mean(report.services["s"].waits_ms)
     assert measured_share == pytest.approx(expected_share, abs=4.0 * share_se)
     assert measured_wait == pytest.approx(expected_wait, abs=4.0 * wait_se)
+
+
+@pytest.mark.parametrize("balancer", ["random", "round-robin", "least-outstanding"])
+def test_every_attempt_given_an_instance_is_finished_there(balancer: str) -> None:
+    """Least-outstanding reads each instance's outstanding count, so every way an attempt ends at a service must
+    take it off exactly once: answered, dropped as cancelled (waiting, at work, waiting on calls), refused past
+    its deadline, abandoned, refused for a full queue. An overloaded chain with timeouts, hedges, retries, a
+    breaker, BBR, LIFO, bounded queues and an asynchronous service runs every one of them; when it has played
+    out, nothing is outstanding, every worker is free and every queue empty (a leak or a double count would
+    show)."""
+    import random
+
+    from oncallsim.verify import chains
+
+    spec = GraphSpec.model_validate({"entry": "a", "deadline_ms": 200.0, "services": {
+        "a": {"instances": 3, "workers_per_instance": 3, "service_ms": 5.0, "balancer": balancer, "limiter": "bbr",
+              "max_queue": 4, "retries": 2, "hedge_after_quantile": 0.9, "breaker": {},
+              "calls": [{"to": "b", "network_ms": 2.0}, {"to": "c", "network_ms": 1.0, "probability": 0.5}]},
+        "b": {"instances": 4, "workers_per_instance": 2, "service_ms": 12.0, "timeout_ms": 40.0, "balancer": balancer,
+              "discipline": "lifo", "max_queue": 3},
+        "c": {"instances": 2, "workers_per_instance": 2, "service_ms": 6.0, "asynchronous": True, "timeout_ms": 30.0,
+              "balancer": balancer, "calls": [{"to": "b", "network_ms": 1.0}]},
+    }})  # fmt: skip
+    sim = chains._Chain(spec, random.Random(3), {"a": 0.02}, spec.deadline_ms)
+    report = sim.run(1500.0, 8000, 500)
+    for name, service in sim.services.items():
+        assert len(service.instances) == spec.services[name].instances
+        for instance in service.instances:
+            assert (instance.outstanding, instance.free, len(instance.queue)) == (
+                0,
+                spec.services[name].workers_per_instance,
+                0,
+            )
+    a, b, c = (report.services[name] for name in "abc")
+    assert a.queue_full > 0 and b.queue_full + b.refused > 0 and b.cancelled > 0 and c.cancelled > 0
+    assert a.hedges > 0 and a.timeouts > 0 and a.retries > 0
