@@ -9,7 +9,11 @@ deadline no wait reaches) against closed forms computed here with mpmath, not wi
 - max_queue with least-outstanding or round-robin: a finite Markov chain on the instances' attempts, solved.
 
 The oracle's mean wait is compared within four standard errors, estimated by batch means (20 batches of the
-waits in start order; across ten seeds they agree with the seeds' own spread). The engine's side comes later."""
+waits in start order; across ten seeds they agree with the seeds' own spread). The request engine
+(oncallsim/model/chain) is checked against the same closed forms and Markov chains below, its error from its
+minutes as batches; pooled stays what it was, bit for bit (the other chain tests hold its numbers). The closed
+forms Erlang C and GI/M/1 are ``oncallsim validate``'s (verify/chain_checks.py), themselves checked against
+Lindley's recursion in tests/test_chain_checks.py."""
 
 from __future__ import annotations
 
@@ -20,7 +24,13 @@ import mpmath
 import numpy as np
 import pytest
 
-from oncallsim.scenarios.graph import GraphSpec
+from oncallsim.model.chain import world as W
+from oncallsim.model.chain.drive import chain_minute_of, new_chain
+from oncallsim.model.chain.engine import set_instances
+from oncallsim.model.errors import InvalidInput
+from oncallsim.scenarios.graph import GraphSpec, layout_of
+from oncallsim.scenarios.registry import scenario_from_text
+from oncallsim.verify.chain_checks import erlang_c_wait_s, gi_m_1_erlang_sigma, gi_m_1_erlang_wait_s
 from oncallsim.verify.chains import ChainReport, simulate
 
 S = 10.0  # the mean work, ms
@@ -55,20 +65,13 @@ def batch_mean(values: np.ndarray) -> tuple[float, float]:
 
 
 def erlang_c_wait(c: int, rate: float, mean: float) -> float:
-    """M/M/c's mean wait in the queue: C(c, a)·S/(c − a), a = λS."""
-    a = mpmath.mpf(rate) * mean
-    top = a**c / mpmath.factorial(c) * c / (c - a)
-    waits = top / (mpmath.fsum(a**j / mpmath.factorial(j) for j in range(c)) + top)
-    return float(waits * mean / (c - a))
+    """M/M/c's mean wait in the queue, in the unit of ``mean``."""
+    return erlang_c_wait_s(c, rate, mean)
 
 
 def erlang_gaps_wait(n: int, rate: float, mean: float) -> tuple[float, float]:
-    """GI/M/1 with Erlang-n gaps of phase rate λ (every n-th arrival of a Poisson stream of λ): σ ∈ (0, 1)
-    solves σ = A*(μ(1 − σ)) with A*(s) = (λ/(λ + s))ⁿ the gaps' transform; the mean wait is σ/(μ(1 − σ))."""
-    lam, mu = mpmath.mpf(rate), 1 / mpmath.mpf(mean)
-    sigma = mpmath.findroot(lambda x: x - (lam / (lam + mu * (1 - x))) ** n, mpmath.mpf("0.5"))
-    assert 0 < sigma < 1
-    return float(sigma / (mu * (1 - sigma))), float(sigma)
+    """GI/M/1 with Erlang-n gaps (every n-th arrival of a Poisson stream of λ): its mean wait, and σ."""
+    return gi_m_1_erlang_wait_s(n, rate, mean), gi_m_1_erlang_sigma(n, rate, mean)
 
 
 def finite_queue_blocking(k: int, room: int, rate: float, mean: float) -> float:
@@ -280,3 +283,171 @@ def test_every_attempt_given_an_instance_is_finished_there(balancer: str) -> Non
     a, b, c = (report.services[name] for name in "abc")
     assert a.queue_full > 0 and b.queue_full + b.refused > 0 and b.cancelled > 0 and c.cancelled > 0
     assert a.hedges > 0 and a.timeouts > 0 and a.retries > 0
+
+
+# --- the request engine -------------------------------------------------------------------------------------------
+
+MINUTES = 16  # the engine's minutes of Poisson arrivals; the first left out (the queues start empty)
+
+
+def engine_waits(spec: GraphSpec, rate_per_ms: float, seed: int = 7, measure: int = W.M_WAIT_S) -> tuple[float, float]:
+    """The engine's mean wait for a worker (ms) over MINUTES − 1 minutes, and 4 standard errors of it from the
+    minutes as batches (10 ms jobs: a minute is thousands of busy periods apart); ``measure`` M_QUEUE_FULL: the
+    share of arrivals refused for a full queue instead."""
+    world = new_chain(layout_of(spec), seed)
+    per_minute = []
+    total = count = 0.0
+    for minute in range(MINUTES):
+        world = chain_minute_of(world, minute, round(rate_per_ms * 60_000.0))
+        if minute:
+            m = world.m_svc[0]
+            of = m[W.M_STARTED] if measure == W.M_WAIT_S else m[W.M_ATTEMPTS]
+            scale = 1000.0 if measure == W.M_WAIT_S else 1.0
+            per_minute.append(scale * m[measure] / of)
+            total += scale * m[measure]
+            count += of
+    return total / count, 4.0 * float(np.std(per_minute, ddof=1)) / math.sqrt(len(per_minute))
+
+
+def test_the_engine_random_makes_each_instance_an_m_m_k_queue() -> None:
+    """Ten instances of two workers at ρ = 0.8 behind random wait 17.8 ms (each an M/M/2 of λ/10), behind one
+    queue for the twenty 0.64 ms (M/M/20)."""
+    rate = 0.8 * 20 / S
+    random_wait, band = engine_waits(one_service(10, 2, "random"), rate)
+    assert random_wait == pytest.approx(erlang_c_wait(2, rate / 10, S), abs=band)
+    pooled_wait, band = engine_waits(one_service(10, 2, "pooled"), rate)
+    assert pooled_wait == pytest.approx(erlang_c_wait(20, rate, S), abs=band)
+    assert pooled_wait < random_wait / 10
+
+
+def test_the_engine_round_robin_is_a_queue_fed_erlang_gaps() -> None:
+    """Ten single-worker instances in turn at ρ = 0.8: GI/M/1 with Erlang-10 gaps, 19.2 ms, against random's
+    M/M/1, 40 ms."""
+    rate = 0.8 * 10 / S
+    wait, band = engine_waits(one_service(10, 1, "round-robin"), rate)
+    assert wait == pytest.approx(erlang_gaps_wait(10, rate, S)[0], abs=band)
+    at_random, band = engine_waits(one_service(10, 1, "random"), rate)
+    assert at_random == pytest.approx(erlang_c_wait(1, rate / 10, S), abs=band)
+
+
+def test_the_engine_balancers_in_order_and_least_outstanding_as_the_oracle() -> None:
+    """Eight single-worker instances at ρ = 0.8, as the oracle's order above: pooled < least-outstanding <
+    round-robin < random; least-outstanding, which has no closed form, as the oracle finds it (their errors
+    added)."""
+    rate = 0.8 * 8 / S
+    waits = {
+        name: engine_waits(one_service(8, 1, name), rate)
+        for name in ("pooled", "least-outstanding", "round-robin", "random")
+    }
+    order = list(waits.values())
+    for (low, low_band), (high, high_band) in itertools.pairwise(order):
+        assert high - low > math.hypot(low_band, high_band)
+    oracle, se = batch_mean(run(one_service(8, 1, "least-outstanding"), rate, 50_000, seed=14).services["s"].waits_ms)
+    engine, band = waits["least-outstanding"]
+    assert engine == pytest.approx(oracle, abs=math.hypot(band, 4.0 * se))
+
+
+@pytest.mark.parametrize(("balancer", "n", "k", "room"), [("least-outstanding", 3, 1, 2), ("round-robin", 2, 1, 2)])
+def test_the_engine_bounded_fleet_as_its_markov_chain_says(balancer: str, n: int, k: int, room: int) -> None:
+    """A bound on each instance's queue makes the fleet a finite Markov chain (``bounded_fleet``): at ρ = 0.9 the
+    engine refuses and waits as it says (least-outstanding 3 × 1, room 2: 8.03 %, 8.70 ms)."""
+    rate = 0.9 * n * k / S
+    expected_share, expected_wait = bounded_fleet(n, k, room, rate, S, balancer)
+    spec = one_service(n, k, balancer, max_queue=room)
+    share, share_band = engine_waits(spec, rate, measure=W.M_QUEUE_FULL)
+    wait, wait_band = engine_waits(spec, rate)
+    assert share == pytest.approx(expected_share, abs=share_band)
+    assert wait == pytest.approx(expected_wait, abs=wait_band)
+
+
+def test_the_engine_max_queue_bounds_each_instance_as_erlangs_finite_queue() -> None:
+    """Random, max_queue 3 at each of 10 instances of 2 workers at ρ = 0.9: each an M/M/2/5 of λ/10, refusing
+    14.1 %."""
+    rate = 0.9 * 20 / S
+    refused, band = engine_waits(one_service(10, 2, "random", max_queue=3), rate, measure=W.M_QUEUE_FULL)
+    assert refused == pytest.approx(finite_queue_blocking(2, 3, rate / 10, S), abs=band)
+
+
+@pytest.mark.parametrize("discipline", ["fifo", "lifo"])
+def test_the_engine_with_one_instance_every_balancer_is_the_pooled_queue(discipline: str) -> None:
+    """One instance in rotation: nothing to choose, nothing drawn: the engine's run is pooled's, to the bit."""
+    rate = 0.95 * 3 / S
+    runs = []
+    for balancer in ("pooled", "random", "round-robin", "least-outstanding"):
+        world = new_chain(layout_of(one_service(1, 3, balancer, max_queue=4, discipline=discipline)), 5)
+        world = chain_minute_of(world, 0, round(rate * 60_000.0))
+        runs.append((world.m_svc.tobytes(), world.c_hist.tobytes()))
+    assert len(set(runs)) == 1
+
+
+def test_the_engine_instances_out_of_rotation_finish_what_they_hold() -> None:
+    """Down from 10 instances to 5 between minutes: the five out of rotation finish their queues and get nothing
+    new; the five left take every arrival (ρ = 0.8 of them: M/M/2 of λ/5)."""
+    spec = one_service(10, 2, "random")
+    layout = layout_of(spec)
+    world = new_chain(layout, 3)
+    rate = 0.4 * 20 / S
+    world = chain_minute_of(world, 0, round(rate * 60_000.0))
+    set_instances(world, layout, 0, 5)
+    per_minute = []
+    for minute in range(1, 10):
+        world = chain_minute_of(world, minute, round(rate * 60_000.0))
+        m = world.m_svc[0]
+        per_minute.append(1000.0 * m[W.M_WAIT_S] / m[W.M_STARTED])
+    first = int(world.queue_first[0])
+    out = world.queues[first + 5 : first + 10]
+    assert (out[:, W.Q_OUT] == 0).all() and (out[:, W.Q_LEN] == 0).all() and (out[:, W.Q_FREE] == 2).all()
+    late = per_minute[1:]
+    band = 4.0 * float(np.std(late, ddof=1)) / math.sqrt(len(late))
+    assert float(np.mean(late)) == pytest.approx(erlang_c_wait(2, rate / 5, S), abs=band)
+
+
+@pytest.mark.parametrize("balancer", ["random", "round-robin", "least-outstanding"])
+def test_the_engine_finishes_every_attempt_where_it_was_given(balancer: str) -> None:
+    """The oracle's accounting check above, on the engine: the same overloaded chain (every way an attempt ends),
+    then minutes without arrivals: nothing outstanding, every worker free, every queue empty."""
+    spec = GraphSpec.model_validate({"entry": "a", "deadline_ms": 200.0, "services": {
+        "a": {"instances": 3, "workers_per_instance": 3, "service_ms": 5.0, "balancer": balancer, "limiter": "bbr",
+              "max_queue": 4, "retries": 2, "hedge_after_quantile": 0.9, "breaker": {},
+              "calls": [{"to": "b", "network_ms": 2.0}, {"to": "c", "network_ms": 1.0, "probability": 0.5}]},
+        "b": {"instances": 4, "workers_per_instance": 2, "service_ms": 12.0, "timeout_ms": 40.0, "balancer": balancer,
+              "discipline": "lifo", "max_queue": 3},
+        "c": {"instances": 2, "workers_per_instance": 2, "service_ms": 6.0, "asynchronous": True, "timeout_ms": 30.0,
+              "balancer": balancer, "calls": [{"to": "b", "network_ms": 1.0}]},
+    }})  # fmt: skip
+    layout = layout_of(spec)
+    world = new_chain(layout, 3)
+    world.svc_r[0, W.SR_FAIL] = 0.02
+    seen = np.zeros_like(world.m_svc)
+    for minute, count in enumerate((90_000, 0, 0)):
+        world = chain_minute_of(world, minute, count)
+        seen += world.m_svc
+    for s, service in enumerate(spec.services.values()):
+        queues = world.queues[world.queue_first[s] : world.queue_first[s] + service.instances]
+        assert (queues[:, W.Q_OUT] == 0).all() and (queues[:, W.Q_LEN] == 0).all()
+        assert (queues[:, W.Q_FREE] == service.workers_per_instance).all()
+    a, b, c = seen
+    assert a[W.M_QUEUE_FULL] > 0 and b[W.M_QUEUE_FULL] + b[W.M_REFUSED] > 0 and b[W.M_CANCELLED] > 0
+    assert c[W.M_CANCELLED] > 0 and a[W.M_HEDGES] > 0 and a[W.M_TIMEOUTS] > 0 and a[W.M_RETRIES] > 0
+
+
+def test_an_unknown_balancer_is_refused_naming_the_field() -> None:
+    text = """
+id = "b"
+version = 1
+title = "b"
+summary = "b"
+briefing = "-"
+start = "09:00"
+minutes = 5
+[graph]
+entry = "a"
+deadline_ms = 1000
+[graph.services.a]
+service_ms = 1
+balancer = "p2c"
+"""
+    with pytest.raises(InvalidInput) as refused:
+        scenario_from_text(text, "b")
+    assert "graph.services.a.balancer" in str(refused.value)
+    assert "least-outstanding" in str(refused.value)

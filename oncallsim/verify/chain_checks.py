@@ -28,7 +28,10 @@ __all__ = [
     "chain_checks",
     "chains_finding",
     "chains_section",
+    "erlang_c_wait_s",
     "expected_leaf_attempts",
+    "gi_m_1_erlang_sigma",
+    "gi_m_1_erlang_wait_s",
     "leaf_attempts_second_moment",
 ]
 
@@ -68,7 +71,7 @@ class BalancerRow(NamedTuple):
     workers: int  # per instance
     utilization: float
     engine_ms: float  # the mean wait for a worker
-    half: float  # 3 standard errors of it (the minutes as batches)
+    half: float  # 3 standard errors (the minutes as batches; the oracle's, by batch means, added)
     expected_ms: float
     source: str  # where the expected value comes from
 
@@ -266,12 +269,21 @@ def erlang_c_wait_s(servers: int, rate: float, mean_s: float) -> float:
     return float(c * mean_s / (servers - a))
 
 
+def gi_m_1_erlang_sigma(n: int, rate: float, mean_s: float) -> float:
+    """GI/M/1 with Erlang-n gaps of phase rate λ (every n-th arrival of a Poisson stream of λ): σ ∈ (0, 1), the
+    root of σ = A*(μ(1 − σ)), A*(s) = (λ/(λ + s))ⁿ the gaps' transform (Kleinrock, vol. 1, §6.4)."""
+    lam, mu = mpmath.mpf(rate), 1 / mpmath.mpf(mean_s)
+    sigma = mpmath.findroot(lambda x: x - (lam / (lam + mu * (1 - x))) ** n, mpmath.mpf("0.5"))
+    if not 0 < sigma < 1:
+        raise ValueError(f"no σ in (0, 1) for n = {n}, λ = {rate}, S = {mean_s}: the queue is not stable")
+    return float(sigma)
+
+
 def gi_m_1_erlang_wait_s(n: int, rate: float, mean_s: float) -> float:
-    """The mean wait at one of n single-worker instances served in turn: gaps Erlang(n, λ), a GI/M/1 queue whose
-    wait is σ/(μ(1 − σ)), σ ∈ (0, 1) the root of σ = (λ/(λ + μ(1 − σ)))ⁿ (Kleinrock, vol. 1, §6.4)."""
-    mu = 1.0 / mean_s
-    sigma = mpmath.findroot(lambda x: x - (rate / (rate + mu * (1 - x))) ** n, 0.5)
-    return float(sigma / (mu * (1 - sigma)))
+    """The mean wait at one of n single-worker instances served in turn: σ/(μ(1 − σ)) (``gi_m_1_erlang_sigma``),
+    in the unit of ``mean_s``."""
+    sigma = gi_m_1_erlang_sigma(n, rate, mean_s)
+    return sigma * mean_s / (1.0 - sigma)
 
 
 def _balanced(balancer: str, instances: int, workers: int) -> GraphSpec:
@@ -300,7 +312,7 @@ def _balancers(quick: bool) -> list[BalancerRow]:
                 per_minute.append(world.m_svc[0, W.M_WAIT_S] / world.m_svc[0, W.M_STARTED])
                 wait += world.m_svc[0, W.M_WAIT_S]
                 started += world.m_svc[0, W.M_STARTED]
-        half = 3.0 * statistics.stdev(per_minute) / math.sqrt(len(per_minute))
+        se = statistics.stdev(per_minute) / math.sqrt(len(per_minute))
         if balancer == "pooled":
             expected, source = erlang_c_wait_s(instances * workers, rate, BALANCED_MEAN_S), "Erlang C, M/M/20"
         elif balancer == "random":
@@ -308,12 +320,13 @@ def _balancers(quick: bool) -> list[BalancerRow]:
         elif balancer == "round-robin":
             expected, source = gi_m_1_erlang_wait_s(instances, rate, BALANCED_MEAN_S), "GI/M/1, Erlang(10) gaps"
         else:
-            count = round(rate * 60.0 * (minutes - 1))
-            asked = min(count, 400_000)  # plain Python: a few seconds per 100,000
+            asked = 100_000 if quick else 400_000  # plain Python: a few seconds per 100,000
             oracle = simulate(spec, rate_per_s=rate, requests=asked, warmup=asked // 10, seed=29)
-            expected, source = oracle.services["a"].mean_wait_ms / 1000.0, "the oracle"
-            half *= math.sqrt(1.0 + count / asked)  # the oracle's own error adds to the engine's
-        rows.append(BalancerRow(balancer, instances, workers, 0.8, float(1000.0 * wait / started), 1000.0 * half,
+            waits = oracle.services["a"].waits_ms / 1000.0
+            batches = waits[: len(waits) // 20 * 20].reshape(20, -1).mean(axis=1)  # its own error, by batch means
+            se = math.hypot(se, float(batches.std(ddof=1)) / math.sqrt(20))
+            expected, source = float(waits.mean()), "the oracle"
+        rows.append(BalancerRow(balancer, instances, workers, 0.8, float(1000.0 * wait / started), 3000.0 * se,
                                 1000.0 * expected, source))  # fmt: skip
     return rows
 
