@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from oncallsim.model.chain.layout import (
+    BALANCERS,
     DIST_CONSTANT,
     DIST_EXPONENTIAL,
     DIST_LOGNORMAL,
@@ -104,9 +105,9 @@ class BreakerSpec(Strict):
 
 
 class ServiceSpec(Strict):
-    """One service: its fleet (instances × workers, one FIFO queue), its own work per request, and its policy on
-    the calls it makes (``retries`` with a ``retry_budget``, hedging); ``timeout_ms`` is how long a caller waits
-    for one attempt of a call into it (for the entry: the client)."""
+    """One service: its fleet (instances × workers, one queue or, with a ``balancer``, a queue per instance), its
+    own work per request, and its policy on the calls it makes (``retries`` with a ``retry_budget``, hedging);
+    ``timeout_ms`` is how long a caller waits for one attempt of a call into it (for the entry: the client)."""
 
     instances: int = Field(default=1, ge=1, le=1000)
     workers_per_instance: int = Field(default=1, ge=1, le=1000)
@@ -131,7 +132,15 @@ class ServiceSpec(Strict):
         default="fifo", description="which waiting request a free worker takes: the oldest (fifo) or the newest"
     )
     max_queue: int | None = Field(
-        default=None, ge=1, le=1_000_000, description="the most requests waiting for its workers; one more is refused"
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="the most requests waiting for its workers (balanced: at each instance); one more is refused",
+    )
+    balancer: Literal["pooled", "random", "round-robin", "least-outstanding"] = Field(
+        default="pooled",
+        description="pooled: one queue for all its workers; else a queue per instance, chosen at random, in turn, "
+        "or with the fewest requests outstanding",
     )
 
     @model_validator(mode="after")
@@ -393,6 +402,7 @@ def layout_of(graph: GraphSpec) -> ChainLayout:
                 max_queue=spec.max_queue,
                 bbr=spec.limiter == "bbr",
                 lifo=spec.discipline == "lifo",
+                balancer=BALANCERS[spec.balancer],
             )
         )
     return ChainLayout(

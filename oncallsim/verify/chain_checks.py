@@ -1,6 +1,7 @@
 """Chains of services in the request engine against what it did not compute (issue 24; docs/graphs.md): retries
-multiplying layer by layer (closed form), fan-out making the rare slow reply common (the tail at scale), and
-hedging against the separate oracle (``verify/chains.py``, plain Python, one heap).
+multiplying layer by layer (closed form), fan-out making the rare slow reply common (the tail at scale),
+hedging against the separate oracle (``verify/chains.py``, plain Python, one heap), and a service's balancer
+against queueing's closed forms (Erlang C, GI/M/1) and the oracle.
 
 Every run drives the engine's chain minute directly (``model.chain.drive``): a minute of entry requests, then a
 minute without, so that every request's attempts are counted.
@@ -9,8 +10,10 @@ minute without, so that every request's attempts are counted.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, NamedTuple
 
+import mpmath
 import numpy as np
 
 from oncallsim.model.chain import world as W
@@ -25,7 +28,10 @@ __all__ = [
     "chain_checks",
     "chains_finding",
     "chains_section",
+    "erlang_c_wait_s",
     "expected_leaf_attempts",
+    "gi_m_1_erlang_sigma",
+    "gi_m_1_erlang_wait_s",
     "leaf_attempts_second_moment",
 ]
 
@@ -59,10 +65,22 @@ class HedgeRow(NamedTuple):
     unhedged_p99_ms: float  # the slowest of n leaves' p99, closed form
 
 
+class BalancerRow(NamedTuple):
+    balancer: str
+    instances: int
+    workers: int  # per instance
+    utilization: float
+    engine_ms: float  # the mean wait for a worker
+    half: float  # 3 standard errors (the minutes as batches; the oracle's, by batch means, added)
+    expected_ms: float
+    source: str  # where the expected value comes from
+
+
 class ChainChecks(NamedTuple):
     amplification: tuple[AmplificationRow, ...]
     tails: tuple[TailRow, ...]
     hedges: tuple[HedgeRow, ...]
+    balancers: tuple[BalancerRow, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -70,7 +88,12 @@ class ChainChecks(NamedTuple):
             all(abs(r.measured - r.expected) <= r.half + 1e-9 for r in self.amplification)
             and all(abs(r.slow_share - r.expected) <= r.half for r in self.tails)
             and all(_hedge_ok(r) for r in self.hedges)
+            and all(_balancer_ok(r) for r in self.balancers)
         )
+
+
+def _balancer_ok(r: BalancerRow) -> bool:
+    return abs(r.engine_ms - r.expected_ms) <= r.half
 
 
 def _hedge_ok(r: HedgeRow) -> bool:
@@ -235,8 +258,83 @@ def _hedges(quick: bool) -> list[HedgeRow]:
     return rows
 
 
+BALANCED_MEAN_S = 0.010  # exponential work of the balancers' service
+
+
+def erlang_c_wait_s(servers: int, rate: float, mean_s: float) -> float:
+    """M/M/c's mean wait for a server, Erlang C(c, a)·S/(c − a) with a = λS."""
+    a = mpmath.mpf(rate) * mean_s
+    top = a**servers / mpmath.factorial(servers) * servers / (servers - a)
+    c = top / (mpmath.fsum(a**i / mpmath.factorial(i) for i in range(servers)) + top)
+    return float(c * mean_s / (servers - a))
+
+
+def gi_m_1_erlang_sigma(n: int, rate: float, mean_s: float) -> float:
+    """GI/M/1 with Erlang-n gaps of phase rate λ (every n-th arrival of a Poisson stream of λ): σ ∈ (0, 1), the
+    root of σ = A*(μ(1 − σ)), A*(s) = (λ/(λ + s))ⁿ the gaps' transform (Kleinrock, vol. 1, §6.4)."""
+    lam, mu = mpmath.mpf(rate), 1 / mpmath.mpf(mean_s)
+    sigma = mpmath.findroot(lambda x: x - (lam / (lam + mu * (1 - x))) ** n, mpmath.mpf("0.5"))
+    if not 0 < sigma < 1:
+        raise ValueError(f"no σ in (0, 1) for n = {n}, λ = {rate}, S = {mean_s}: the queue is not stable")
+    return float(sigma)
+
+
+def gi_m_1_erlang_wait_s(n: int, rate: float, mean_s: float) -> float:
+    """The mean wait at one of n single-worker instances served in turn: σ/(μ(1 − σ)) (``gi_m_1_erlang_sigma``),
+    in the unit of ``mean_s``."""
+    sigma = gi_m_1_erlang_sigma(n, rate, mean_s)
+    return sigma * mean_s / (1.0 - sigma)
+
+
+def _balanced(balancer: str, instances: int, workers: int) -> GraphSpec:
+    service = {"instances": instances, "workers_per_instance": workers, "service_ms": BALANCED_MEAN_S * 1000.0}
+    return GraphSpec.model_validate(
+        {"entry": "a", "deadline_ms": 600_000.0, "services": {"a": {**service, "balancer": balancer}}}
+    )
+
+
+def _balancers(quick: bool) -> list[BalancerRow]:
+    """One service at ρ = 0.8 behind each balancer, Poisson arrivals: its mean wait for a worker against Erlang C
+    (pooled: one M/M/20; random: each instance an M/M/2 of a tenth of the stream), the GI/M/1 queue round-robin
+    makes of each single-worker instance, and the oracle for least-outstanding (no closed form)."""
+    minutes = 6 if quick else 21
+    rows = []
+    grid = [("pooled", 10, 2), ("random", 10, 2), ("round-robin", 10, 1), ("least-outstanding", 10, 2)]
+    for balancer, instances, workers in grid:
+        rate = 0.8 * instances * workers / BALANCED_MEAN_S
+        spec = _balanced(balancer, instances, workers)
+        world = new_chain(layout_of(spec), 23)
+        per_minute = []
+        wait = started = 0.0
+        for minute in range(minutes):
+            world = chain_minute_of(world, minute, round(rate * 60.0))
+            if minute:  # the first left out: the queues start empty
+                per_minute.append(world.m_svc[0, W.M_WAIT_S] / world.m_svc[0, W.M_STARTED])
+                wait += world.m_svc[0, W.M_WAIT_S]
+                started += world.m_svc[0, W.M_STARTED]
+        se = statistics.stdev(per_minute) / math.sqrt(len(per_minute))
+        if balancer == "pooled":
+            expected, source = erlang_c_wait_s(instances * workers, rate, BALANCED_MEAN_S), "Erlang C, M/M/20"
+        elif balancer == "random":
+            expected, source = erlang_c_wait_s(workers, rate / instances, BALANCED_MEAN_S), "Erlang C, M/M/2 of λ/10"
+        elif balancer == "round-robin":
+            expected, source = gi_m_1_erlang_wait_s(instances, rate, BALANCED_MEAN_S), "GI/M/1, Erlang(10) gaps"
+        else:
+            asked = 100_000 if quick else 400_000  # plain Python: a few seconds per 100,000
+            oracle = simulate(spec, rate_per_s=rate, requests=asked, warmup=asked // 10, seed=29)
+            waits = oracle.services["a"].waits_ms / 1000.0
+            batches = waits[: len(waits) // 20 * 20].reshape(20, -1).mean(axis=1)  # its own error, by batch means
+            se = math.hypot(se, float(batches.std(ddof=1)) / math.sqrt(20))
+            expected, source = float(waits.mean()), "the oracle"
+        rows.append(BalancerRow(balancer, instances, workers, 0.8, float(1000.0 * wait / started), 3000.0 * se,
+                                1000.0 * expected, source))  # fmt: skip
+    return rows
+
+
 def chain_checks(quick: bool) -> ChainChecks:
-    return ChainChecks(tuple(_amplification(quick)), tuple(_tails(quick)), tuple(_hedges(quick)))
+    return ChainChecks(
+        tuple(_amplification(quick)), tuple(_tails(quick)), tuple(_hedges(quick)), tuple(_balancers(quick))
+    )
 
 
 def chains_finding(c: ChainChecks | None) -> list[str]:
@@ -262,7 +360,9 @@ def chains_finding(c: ChainChecks | None) -> list[str]:
             f"{r.oracle_p99_ms:.1f} ms, {100 * r.oracle_extra:.1f} %)"
             for r in c.hedges
         )
-        + ".",
+        + "; a service's balancer waits as queueing's closed forms say ("
+        + ", ".join(f"{r.balancer} {r.engine_ms:.2f} ms against {r.expected_ms:.2f}" for r in c.balancers)
+        + f": {sum(_balancer_ok(r) for r in c.balancers)} of {len(c.balancers)} inside).",
     ]
 
 
@@ -291,9 +391,14 @@ def chains_section(c: ChainChecks | None) -> str:
          f"{100 * r.engine_extra:.1f} %", f"{100 * r.oracle_extra:.1f} %", _yes(_hedge_ok(r))]
         for r in c.hedges
     ]  # fmt: skip
+    balancers = [
+        [r.balancer, f"{r.instances} × {r.workers}", f"{r.utilization:g}", f"{r.engine_ms:.3f} ± {r.half:.3f}",
+         f"{r.expected_ms:.3f}", r.source, _yes(_balancer_ok(r))]
+        for r in c.balancers
+    ]  # fmt: skip
     return "\n".join(
         [
-            "## Chains of services: retries layer by layer, the tail at scale, hedging (docs/graphs.md)",
+            "## Chains of services: retries layer by layer, the tail at scale, hedging, balancers (docs/graphs.md)",
             "",
             "**Retries multiply.** A chain of layers, each retrying a failed call up to r times (no budget, time to "
             "spare), above a leaf whose attempts fail with probability p. Layer by layer from the leaf a call's "
@@ -320,5 +425,13 @@ def chains_section(c: ChainChecks | None) -> str:
                 ["hedge past", "page p99 ms", "oracle", "unhedged (closed form)", "extra calls", "oracle", "agrees"],
                 hedges,
             ),
+            "",
+            "**Balancers** (one service, exponential work of 10 ms, Poisson arrivals at 80 % of its workers): the "
+            "mean wait for a worker behind one queue for every worker (pooled), and behind a queue per instance "
+            "chosen at random (each instance then sees a tenth of a Poisson stream: M/M/2), in turn (every tenth "
+            "arrival: gaps Erlang(10), a GI/M/1 queue with one worker) or by the fewest outstanding (no closed "
+            "form: the oracle, which adds its own error). ± 3 standard errors, the minutes as batches.",
+            "",
+            _table(["balancer", "instances × workers", "ρ", "engine wait ms", "expected", "from", "inside"], balancers),
         ]
     )

@@ -6,11 +6,11 @@ What it simulates, per docs/graphs.md:
 
 - Poisson arrivals at the entry; the client waits ``deadline_ms`` (or the entry's ``timeout_ms``, if shorter)
   and never retries.
-- Each service: one FIFO queue in front of instances × workers; an attempt waits for a worker, does its own work
-  (the declared distribution), then makes its calls stage by stage (a sequential copy alone, consecutive
-  parallel calls together; a call with a probability is drawn per attempt). Unless the service is
-  asynchronous, the worker stays held while the attempt waits on its callees; an asynchronous service frees it
-  when its own work is done.
+- Each service: one FIFO queue in front of instances × workers (with a ``balancer``, a queue per instance: see
+  below); an attempt waits for a worker, does its own work (the declared distribution), then makes its calls
+  stage by stage (a sequential copy alone, consecutive parallel calls together; a call with a probability is
+  drawn per attempt). Unless the service is asynchronous, the worker stays held while the attempt waits on its
+  callees; an asynchronous service frees it when its own work is done.
 - A call's copy travels ``network_ms`` there and back. It carries a deadline: the caller's own, or sooner the
   callee's per-attempt ``timeout_ms`` from the moment it was sent. A callee refuses work whose deadline has
   passed (on arrival and again when a worker takes it), abandons it between stages once the deadline passes,
@@ -45,6 +45,16 @@ What it simulates, per docs/graphs.md:
   of an episode, on the in-flight test alone.
 - A queue discipline (``discipline``): a free worker takes the oldest waiting attempt (``fifo``) or the
   newest (``lifo``).
+- A balancer (``balancer``): ``pooled`` (the default) is the one queue above. Otherwise each instance has its
+  own queue in front of its own ``workers_per_instance`` workers, and an attempt that passed the arrival checks
+  (cancelled, deadline, BBR, in that order) is given one instance at once: ``random``, any with the same
+  chance; ``round-robin``, the service's counter (from 0) modulo the instances, the counter then moving on;
+  ``least-outstanding``, the one with the fewest attempts outstanding (given it and not yet finished there:
+  answered, dropped as cancelled, refused, abandoned; an asynchronous service's attempt stays outstanding after
+  its worker is freed), a tie drawn evenly. ``max_queue`` then bounds each instance's queue, the discipline
+  orders each, and a freed worker takes only from its own instance's queue; BBR stays one limiter for the
+  service (its CPU over all its workers, its in-flight over all its queues), and where a wait began is still
+  read from all the service's held workers. One instance draws nothing: the same run, to the bit, as pooled.
 - ``failures`` (service → p): each attempt's own work ends in an error with probability p (the faults the tests
   inject; a scenario's faults are events, not graph declarations).
 
@@ -174,6 +184,17 @@ class _Counts:
     latencies: list[float] = field(default_factory=list)
 
 
+class _Instance:
+    """A queue and the workers that take from it: the service's whole fleet when pooled, else one instance's."""
+
+    __slots__ = ("free", "outstanding", "queue")
+
+    def __init__(self, workers: int) -> None:
+        self.free = workers
+        self.queue: deque[_Attempt] = deque()
+        self.outstanding = 0  # assigned here and not yet finished at the service (least-outstanding reads it)
+
+
 class _Service:
     __slots__ = (
         "bbr",
@@ -181,26 +202,29 @@ class _Service:
         "counts",
         "cpu",
         "drop_at",
-        "free",
         "holders",
+        "instances",
         "name",
         "quantile_at",
         "quantile_cache",
-        "queue",
         "seen",
         "seen_count",
         "sent",
         "sent_retries",
         "spec",
         "stages",
+        "turn",
     )
 
     def __init__(self, name: str, spec: ServiceSpec) -> None:
         self.name = name
         self.spec = spec
-        self.free = spec.workers
         self.holders: set[_Attempt] = set()  # the attempts holding its workers (where a wait began)
-        self.queue: deque[_Attempt] = deque()
+        if spec.balancer == "pooled":
+            self.instances = [_Instance(spec.workers)]
+        else:
+            self.instances = [_Instance(spec.workers_per_instance) for _ in range(spec.instances)]
+        self.turn = 0  # round-robin's counter
         self.stages = stages(spec)
         self.counts = _Counts()
         self.sent: dict[int, int] = {}  # calls sent (first tries and retries) per whole second: the budget's base
@@ -225,6 +249,7 @@ class _Attempt:
         "copy",
         "deadline",
         "holds",
+        "instance",
         "measured",
         "origin",
         "phase",
@@ -244,6 +269,7 @@ class _Attempt:
         self.copy = copy  # None: the entry's attempt, answered to the client
         self.cancelled = False
         self.holds = False
+        self.instance: _Instance | None = None  # the queue and workers it was given at its arrival
         self.phase = _WAITING
         self.arrived = 0.0
         self.plan: list[list[tuple[CallSpec, int]]] = []
@@ -442,26 +468,49 @@ class _Chain:
             attempt.origin = service.name
             self.finish(t, attempt, False, counted=False, overloaded=True)
             return
+        instance = self.balance(service)
+        attempt.instance = instance
+        instance.outstanding += 1
         bound = service.spec.max_queue
-        if bound is not None and service.free <= 0 and len(service.queue) >= bound:
+        if bound is not None and instance.free <= 0 and len(instance.queue) >= bound:
             if counts is not None:
                 counts.queue_full += 1
             attempt.origin = self.wait_began(service)
             self.finish(t, attempt, False, counted=False, overloaded=True)
             return
         if service.spec.discipline == "lifo":
-            service.queue.appendleft(attempt)  # taken first
+            instance.queue.appendleft(attempt)  # taken first
         else:
-            service.queue.append(attempt)
-        self.dequeue(t, service)
+            instance.queue.append(attempt)
+        self.dequeue(t, service, instance)
 
-    def dequeue(self, t: float, service: _Service) -> None:
-        while service.free > 0 and service.queue:
-            attempt = service.queue.popleft()
+    def balance(self, service: _Service) -> _Instance:
+        """The instance an arrival is given: pooled, the one queue; random, any with the same chance; round-robin,
+        the service's counter modulo the instances, then the counter moves on; least-outstanding, the one with the
+        fewest attempts assigned and not finished, a tie drawn evenly. A single instance draws nothing (it is the
+        pooled fleet, and its runs are the same to the bit)."""
+        instances = service.instances
+        n = len(instances)
+        if n == 1:
+            return instances[0]
+        balancer = service.spec.balancer
+        if balancer == "random":
+            return instances[self.rng.randrange(n)]
+        if balancer == "round-robin":
+            chosen = instances[service.turn % n]
+            service.turn += 1
+            return chosen
+        fewest = min(i.outstanding for i in instances)
+        tied = [i for i in instances if i.outstanding == fewest]
+        return tied[0] if len(tied) == 1 else tied[self.rng.randrange(len(tied))]
+
+    def dequeue(self, t: float, service: _Service, instance: _Instance) -> None:
+        while instance.free > 0 and instance.queue:
+            attempt = instance.queue.popleft()
             if self.turned_away(t, attempt, queued=True):
                 continue
             counts = service.counts if attempt.measured else None
-            service.free -= 1
+            instance.free -= 1
             service.holders.add(attempt)
             attempt.holds = True
             attempt.phase = _WORKING
@@ -482,7 +531,7 @@ class _Chain:
         if attempt.cancelled:
             if counts is not None:
                 counts.cancelled += 1
-            attempt.phase = _FINISHED
+            self.gone(attempt)
             return True
         if t >= attempt.deadline:
             if counts is not None:
@@ -502,14 +551,23 @@ class _Chain:
 
     def release(self, t: float, attempt: _Attempt) -> None:
         if attempt.holds:
+            assert attempt.instance is not None
             attempt.holds = False
             attempt.service.holders.discard(attempt)
-            attempt.service.free += 1
-            self.dequeue(t, attempt.service)
+            attempt.instance.free += 1
+            self.dequeue(t, attempt.service, attempt.instance)
+
+    @staticmethod
+    def gone(attempt: _Attempt) -> None:
+        """The attempt is finished at its service (answered, dropped as cancelled, refused, abandoned): no longer
+        outstanding at its instance."""
+        attempt.phase = _FINISHED
+        if attempt.instance is not None:
+            attempt.instance.outstanding -= 1
 
     def own_done(self, t: float, attempt: _Attempt) -> None:
         if attempt.cancelled:  # given up on while it worked: the work is wasted, the worker freed
-            attempt.phase = _FINISHED
+            self.gone(attempt)
             self.bbr_done(t, attempt)
             self.release(t, attempt)
             return
@@ -554,7 +612,7 @@ class _Chain:
         an error saying it was refused for overload, which a breaker counts as accepted)."""
         if attempt.phase == _FINISHED:
             return
-        attempt.phase = _FINISHED
+        self.gone(attempt)
         self.bbr_done(t, attempt)
         if attempt.measured and counted:
             counts = attempt.service.counts
@@ -578,7 +636,7 @@ class _Chain:
             return
         attempt.cancelled = True
         if attempt.phase == _CALLING:
-            attempt.phase = _FINISHED
+            self.gone(attempt)
             if attempt.measured:
                 attempt.service.counts.cancelled += 1
             self.bbr_done(t, attempt)
@@ -671,7 +729,7 @@ class _Chain:
 
     def bbr_sheds(self, t: float, service: _Service) -> bool:
         self.cpu_samples(t, service)
-        in_flight = len(service.holders) + len(service.queue)
+        in_flight = len(service.holders) + sum(len(instance.queue) for instance in service.instances)
         now = int(t // 100.0)
         for old in [k for k in service.bbr if k <= now - 100]:
             del service.bbr[old]

@@ -22,6 +22,7 @@ from oncallsim.model.chain.world import (
     A_PENDING,
     A_PHASE,
     A_QNEXT,
+    A_QUEUE,
     A_SPAN,
     A_STAGE,
     A_SVC,
@@ -73,6 +74,7 @@ def new_attempt(w: Any, s: int, deadline: float, call: int, hedge: int, now: flo
     ai[a, A_SPAN] = -1
     ai[a, A_ORIGIN] = -1
     ai[a, A_HELD_STAGE] = -1
+    ai[a, A_QUEUE] = -1
     w.att_r[a, AR_DEADLINE] = deadline
     w.att_r[a, AR_ARRIVED] = now
     w.att_r[a, AR_SENT] = now

@@ -21,10 +21,12 @@ import numpy as np
 from oncallsim.model.chain.controls import check_service_action, split_control
 from oncallsim.model.chain.drive import chain_minute_of
 from oncallsim.model.chain.layout import (
+    BAL_POOLED,
     EF_HEDGE_DECLARED_S,
     EF_NETWORK_S,
     EI_CALLEE,
     EI_CALLER,
+    SV_BALANCER,
     SV_BREAKER_K,
     SV_BUDGET,
     SV_HEDGE_Q,
@@ -38,8 +40,9 @@ from oncallsim.model.chain.layout import (
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
 from oncallsim.model.chain.timers import requeue_timers
 from oncallsim.model.chain.world import (
+    Q_FREE,
     R_PROPAGATE,
-    SI_FREE,
+    SI_SERVING,
     SR_FAIL,
     SR_SLOW,
     ChainWorld,
@@ -90,12 +93,23 @@ def chain_initial(plan: RunPlan, controls: Controls, params: Params, seed: int) 
 def follow_fleet(world: ChainWorld, layout: ChainLayout, serving: int) -> None:
     """The entry's workers: its serving instances × its workers per instance. Workers removed while busy finish
     their request first (the idle count goes below zero until they do)."""
-    entry = layout.entry
-    workers = serving * layout.services[entry].workers_per_instance
-    delta = workers - int(world.svc[entry, SV_WORKERS])
-    if delta:
-        world.svc[entry, SV_WORKERS] = workers
-        world.svc_i[entry, SI_FREE] += delta
+    set_instances(world, layout, layout.entry, serving)
+
+
+def set_instances(world: ChainWorld, layout: ChainLayout, s: int, instances: int) -> None:
+    """Service ``s`` serves with ``instances`` from now on. Pooled: its one queue has as many workers more or
+    fewer (those removed while busy finish their request first: the idle count goes below zero until they do).
+    Balanced: its balancer chooses among its first ``instances`` queues; one taken out of rotation gets no new
+    attempt and its workers finish what it holds."""
+    workers = instances * layout.services[s].workers_per_instance
+    delta = workers - int(world.svc[s, SV_WORKERS])
+    if not delta:
+        return
+    world.svc[s, SV_WORKERS] = workers
+    if world.svc[s, SV_BALANCER] == BAL_POOLED:
+        world.queues[world.queue_first[s], Q_FREE] += delta
+    else:
+        world.svc_i[s, SI_SERVING] = instances
 
 
 def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, value: Any) -> ChainWorld:
@@ -127,10 +141,8 @@ def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, val
         world.svc[s, SV_BREAKER_K] = value
     elif setting == "max_queue":  # those waiting beyond it stay: it refuses arrivals until the queue is below
         world.svc[s, SV_MAX_QUEUE] = value if value else math.inf
-    else:  # instances: its workers (those removed while busy finish their request first)
-        workers = int(value) * layout.services[s].workers_per_instance
-        world.svc_i[s, SI_FREE] += workers - int(world.svc[s, SV_WORKERS])
-        world.svc[s, SV_WORKERS] = workers
+    else:  # instances
+        set_instances(world, layout, s, int(value))
     return world
 
 

@@ -14,6 +14,11 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "BALANCERS",
+    "BAL_LEAST_OUTSTANDING",
+    "BAL_POOLED",
+    "BAL_RANDOM",
+    "BAL_ROUND_ROBIN",
     "DIST_CONSTANT",
     "DIST_EXPONENTIAL",
     "DIST_LOGNORMAL",
@@ -43,12 +48,24 @@ __all__ = [
     SV_MAX_QUEUE,  # the most attempts waiting for a worker; one more is refused on arrival (∞: no bound)
     SV_BBR,  # 1: Kratos's BBR limiter sheds arrivals at it
     SV_LIFO,  # 1: a free worker takes the newest waiting attempt (0: the oldest, FIFO)
+    SV_BALANCER,  # BAL_*: one queue for all its workers, or a queue per instance and how an instance is chosen
+    SV_WORKERS_PER_INSTANCE,
     SV_COLUMNS,
-) = range(18)
+) = range(20)
 
 BREAKER_BUCKETS = 10  # a breaker's rolling window: 10 buckets (as aegis's sre breaker)
 
 DIST_EXPONENTIAL, DIST_LOGNORMAL, DIST_CONSTANT = range(3)
+
+# how an arriving attempt finds a worker (docs/graphs.md, "Balancers"): one queue in front of every worker (a
+# perfect balancer), or a queue per instance, the instance chosen at random, in turn, or by fewest outstanding
+BAL_POOLED, BAL_RANDOM, BAL_ROUND_ROBIN, BAL_LEAST_OUTSTANDING = range(4)
+BALANCERS = {
+    "pooled": BAL_POOLED,
+    "random": BAL_RANDOM,
+    "round-robin": BAL_ROUND_ROBIN,
+    "least-outstanding": BAL_LEAST_OUTSTANDING,
+}
 
 # a call's row of ``edge_i`` and ``edge_f``
 EI_CALLEE, EI_COPIES, EI_CALLER, EI_PAIR, EI_COLUMNS = range(5)  # EI_PAIR: its (caller, callee)'s breaker
@@ -86,6 +103,7 @@ class ServiceLayout:
     max_queue: int | None = None  # the most attempts waiting for its workers (None: no bound)
     bbr: bool = False  # Kratos's BBR limiter on the service
     lifo: bool = False  # its queue's discipline: the newest first (False: the oldest, FIFO)
+    balancer: int = BAL_POOLED  # BAL_*: one queue, or a queue per instance chosen by the balancer
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,8 @@ class ChainLayout:
             row[SV_MAX_QUEUE] = math.inf if service.max_queue is None else service.max_queue
             row[SV_BBR] = 1.0 if service.bbr else 0.0
             row[SV_LIFO] = 1.0 if service.lifo else 0.0
+            row[SV_BALANCER] = service.balancer
+            row[SV_WORKERS_PER_INSTANCE] = service.workers_per_instance
             stages = 0
             parallel = False
             for call in service.calls:  # a sequential call's copies a stage each; consecutive parallel calls one

@@ -4,8 +4,9 @@ The minute's arrivals (uniform in the minute, sorted) reach the entry service; e
 on one heap ordered by time, then by the order pushed (an attempt reaching a service, its own work done, an
 answer reaching the caller, a hedge's delay, a cancellation reaching a callee, a timer at a caller's inherited
 deadline), or in a timer list (world.py: a caller's timer at its callee's timeout, a client's deadline). A
-service is one FIFO queue in front of its workers; an attempt waits for a worker, does its own work, then sends
-its calls stage by stage; unless the service is asynchronous its worker stays held meanwhile.
+service is one queue in front of all its workers (pooled), or a queue in front of each instance's, the one an
+arriving attempt joins chosen by its balancer (balancer.py); an attempt waits for a worker, does its own work,
+then sends its calls stage by stage; unless the service is asynchronous its worker stays held meanwhile.
 
 Deadlines: an entry request carries the clients' deadline (or the entry's timeout, if sooner); a call carries
 its caller's deadline, or sooner its callee's per-attempt timeout from the moment it is sent. A callee refuses
@@ -21,8 +22,9 @@ limits and queues"); without one, nothing is drawn or counted for it.
 
 The loop owns the order of events and what a service and a call do; each mechanism it consults keeps its own
 state in its own module: heap.py (the pending events and the edges' lists), attempts.py (the pools of attempts
-and calls), timers.py (the timer lists), budget.py (retry budgets), hedging.py (when to hedge), breaker.py,
-limiter.py (BBR), origins.py (where a failure began), trace.py (the zoom's spans), bins.py (latency bins).
+and calls), balancer.py (which queue an arrival joins), timers.py (the timer lists), budget.py (retry budgets),
+hedging.py (when to hedge), breaker.py, limiter.py (BBR), origins.py (where a failure began), trace.py (the
+zoom's spans), bins.py (latency bins).
 
 An outcome is counted in the minute it becomes known. The semantics are those of the separate oracle
 ``verify/chains.py`` (plain Python, one heap), which the tests and ``oncallsim validate`` check this against.
@@ -34,6 +36,7 @@ import math
 from typing import Any
 
 from oncallsim.model.chain.attempts import copy_alive, free_calls, maybe_free, new_attempt, new_call
+from oncallsim.model.chain.balancer import choose_queue
 from oncallsim.model.chain.bins import hist_bin
 from oncallsim.model.chain.breaker import breaker_mark, breaker_rejects
 from oncallsim.model.chain.budget import budget_allows, budget_roll
@@ -78,6 +81,7 @@ from oncallsim.model.chain.world import (
     A_PENDING,
     A_PHASE,
     A_QNEXT,
+    A_QUEUE,
     A_SPAN,
     A_STAGE,
     A_SVC,
@@ -158,13 +162,15 @@ from oncallsim.model.chain.world import (
     OUT_FAILED,
     OUT_OK,
     OUT_REFUSED,
+    Q_FREE,
+    Q_HEAD,
+    Q_LEN,
+    Q_OUT,
+    Q_TAIL,
     R_DEADLINE,
     R_PROPAGATE,
     SI_BUSY,
-    SI_FREE,
-    SI_HEAD,
     SI_QLEN,
-    SI_TAIL,
     SR_CPU_ACC,
     SR_FAIL,
     SR_SINCE,
@@ -243,13 +249,23 @@ def work_s(w: Any, s: int) -> float:
 
 
 @step
+def done_here(w: Any, a: int) -> None:
+    """The attempt is finished at its service (answered, refused, dropped or abandoned): no longer outstanding at
+    the queue it was given to (balancer.py)."""
+    w.att_i[a, A_PHASE] = FINISHED
+    q = w.att_i[a, A_QUEUE]
+    if q >= 0:
+        w.queues[q, Q_OUT] -= 1
+
+
+@step
 def turned_away(w: Any, x: float, a: int, s: int, queued: bool) -> bool:
     """An attempt arriving, or taken from the queue (``queued``): dropped if its caller gave up, refused (an error
     answer) if its deadline has passed — a failure that began at ``s`` on arrival, and where its wait began
     (``blocker``) if it had queued. True when it was."""
     if w.att_i[a, A_CANCELLED]:
         w.m_svc[s, M_CANCELLED] += 1
-        w.att_i[a, A_PHASE] = FINISHED
+        done_here(w, a)
         span_end(w, a, OUT_CANCELLED, x)
         maybe_free(w, a)
         return True
@@ -263,9 +279,9 @@ def turned_away(w: Any, x: float, a: int, s: int, queued: bool) -> bool:
 
 @step
 def reach(w: Any, x: float, a: int) -> None:
-    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed or its
-    queue is full (``max_queue`` waiting and no worker idle), else queued (and taken at once if a worker is
-    idle)."""
+    """An attempt reaches its service: dropped if its caller gave up, refused if its deadline has passed, shed by
+    the service's limiter, refused if the queue its balancer chooses is full (``max_queue`` waiting and no worker
+    idle behind it), else queued there (and taken at once if a worker is idle)."""
     s = w.att_i[a, A_SVC]
     w.att_r[a, AR_ARRIVED] = x
     span_at(w, a, TR_ARRIVED, x)
@@ -278,45 +294,50 @@ def reach(w: Any, x: float, a: int) -> None:
         w.att_i[a, A_OK] = 2  # refused for overload (Kratos's 429)
         refuse(w, x, a)
         return
-    if w.svc_i[s, SI_QLEN] >= w.svc[s, SV_MAX_QUEUE] and w.svc_i[s, SI_FREE] <= 0:  # its queue is full
+    q = choose_queue(w, s)
+    if w.queues[q, Q_LEN] >= w.svc[s, SV_MAX_QUEUE] and w.queues[q, Q_FREE] <= 0:  # its queue is full
         w.m_svc[s, M_QUEUE_FULL] += 1
         w.att_i[a, A_ORIGIN] = blocker(w, s)  # as a wait for a worker that ran out
         w.att_i[a, A_OK] = 2  # refused for overload: an error its callers' breakers count as accepted
         refuse(w, x, a)
         return
+    w.att_i[a, A_QUEUE] = q
+    w.queues[q, Q_OUT] += 1
     if w.svc[s, SV_LIFO] != 0.0:  # at the head: the next a worker takes
-        head = w.svc_i[s, SI_HEAD]
+        head = w.queues[q, Q_HEAD]
         w.att_i[a, A_QNEXT] = head
-        w.svc_i[s, SI_HEAD] = a
+        w.queues[q, Q_HEAD] = a
         if head < 0:
-            w.svc_i[s, SI_TAIL] = a
+            w.queues[q, Q_TAIL] = a
     else:
-        tail = w.svc_i[s, SI_TAIL]
+        tail = w.queues[q, Q_TAIL]
         if tail >= 0:
             w.att_i[tail, A_QNEXT] = a
         else:
-            w.svc_i[s, SI_HEAD] = a
-        w.svc_i[s, SI_TAIL] = a
+            w.queues[q, Q_HEAD] = a
+        w.queues[q, Q_TAIL] = a
         w.att_i[a, A_QNEXT] = -1
+    w.queues[q, Q_LEN] += 1
     w.svc_i[s, SI_QLEN] += 1
     w.ints[I_QUEUED] += 1
-    dequeue(w, x, s)
+    dequeue(w, x, s, q)
 
 
 @step
-def dequeue(w: Any, x: float, s: int) -> None:
-    """Idle workers take the queue's attempts from its head (the oldest, or under LIFO the newest); one cancelled or
-    past its deadline is dropped."""
-    while w.svc_i[s, SI_FREE] > 0 and w.svc_i[s, SI_QLEN] > 0:
-        a = w.svc_i[s, SI_HEAD]
-        w.svc_i[s, SI_HEAD] = w.att_i[a, A_QNEXT]
-        if w.svc_i[s, SI_HEAD] < 0:
-            w.svc_i[s, SI_TAIL] = -1
+def dequeue(w: Any, x: float, s: int, q: int) -> None:
+    """Idle workers behind queue ``q`` (of service ``s``) take its attempts from its head (the oldest, or under
+    LIFO the newest); one cancelled or past its deadline is dropped."""
+    while w.queues[q, Q_FREE] > 0 and w.queues[q, Q_LEN] > 0:
+        a = w.queues[q, Q_HEAD]
+        w.queues[q, Q_HEAD] = w.att_i[a, A_QNEXT]
+        if w.queues[q, Q_HEAD] < 0:
+            w.queues[q, Q_TAIL] = -1
+        w.queues[q, Q_LEN] -= 1
         w.svc_i[s, SI_QLEN] -= 1
         w.ints[I_QUEUED] -= 1
         if turned_away(w, x, a, s, True):
             continue
-        w.svc_i[s, SI_FREE] -= 1
+        w.queues[q, Q_FREE] -= 1
         busy_change(w, s, x, 1)
         w.att_i[a, A_HOLDS] = 1
         w.att_i[a, A_PHASE] = WORKING
@@ -335,7 +356,7 @@ def dequeue(w: Any, x: float, s: int) -> None:
 def refuse(w: Any, x: float, a: int) -> None:
     """An attempt refused before any work (its deadline passed): it holds no worker and has made no call, so
     its error answer goes back at once (a step apart from ``finish``, which may release a worker)."""
-    w.att_i[a, A_PHASE] = FINISHED
+    done_here(w, a)
     span_end(w, a, OUT_REFUSED, x)
     reply_with(w, x, a, False)
 
@@ -363,16 +384,17 @@ def release(w: Any, x: float, a: int) -> None:
         unhold_stage(w, a)
         w.att_i[a, A_HOLDS] = 0
         s = w.att_i[a, A_SVC]
+        q = w.att_i[a, A_QUEUE]
         busy_change(w, s, x, -1)
-        w.svc_i[s, SI_FREE] += 1
-        dequeue(w, x, s)
+        w.queues[q, Q_FREE] += 1
+        dequeue(w, x, s, q)
 
 
 @step
 def own_done(w: Any, x: float, a: int) -> None:
     s = w.att_i[a, A_SVC]
     if w.att_i[a, A_CANCELLED]:  # given up on while it worked: the work is wasted, the worker freed
-        w.att_i[a, A_PHASE] = FINISHED
+        done_here(w, a)
         if w.svc[s, SV_BBR] != 0.0:
             bbr_completed(w, s, x, a)
         span_at(w, a, TR_WORKED, x)
@@ -442,7 +464,7 @@ def finish(w: Any, x: float, a: int, ok: bool) -> None:
     an entry request)."""
     if w.att_i[a, A_PHASE] == FINISHED:
         return
-    w.att_i[a, A_PHASE] = FINISHED
+    done_here(w, a)
     s = w.att_i[a, A_SVC]
     if w.svc[s, SV_BBR] != 0.0:
         bbr_completed(w, s, x, a)
@@ -466,7 +488,7 @@ def cancel(w: Any, x: float, a: int) -> None:
     w.att_i[a, A_CANCELLED] = 1
     phase = w.att_i[a, A_PHASE]
     if phase == CALLING:
-        w.att_i[a, A_PHASE] = FINISHED
+        done_here(w, a)
         w.m_svc[w.att_i[a, A_SVC], M_CANCELLED] += 1
         if w.svc[w.att_i[a, A_SVC], SV_BBR] != 0.0:
             bbr_completed(w, w.att_i[a, A_SVC], x, a)
@@ -726,7 +748,8 @@ def chain_minute(w: Any, t0: float, t1: float, need_a: int, need_c: int, need_h:
     count = w.ints[I_COUNT]
     if w.ints[I_NEXT] == 0:  # the minute's start: workers added since (the entry's fleet scaled) take the queue
         for s in range(len(w.svc_i)):
-            dequeue(w, t0, s)
+            for q in range(w.queue_first[s], w.queue_first[s + 1]):
+                dequeue(w, t0, s, q)
     lists = len(w.timers)
     clients = lists - 1
     propagate = w.reals[R_PROPAGATE] != 0.0

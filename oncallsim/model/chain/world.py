@@ -39,7 +39,15 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from oncallsim.model.chain.layout import BREAKER_BUCKETS, SV_WORKERS, ChainLayout
+from oncallsim.model.chain.layout import (
+    BAL_POOLED,
+    BREAKER_BUCKETS,
+    SV_BALANCER,
+    SV_INSTANCES,
+    SV_WORKERS,
+    SV_WORKERS_PER_INSTANCE,
+    ChainLayout,
+)
 from oncallsim.model.jit import by_reference
 from oncallsim.model.request.generator import seeded
 
@@ -67,15 +75,28 @@ R_DEADLINE, R_PROPAGATE, R_REALS = range(3)  # the clients' deadline; 1: deadlin
 
 # svc_i[s, ...]: a service's state
 (
-    SI_FREE,  # idle workers
-    SI_HEAD,  # its FIFO queue: a list through the attempts' A_QNEXT
-    SI_TAIL,
-    SI_QLEN,
+    SI_QLEN,  # attempts waiting for its workers (in all its queues)
     SI_BUSY,  # workers held
     SI_SEEN,  # answers its callers have timed (the hedge delay's window, ``seen``)
     SI_BUDGET_SECOND,  # the second the retry budget's newest bucket counts
+    SI_SERVING,  # instances in its balancer's rotation (the first so many of its queues; balanced services)
+    SI_TURN,  # round-robin: the turns taken
     SI_COLUMNS,
-) = range(8)
+) = range(7)
+
+# queues[q, ...]: a queue and the workers behind it. A pooled service has one (every worker behind it); a balanced
+# one a queue per instance (its workers_per_instance), ``queue_first[s]`` to ``queue_first[s + 1]``, as many as a
+# service may have instances (MAX_INSTANCES): those past its instances in rotation take no new attempt and finish
+# what they hold
+(
+    Q_FREE,  # idle workers
+    Q_HEAD,  # the waiting attempts: a list through their A_QNEXT
+    Q_TAIL,
+    Q_LEN,
+    Q_OUT,  # attempts given to it and not finished there (least-outstanding reads it)
+    Q_COLUMNS,
+) = range(6)
+MAX_INSTANCES = 1000  # a service's instances (scenarios/graph.py), the control's and the fleet's bound
 
 # svc_r[s, ...]
 (
@@ -122,8 +143,9 @@ HEDGE_REFRESH = 100  # the observed quantile read again every so many new answer
     A_SPAN,  # its row in the trace (−1: not traced; trace.py)
     A_ORIGIN,  # the service where its failure began (−1: none yet; docs/graphs.md, "Where the failures began")
     A_HELD_STAGE,  # the stage (a row of stage_edges) whose calls hold its worker (−1: none)
+    A_QUEUE,  # the queue it was given to (−1: none yet, or finished there)
     A_COLUMNS,
-) = range(20)
+) = range(21)
 AR_DEADLINE, AR_ARRIVED, AR_SENT, AR_STARTED, AR_COLUMNS = range(5)  # AR_STARTED: a worker took it
 WAITING, WORKING, CALLING, FINISHED = range(4)
 
@@ -245,6 +267,8 @@ class ChainWorld(NamedTuple):
     # the services
     svc_i: npt.NDArray[np.int64]
     svc_r: npt.NDArray[np.float64]
+    queues: npt.NDArray[np.int64]  # [q, Q_COLUMNS] a queue and its workers: a service's one, or one per instance
+    queue_first: npt.NDArray[np.int64]  # [s + 1] service s's queues are queue_first[s] to queue_first[s + 1]
     seen: npt.NDArray[np.float64]  # [s, HEDGE_WINDOW] the latest latencies of its answers, a ring
     scratch: npt.NDArray[np.float64]  # [HEDGE_WINDOW] for reading a quantile
     edge_delay: npt.NDArray[np.float64]  # [e] a call's hedge delay as last read
@@ -296,9 +320,16 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
     reals[R_DEADLINE] = layout.deadline_s
     reals[R_PROPAGATE] = 1.0 if layout.propagation else 0.0
     svc_i = np.zeros((n, SI_COLUMNS), dtype=np.int64)
-    svc_i[:, SI_FREE] = layout.svc[:, SV_WORKERS].astype(np.int64)
-    svc_i[:, SI_HEAD] = -1
-    svc_i[:, SI_TAIL] = -1
+    svc_i[:, SI_SERVING] = layout.svc[:, SV_INSTANCES].astype(np.int64)
+    balanced = layout.svc[:, SV_BALANCER] != BAL_POOLED
+    queue_first = np.zeros(n + 1, dtype=np.int64)
+    queue_first[1:] = np.cumsum(np.where(balanced, MAX_INSTANCES, 1))
+    queues = np.zeros((int(queue_first[-1]), Q_COLUMNS), dtype=np.int64)
+    queues[:, Q_HEAD] = -1
+    queues[:, Q_TAIL] = -1
+    for s in range(n):
+        first, end = queue_first[s], queue_first[s + 1]
+        queues[first:end, Q_FREE] = layout.svc[s, SV_WORKERS_PER_INSTANCE if balanced[s] else SV_WORKERS]
     svc_r = np.zeros((n, SR_COLUMNS))
     svc_r[:, SR_SLOW] = 1.0
     svc_r[:, SR_CPU_TICK] = CPU_TICK_S
@@ -314,6 +345,8 @@ def new_chain(layout: ChainLayout, seed: int) -> ChainWorld:
         edge_f=layout.edge_f.copy(),
         svc_i=svc_i,
         svc_r=svc_r,
+        queues=queues,
+        queue_first=queue_first,
         seen=np.zeros((n, HEDGE_WINDOW)),
         scratch=np.zeros(HEDGE_WINDOW),
         edge_delay=np.zeros(max(edges, 1)),
