@@ -109,8 +109,21 @@
   // A chain's services, each a line: how long its answers take (p99) beside the clients' deadline
   const graphOf = (r) => (r.extras && r.extras.graph ? r.extras.graph.services : null);
   const diagramGraph = $("diagram") && $("diagram").dataset.graph ? JSON.parse($("diagram").dataset.graph) : null;
+  const colours = ["#1d4ed8", "#b91c1c", "#15803d", "#a16207", "#7c3aed", "#0891b2", "#be185d", "#475569"];
+  // A chain has no one capacity to draw its requests against: its first chart is each service's saturation, the
+  // share of its workers busy over the minute (what an operator reads first on a dashboard of services), a
+  // service a line in the same colour as on the p99 chart, beside the 100 % at which its queue starts to grow.
+  if (diagramGraph && $("chart-traffic")) {
+    CHARTS["chart-traffic"] = {
+      title: t("chart.saturation"),
+      traces: diagramGraph.services.map((s, i) => [
+        (r) => { const g = graphOf(r); return g && g[s.name] ? g[s.name].utilization : null; },
+        s.name, colours[i % colours.length], "solid", 100,
+      ]),
+      lines: [[100, t("series.all_busy"), "#111827"]],
+    };
+  }
   if (diagramGraph && $("chart-services")) {
-    const colours = ["#1d4ed8", "#b91c1c", "#15803d", "#a16207", "#7c3aed", "#0891b2", "#be185d", "#475569"];
     CHARTS["chart-services"] = {
       title: t("chart.services"),
       traces: diagramGraph.services.map((s, i) => [
