@@ -66,6 +66,12 @@ def test_a_chains_first_chart_is_each_services_utilization_from_the_servers_reco
             assert traces[name] == pytest.approx(expected, rel=1e-12), name
             assert any(v > 0 for v in expected), name  # a service that worked: the comparison compares something
         assert traces["all workers busy"] == [100, 100, 100]
+        # the legend names the services alone (the 100 % line is named on hover): two columns in every language
+        listed = page.evaluate(
+            "() => document.getElementById('chart-traffic').data"
+            ".filter((d) => d.showlegend !== false).map((d) => d.name)"
+        )
+        assert listed == list(LESSONS["cascade"])
         title = page.evaluate("() => document.getElementById('chart-traffic').layout.title.text")
         assert title == "Each service's utilization: workers busy (%)"
         label = page.locator("#chart-traffic").get_attribute("aria-label")

@@ -120,7 +120,9 @@
         (r) => { const g = graphOf(r); return g && g[s.name] ? g[s.name].utilization : null; },
         s.name, colours[i % colours.length], "solid", 100,
       ]),
-      lines: [[100, t("series.all_busy"), "#111827"]],
+      // the 100 % line named on hover, not in the legend: a legend of the services alone stays two columns in
+      // every language (a fourth, longer name made each entry a row, behind a scroll bar, in isiZulu and Armenian)
+      lines: [[100, t("series.all_busy"), "#111827", false]],
     };
   }
   if (diagramGraph && $("chart-services")) {
@@ -223,8 +225,8 @@
         x, y: seriesOf(spec, rows), name: isolate(spec[1]), mode: "lines", yaxis: spec[5] || "y",
         line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[6] || (spec[0] === "error_rate" ? 2 : 1)),
       }));
-      for (const [value, name, color] of chart.lines || []) {
-        data.push({ x, y: x.map(() => value), name: isolate(name), mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
+      for (const [value, name, color, listed] of chart.lines || []) {
+        data.push({ x, y: x.map(() => value), name: isolate(name), mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2), showlegend: listed !== false });
       }
       const title = fitTitle(chart.title, document.getElementById(id).clientWidth - 12, narrow ? 11 : 12);
       const layout = {
