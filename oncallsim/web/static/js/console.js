@@ -109,8 +109,23 @@
   // A chain's services, each a line: how long its answers take (p99) beside the clients' deadline
   const graphOf = (r) => (r.extras && r.extras.graph ? r.extras.graph.services : null);
   const diagramGraph = $("diagram") && $("diagram").dataset.graph ? JSON.parse($("diagram").dataset.graph) : null;
+  const colours = ["#1d4ed8", "#b91c1c", "#15803d", "#a16207", "#7c3aed", "#0891b2", "#be185d", "#475569"];
+  // A chain has no one capacity to draw its requests against: its first chart is each service's saturation, the
+  // share of its workers busy over the minute (what an operator reads first on a dashboard of services), a
+  // service a line in the same colour as on the p99 chart, beside the 100 % at which its queue starts to grow.
+  if (diagramGraph && $("chart-traffic")) {
+    CHARTS["chart-traffic"] = {
+      title: t("chart.saturation"),
+      traces: diagramGraph.services.map((s, i) => [
+        (r) => { const g = graphOf(r); return g && g[s.name] ? g[s.name].utilization : null; },
+        s.name, colours[i % colours.length], "solid", 100,
+      ]),
+      // the 100 % line named on hover, not in the legend: a legend of the services alone stays two columns in
+      // every language (a fourth, longer name made each entry a row, behind a scroll bar, in isiZulu and Armenian)
+      lines: [[100, t("series.all_busy"), "#111827", false]],
+    };
+  }
   if (diagramGraph && $("chart-services")) {
-    const colours = ["#1d4ed8", "#b91c1c", "#15803d", "#a16207", "#7c3aed", "#0891b2", "#be185d", "#475569"];
     CHARTS["chart-services"] = {
       title: t("chart.services"),
       traces: diagramGraph.services.map((s, i) => [
@@ -210,8 +225,8 @@
         x, y: seriesOf(spec, rows), name: isolate(spec[1]), mode: "lines", yaxis: spec[5] || "y",
         line: { color: spec[2], dash: spec[3], width: 2 }, hovertemplate: hover(spec[6] || (spec[0] === "error_rate" ? 2 : 1)),
       }));
-      for (const [value, name, color] of chart.lines || []) {
-        data.push({ x, y: x.map(() => value), name: isolate(name), mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2) });
+      for (const [value, name, color, listed] of chart.lines || []) {
+        data.push({ x, y: x.map(() => value), name: isolate(name), mode: "lines", line: { color, dash: "dash", width: 1 }, hovertemplate: hover(2), showlegend: listed !== false });
       }
       const title = fitTitle(chart.title, document.getElementById(id).clientWidth - 12, narrow ? 11 : 12);
       const layout = {

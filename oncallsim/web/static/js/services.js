@@ -44,18 +44,14 @@
   const columns = [];
   for (const s of graph.services) (columns[depth[s.name]] = columns[depth[s.name]] || []).push(s.name);
   const rows = Math.max(...columns.map((c) => c.length));
-  const width = columns.length * (BOX_W + GAP_X) - GAP_X + 4;
-  const height = rows * (BOX_H + GAP_Y) - GAP_Y + 4;
+  // Two ways to lay it out. Side by side (the calls run left to right): a column per distance from the entry, as
+  // wide as the chain is deep. Stacked (the calls run downwards, as a call stack reads): a row per distance, as wide
+  // as its widest row. A phone too narrow for the columns at 80 % of their size (three columns: 544 px) gets the
+  // rows, which fit it whole instead of scrolling sideways; the columns everywhere else.
+  const GAP_ROWS = 30; // room between two rows for the arrow and the how of the call beside it
+  const wide = { width: columns.length * (BOX_W + GAP_X) - GAP_X + 4, height: rows * (BOX_H + GAP_Y) - GAP_Y + 4 };
+  const tall = { width: rows * (BOX_W + GAP_Y) - GAP_Y + 4, height: columns.length * (BOX_H + GAP_ROWS) - GAP_ROWS + 4 };
   const at = {};
-  columns.forEach((names, col) => {
-    const top = ((rows - names.length) * (BOX_H + GAP_Y)) / 2; // a short column centred beside a tall one
-    names.forEach((name, row) => { at[name] = { x: 2 + col * (BOX_W + GAP_X), y: 2 + top + row * (BOX_H + GAP_Y) }; });
-  });
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.style.height = Math.min(280, height) + "px"; // the chain scaled into the charts' width, never over them
-  // on a phone it shrinks to 80 % of its size at most (its text still readable), then scrolls sideways: a chain of
-  // two columns fits 390 px whole (the one service's 600 px floor hid the cascade's recs off the screen)
-  svg.style.minWidth = Math.round(width * 0.8) + "px";
 
   function el(tag, attrs, text) {
     const node = document.createElementNS(NS, tag);
@@ -63,40 +59,100 @@
     if (text !== undefined) node.textContent = text;
     return node;
   }
+  const set = (node, attrs) => { for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v)); };
 
-  const edges = []; // [caller, callee, line]
+  const edges = []; // [caller, callee, line, the how of the call (a text) or null]
   for (const s of graph.services) {
     const seen = new Set();
     for (const call of s.calls) {
       if (seen.has(call.to)) continue;
       seen.add(call.to);
-      const a = at[s.name];
-      const b = at[call.to];
-      const x1 = a.x + BOX_W;
-      const y1 = a.y + BOX_H / 2;
-      const x2 = b.x - 4;
-      const y2 = b.y + BOX_H / 2;
-      const line = el("line", { x1, y1, x2, y2, "data-edge": s.name + ">" + call.to, "data-level": "calm" });
+      const line = el("line", { "data-edge": s.name + ">" + call.to, "data-level": "calm" });
       svg.append(line);
       // how the call is made: on some requests (a share), or as several copies at once (fan-out)
       const how = call.probability !== null ? percent(call.probability) : call.copies > 1 ? "×" + number(call.copies) : "";
-      if (how) svg.append(el("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 5, class: "call-how" }, how));
-      edges.push([s.name, call.to, line]);
+      const label = how ? el("text", { class: "call-how" }, how) : null;
+      if (label) svg.append(label);
+      edges.push([s.name, call.to, line, label]);
     }
   }
   const boxes = {};
   for (const s of graph.services) {
-    const { x, y } = at[s.name];
     const g = el("g", { "data-service": s.name, "data-level": "calm" });
-    g.append(el("rect", { x, y, width: BOX_W, height: BOX_H, rx: 6 }));
-    g.append(el("text", { x: x + BOX_W / 2, y: y + 16 }, s.name === graph.entry ? t("graph.entry", { name: s.name }) : s.name));
-    const rate = el("text", { x: x + BOX_W / 2, y: y + 32, class: "value" });
-    const use = el("text", { x: x + BOX_W / 2, y: y + 47, class: "value" });
-    const failing = el("text", { x: x + BOX_W / 2, y: y + 62, class: "value failing" });
-    g.append(rate, use, failing);
+    const rect = el("rect", { width: BOX_W, height: BOX_H, rx: 6 });
+    const name = el("text", {}, s.name === graph.entry ? t("graph.entry", { name: s.name }) : s.name);
+    const rate = el("text", { class: "value" });
+    const use = el("text", { class: "value" });
+    const failing = el("text", { class: "value failing" });
+    g.append(rect, name, rate, use, failing);
     svg.append(g);
-    boxes[s.name] = { g, rate, use, failing };
+    boxes[s.name] = { g, rect, name, rate, use, failing };
   }
+
+  // Places the boxes and the arrows side by side (``stacked`` false) or in rows, and sizes the drawing.
+  function place(stacked) {
+    const size = stacked ? tall : wide;
+    const gapAlong = stacked ? GAP_ROWS : GAP_X;
+    columns.forEach((names, d) => {
+      const across = stacked ? (rows - names.length) * (BOX_W + GAP_Y) / 2 : ((rows - names.length) * (BOX_H + GAP_Y)) / 2; // a short column centred beside a tall one
+      names.forEach((name, i) => {
+        const along = 2 + d * ((stacked ? BOX_H : BOX_W) + gapAlong);
+        const side = 2 + across + i * ((stacked ? BOX_W : BOX_H) + GAP_Y);
+        at[name] = stacked ? { x: side, y: along } : { x: along, y: side };
+      });
+    });
+    for (const [caller, callee, line, label] of edges) {
+      const a = at[caller];
+      const b = at[callee];
+      const end = stacked
+        ? { x1: a.x + BOX_W / 2, y1: a.y + BOX_H, x2: b.x + BOX_W / 2, y2: b.y - 4 }
+        : { x1: a.x + BOX_W, y1: a.y + BOX_H / 2, x2: b.x - 4, y2: b.y + BOX_H / 2 };
+      set(line, end);
+      if (label) {
+        const mid = { x: (end.x1 + end.x2) / 2, y: (end.y1 + end.y2) / 2 };
+        // stacked: beside a straight arrow, or above a slanted one on the side it leans to (clear of its line)
+        const dx = end.x2 - end.x1;
+        const spot = !stacked ? { x: mid.x, y: mid.y - 5, anchor: "" }
+          : Math.abs(dx) < 1 ? { x: mid.x + 6, y: mid.y + 4, anchor: "start" }
+          : { x: mid.x + (dx > 0 ? 4 : -4), y: mid.y - 6, anchor: dx > 0 ? "start" : "end" };
+        set(label, { x: spot.x, y: spot.y });
+        label.style.textAnchor = spot.anchor;
+      }
+    }
+    for (const [name, box] of Object.entries(boxes)) {
+      const { x, y } = at[name];
+      set(box.rect, { x, y });
+      [box.name, box.rate, box.use, box.failing].forEach((text, i) => set(text, { x: x + BOX_W / 2, y: y + [16, 32, 47, 62][i] }));
+    }
+    svg.setAttribute("viewBox", `0 0 ${size.width} ${size.height}`);
+    svg.dataset.layout = stacked ? "rows" : "columns";
+    if (stacked) {
+      // as tall as its rows at their size, or smaller by as much as a row too wide for the phone is shrunk
+      const room = svg.parentElement.clientWidth;
+      svg.style.height = Math.round(size.height * Math.min(1, room / size.width)) + "px";
+    } else {
+      svg.style.height = Math.min(280, size.height) + "px"; // the chain scaled into the charts' width, never over them
+    }
+    // on a phone it shrinks to 80 % of its size at most (its text still readable), then scrolls sideways: a chain of
+    // two columns fits 390 px whole (the one service's 600 px floor hid the cascade's recs off the screen)
+    svg.style.minWidth = Math.round(size.width * 0.8) + "px";
+  }
+
+  // the columns while they fit at 80 % of their size, else the rows; again when the window's width changes
+  let stacked = null;
+  function fit() {
+    svg.style.minWidth = "0px"; // the room measured without the drawing's own floor
+    const want = svg.parentElement.clientWidth < Math.round(wide.width * 0.8) && tall.width < wide.width;
+    if (want !== stacked) {
+      stacked = want;
+      place(stacked);
+    } else {
+      svg.style.minWidth = Math.round((stacked ? tall : wide).width * 0.8) + "px";
+      if (stacked) place(true); // its height follows the room
+    }
+  }
+  fit();
+  window.addEventListener("resize", fit);
 
   function level(x, warm, hot) {
     if (x >= hot) return "hot";
