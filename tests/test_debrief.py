@@ -318,3 +318,38 @@ def test_a_day_with_an_action_every_minute_debriefs_with_a_bounded_chart() -> No
         page = render_html(report, sim.timeline, sim.plan, sim.params, sim.actions, timelines, language)
         assert page.count('"meta":"decisions"') == len(PANELS) and page.count('"type":"line"') == len(fig.layout.shapes)
         assert page.count(f'"{said}"') == 720 * 2 * len(PANELS)
+
+
+def test_a_chains_debrief_charts_each_services_saturation_and_p99() -> None:
+    """A chain has no one fleet's capacity, cache or database: its debrief's first panel is each service's share of
+    workers busy (with the 100 % line), its fifth each service's p99 under the clients' deadline, the values its
+    records carry; titled as the console's charts, in the page's language."""
+    from oncallsim.debrief.charts import debrief_figure
+    from oncallsim.debrief.html import localize_figure, translate_text
+
+    sim = Simulation("cascade", seed=3, minutes=4)
+    sim.run()
+    assert sim.plan.graph is not None
+    fig = debrief_figure(sim.timeline, sim.params, deadline_ms=sim.plan.graph.deadline_s * 1000.0)
+    titles = [a.text for a in fig.layout.annotations[:6]]
+    assert titles[0] == "Each service's utilization: workers busy (%)"
+    assert titles[4] == "Each service's p99 vs the clients' deadline (ms)"
+    panel = {t.name: t for t in fig.data if t.legend == "legend"}
+    services = list(sim.timeline[0].extras["graph"]["services"])
+    assert set(panel) == {*services, "all workers busy"} and set(panel["all workers busy"].y) == {100.0}
+    for name in services:
+        expected = [100.0 * r.extras["graph"]["services"][name]["utilization"] for r in sim.timeline]
+        assert list(panel[name].y) == pytest.approx(expected, rel=1e-12)
+    fifth = {t.name: t for t in fig.data if t.legend == "legend5"}
+    assert set(fifth) == {*services, "deadline"} and set(fifth["deadline"].y) == {1000.0}
+    assert list(fifth["recs"].y) == [r.extras["graph"]["services"]["recs"]["p99_ms"] for r in sim.timeline]
+    assert fig.layout.yaxis5.type == "log"
+    second = {t.name: t for t in fig.data if t.legend == "legend2"}
+    assert "timeout" not in second and set(second["deadline"].y) == {1000.0}  # the graph's, not params.timeout_s
+    danish = localize_figure(json.loads(fig.to_json()), "da")
+    title = danish["layout"]["annotations"][0]["text"]
+    assert title == translate_text("Each service's utilization: workers busy (%)", "da") and "utilization" not in title
+    # one service's debrief keeps its panels
+    one = Simulation("surge", seed=3, minutes=2)
+    one.run()
+    assert debrief_figure(one.timeline, one.params).layout.annotations[0].text == "Requests vs capacity (req/s)"

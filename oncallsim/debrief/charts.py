@@ -29,6 +29,14 @@ PANELS = (
 )
 # A request-engine run's records also say what its retries cost: the answers that were useful against all sent
 REQUEST_PANELS = ("Goodput vs throughput (req/s)",)
+# A chain's run (its records carry each service's measures): the first panel is each service's saturation, not one
+# fleet's capacity, and the fifth each service's p99, not a cache and a database it does not have; the console's
+# charts say the same words (page.json ``chart.saturation``, ``chart.services``: translated as theirs)
+CHAIN_PANELS = {
+    0: "Each service's utilization: workers busy (%)",
+    4: "Each service's p99 vs the clients' deadline (ms)",
+}
+SERVICE_COLORS = ("#1d4ed8", "#b91c1c", "#15803d", "#a16207", "#7c3aed", "#0891b2", "#be185d", "#475569")
 # (colour, dash): neither is the run's solid line nor the other's pattern
 COUNTERFACTUAL_STYLE = {
     "hands-off": ("#9a3412", "dash"),
@@ -108,15 +116,38 @@ def decision_marks(fig: go.Figure, x: Sequence[str], actions: Sequence[Action], 
         }
 
 
+def chain_services(timeline: Sequence[MinuteRecord]) -> list[str]:
+    """A chain run's services, in the order its records list them (none for one service)."""
+    for r in timeline:
+        graph = (r.extras or {}).get("graph")
+        if isinstance(graph, dict) and isinstance(graph.get("services"), dict):
+            return list(graph["services"])
+    return []
+
+
+def service_value(record: MinuteRecord, service: str, name: str) -> float | None:
+    """One service's measure in a chain's record (None when the minute had none, as a p99 with no answer)."""
+    value = (((record.extras or {}).get("graph") or {}).get("services") or {}).get(service, {}).get(name)
+    return None if value is None else float(value)
+
+
+def percent(share: float | None) -> float | None:
+    return None if share is None else 100.0 * share
+
+
 def debrief_figure(
     timeline: Sequence[MinuteRecord],
     params: Params,
     actions: Sequence[Action] = (),
     latency_target_ms: float = 1000.0,
     counterfactuals: Mapping[str, Sequence[MinuteRecord]] | None = None,
+    deadline_ms: float | None = None,
 ) -> go.Figure:
+    """The figure; ``deadline_ms`` is a chain's clients' deadline (its graph's), drawn under its services' p99."""
     request = any(r.engine == "request" for r in timeline)
-    panels = PANELS + (REQUEST_PANELS if request else ())
+    services = chain_services(timeline)
+    panels = tuple(CHAIN_PANELS.get(i, title) if services else title for i, title in enumerate(PANELS))
+    panels += REQUEST_PANELS if request else ()
     titles = [fill(title, params) for title in panels]
     spacing = 0.05 * len(PANELS) / len(panels)
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=spacing)
@@ -125,7 +156,9 @@ def debrief_figure(
     def goodput(records: Sequence[MinuteRecord]) -> list[float]:
         return [r.extra("goodput_per_s") or 0.0 for r in records]
 
-    def line(row: int, y: list[float], name: str, color: str, dash: str = "solid", group: str = "run") -> None:
+    def line(
+        row: int, y: Sequence[float | None], name: str, color: str, dash: str = "solid", group: str = "run"
+    ) -> None:
         fig.add_trace(
             go.Scatter(
                 x=x[: len(y)],
@@ -140,11 +173,23 @@ def debrief_figure(
             col=1,
         )
 
-    line(1, [r.requests_per_s for r in timeline], "requests", "#1d4ed8")
-    line(1, [r.capacity_per_s for r in timeline], "capacity", "#64748b", "dot")
+    if services:
+        for k, name in enumerate(services):
+            color = SERVICE_COLORS[k % len(SERVICE_COLORS)]
+            line(1, [percent(service_value(r, name, "utilization")) for r in timeline], name, color)
+            line(5, [service_value(r, name, "p99_ms") for r in timeline], name, color)
+        line(1, [100.0] * len(timeline), "all workers busy", "#111827", "dash")
+        if deadline_ms is not None:
+            line(5, [deadline_ms] * len(timeline), "deadline", "#111827", "dash")
+    else:
+        line(1, [r.requests_per_s for r in timeline], "requests", "#1d4ed8")
+        line(1, [r.capacity_per_s for r in timeline], "capacity", "#64748b", "dot")
     line(2, [r.p99_ms for r in timeline], "p99", "#7c3aed")
     line(2, [latency_target_ms] * len(timeline), "latency target", "#94a3b8", "dash")
-    line(2, [params.timeout_s * 1000.0] * len(timeline), "timeout", "#b91c1c", "dot")
+    if not services:  # a chain's clients wait its graph's deadline, not the one service's timeout
+        line(2, [params.timeout_s * 1000.0] * len(timeline), "timeout", "#b91c1c", "dot")
+    elif deadline_ms is not None:
+        line(2, [deadline_ms] * len(timeline), "deadline", "#b91c1c", "dot")
     line(3, [r.burn_1h for r in timeline], "burn 1 h", "#b91c1c")
     line(3, [r.burn_5m for r in timeline], "burn 5 min", "#f97316", "dot")
     line(
@@ -155,8 +200,9 @@ def debrief_figure(
         "dash",
     )
     line(4, [100 * r.budget_left for r in timeline], "budget left", "#0f766e")
-    line(5, [100 * r.cache_hit for r in timeline], "cache hit", "#0891b2")
-    line(5, [100 * r.db_utilization for r in timeline], "DB utilization", "#a16207")
+    if not services:
+        line(5, [100 * r.cache_hit for r in timeline], "cache hit", "#0891b2")
+        line(5, [100 * r.db_utilization for r in timeline], "DB utilization", "#a16207")
     line(6, [float(r.serving) for r in timeline], "serving", "#1d4ed8")
     line(6, [float(r.booting) for r in timeline], "booting", "#93c5fd", "dot")
     line(6, [r.cost_per_hour for r in timeline], "cost $/h", "#15803d", "dash")
@@ -213,6 +259,8 @@ def debrief_figure(
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *notes])
     decision_marks(fig, x, actions, len(panels))
     fig.update_xaxes(nticks=16, showticklabels=True)  # the time axis under each panel, not only the last
+    if services:  # as the console's: a slow leaf's tens of ms stay apart from a filled entry's minutes
+        fig.update_yaxes(type="log", row=5, col=1)
     legends = {}
     for row in range(1, len(panels) + 1):
         top = fig.layout[f"yaxis{'' if row == 1 else row}"].domain[1]

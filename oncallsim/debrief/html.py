@@ -329,7 +329,8 @@ def render_html(
     """The report in ``language`` (sentences from the catalogs, numbers written the language's way)."""
     from oncallsim import __version__
 
-    fig = debrief_figure(timeline, params, actions, report.latency_target_ms, counterfactuals)
+    deadline_ms = plan.graph.deadline_s * 1000.0 if plan.graph is not None else None
+    fig = debrief_figure(timeline, params, actions, report.latency_target_ms, counterfactuals, deadline_ms)
     figure = localize_figure(json.loads(pio.to_json(fig)), language)
     html = pio.to_html(
         figure,

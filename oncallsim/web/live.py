@@ -105,6 +105,7 @@ def debrief_with_figure(sim: Simulation, progress: Callable[[int, int], None] | 
         sim.actions,
         report.latency_target_ms,
         {name: o.timeline for name, o in others.items()},
+        sim.plan.graph.deadline_s * 1000.0 if sim.plan.graph is not None else None,
     )
     return report, figure.to_json().replace("</", "<\\/")
 
