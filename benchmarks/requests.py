@@ -24,7 +24,10 @@
    requests: the compiled loop's speed-up. Measured 2026-12-02: 217–228 ms (8× the one service's 28 ms; 50× the
    oracle). Measured 2026-12-03 (load 2.4–3.3, two other jobs): 143–167 ms median, best 137–148 (5–6× the one
    service's 28 ms; about 75× the oracle), the 2026-12-02 code beside it 230–350 ms; the target is still missed,
-   by about 1.5× (docs/graphs.md, "Speed", says what took it there and what is left).
+   by about 1.5× (docs/graphs.md, "Speed", says what took it there and what is left). Measured 2026-12-03 11:40
+   (a slower hour: the one service 36.8 ms): 198 ms median, best 157 (5.4× the one service; 152× the oracle),
+   after the chain world's loads were marked invariant (up to 15 % faster in paired runs, within the noise in
+   others); about 2,200 instructions an attempt (callgrind), a third too many for the target.
 
 Peers are measured in the same run, on the same machine; ratios are what to compare across machines.
 

@@ -16,7 +16,7 @@ from typing import Any
 from oncallsim.model.chain.layout import BAL_POOLED, BAL_RANDOM, BAL_ROUND_ROBIN, SV_BALANCER
 from oncallsim.model.chain.world import Q_OUT, SI_SERVING, SI_TURN
 from oncallsim.model.kernel import step
-from oncallsim.model.request.generator import uniform_int
+from oncallsim.model.request.generator import uniform
 
 __all__ = ["choose_queue"]
 
@@ -32,7 +32,7 @@ def choose_queue(w: Any, s: int) -> int:
     if serving <= 1:
         return first  # one instance in rotation: no choice to make (nothing drawn)
     if balancer == BAL_RANDOM:
-        return first + uniform_int(w.gen, serving)
+        return first + int(uniform(w.gen) * serving)  # generator.uniform_int's draw, without compiling it too
     if balancer == BAL_ROUND_ROBIN:
         turn = w.svc_i[s, SI_TURN]
         w.svc_i[s, SI_TURN] = turn + 1
@@ -48,6 +48,6 @@ def choose_queue(w: Any, s: int) -> int:
             tied = 1
         elif out == least:
             tied += 1
-            if uniform_int(w.gen, tied) == 0:
+            if int(uniform(w.gen) * tied) == 0:
                 best = q
     return best

@@ -183,7 +183,7 @@ from oncallsim.model.chain.world import (
     TR_WORKED,
     WORKING,
 )
-from oncallsim.model.kernel import step, unmanaged
+from oncallsim.model.kernel import inline_step, step, unmanaged
 from oncallsim.model.request.generator import exponential, uniform
 
 __all__ = ["DONE", "NEED_ROOM", "chain_minute", "draw_arrivals"]
@@ -248,7 +248,7 @@ def work_s(w: Any, s: int) -> float:
     return math.exp(w.svc[s, SV_MU] + w.svc[s, SV_SIGMA] * z) * slow
 
 
-@step
+@inline_step
 def done_here(w: Any, a: int) -> None:
     """The attempt is finished at its service (answered, refused, dropped or abandoned): no longer outstanding at
     the queue it was given to (balancer.py)."""

@@ -48,7 +48,7 @@ from oncallsim.model.chain.layout import (
     SV_WORKERS_PER_INSTANCE,
     ChainLayout,
 )
-from oncallsim.model.jit import by_reference
+from oncallsim.model.jit import by_reference_invariant
 from oncallsim.model.request.generator import seeded
 
 __all__ = ["ChainWorld", "copy_chain", "new_chain", "timers_in", "with_room"]
@@ -253,7 +253,7 @@ HIST_BINS = 1810
 OTEL_BOUNDS_S = np.array([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0])
 
 
-@by_reference
+@by_reference_invariant
 class ChainWorld(NamedTuple):
     gen: npt.NDArray[np.uint64]
     ints: npt.NDArray[np.int64]
