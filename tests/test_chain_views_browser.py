@@ -139,3 +139,64 @@ def test_a_desktop_keeps_the_chains_columns(server: str, browser: Any) -> None:
         assert page.locator("line[data-edge='api>orders']").get_attribute("x1") == "186"
     finally:
         page.close()
+
+
+BALANCED = """
+id = "balanced"
+version = 1
+title = "A balanced leaf"
+summary = "The api calls db, whose instances each keep a queue."
+briefing = "The api calls db on every request."
+start = "09:00"
+minutes = 10
+
+[params]
+base_requests_per_s = 200.0
+diurnal_amplitude = 0.0
+
+[graph]
+entry = "api"
+deadline_ms = 1000
+
+[graph.services.api]
+instances = 4
+workers_per_instance = 8
+service_ms = 2
+calls = [{ to = "db", network_ms = 1 }]
+
+[graph.services.db]
+instances = 4
+workers_per_instance = 2
+service_ms = 4
+balancer = "round-robin"
+max_queue = 5
+"""
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("en", "Round-robin balancer: a queue in front of each instance"),
+        ("da", "Fordeling på skift (round-robin): en kø foran hver instans"),
+    ],
+)
+def test_the_services_panel_says_a_service_keeps_a_queue_per_instance(
+    server: str, browser: Any, language: str, words: str
+) -> None:
+    """A service with a balancer (the file's, not set in the panel): its box says so, and that its queue limit is
+    each instance's; a pooled service's box says nothing of it."""
+    body = {"scenario": "balanced", "scenario_toml": BALANCED, "seed": 1, "speed": 1, "paused": True}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}?lang={language}")
+        close_briefing(page)
+        note = page.locator("fieldset.service[data-service=db] .service-balancer")
+        note.wait_for()
+        assert note.get_attribute("data-balancer") == "round-robin"
+        assert str(note.text_content()).startswith(words)
+        assert page.locator("fieldset.service[data-service=api] .service-balancer").count() == 0
+        watch.check()
+    finally:
+        page.close()

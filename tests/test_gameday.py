@@ -254,6 +254,10 @@ def test_close_debrief_postmortem_and_offline_export(client: TestClient, tmp_pat
     assert ("note", "facilitator") in kinds
     order = [r["kind"] for r in debrief["timeline"]]
     assert order.index("inject") < order.index("status") < order.index("action")
+    # the fault as data beside its English words: the page says it in its reader's language (gameday.js faultText)
+    inject = next(r for r in debrief["timeline"] if r["kind"] == "inject")
+    assert inject["fault"]["kind"] and inject["fault"]["at"] == "08:03" and inject["args"]["fault"].endswith("08:03")
+    assert all(r["fault"] is None for r in debrief["timeline"] if r["kind"] != "inject")
     assert debrief["intervals"]["fault_clock"] == "08:03" and debrief["intervals"]["detect_min"] == 2
     markdown = client.post(f"/api/gameday/rooms/{room['id']}/export", json={"token": player, "what": "markdown"})
     assert markdown.status_code == 200

@@ -103,6 +103,9 @@ class TeamRow(BaseModel):
     template: str
     args: dict[str, str] = {}
     seq: int = -1  # the room's log line (the order within a minute); -1: a row of the run's own debrief
+    # an injected fault's kind, time and values: the page words it in its reader's language (``args["fault"]`` is
+    # the English the postmortem's Markdown says)
+    fault: dict[str, Any] | None = None
 
     def text(self) -> str:
         return self.template % self.args if self.args else self.template
@@ -176,8 +179,10 @@ def team_timeline(report: Report, log: Sequence[Any], clock: Any, reveal: bool =
                 continue
             at = int(e.data.get("at_minute", e.minute))
             template = ROW_TEXTS["inject_hidden" if e.data.get("hidden") else "inject"]
+            fault = {key: e.data[key] for key in ("kind", "at", "values") if key in e.data}
             rows.append(TeamRow(minute=at, clock=clock(at), kind="inject", who="facilitator", role="facilitator",
-                                template=template, args={"fault": _fault_text(e.data)}, seq=e.seq))  # fmt: skip
+                                template=template, args={"fault": _fault_text(e.data)}, seq=e.seq,
+                                fault=fault))  # fmt: skip
         elif e.kind in ("message", "status") or (e.kind == "note" and reveal):
             args = {"who": e.name, "role": ROLE_LABELS.get(e.role, e.role), "text": str(e.data.get("text", ""))}
             rows.append(TeamRow(minute=e.minute, clock=clock(e.minute), kind=e.kind, who=e.name, role=e.role,

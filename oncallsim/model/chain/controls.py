@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oncallsim.model.chain.layout import BALANCERS
 from oncallsim.model.errors import InvalidInput, number_text, quote
 
 if TYPE_CHECKING:
@@ -141,8 +142,9 @@ def service_settings(layout: ChainLayout, actions: Iterable[tuple[str, Any]] = (
 
 def graph_view(layout: ChainLayout) -> dict[str, Any]:
     """The graph as a page draws it: its services in declaration order with their calls (callee, copies, the
-    probability of a call made on some requests, parallel or not), the entry, the clients' deadline, and each
-    setting's range (``SERVICE_SETTINGS``) for the console's inputs."""
+    probability of a call made on some requests, parallel or not) and their balancer (as the file names it), the
+    entry, the clients' deadline, and each setting's range (``SERVICE_SETTINGS``) for the console's inputs."""
+    balancers = {code: name for name, code in BALANCERS.items()}
     return {
         "entry": layout.services[layout.entry].name,
         "deadline_ms": layout.deadline_s * 1000.0,
@@ -150,6 +152,7 @@ def graph_view(layout: ChainLayout) -> dict[str, Any]:
             {
                 "name": service.name,
                 "workers_per_instance": service.workers_per_instance,
+                "balancer": balancers[service.balancer],
                 "calls": [
                     {
                         "to": layout.services[call.to].name,

@@ -607,6 +607,7 @@
       tr.dataset.kind = row.kind;
       const args = { ...row.args };
       if (row.role && args.role !== undefined) args.role = roleLabel(row.role);
+      if (row.fault) args.fault = faultText(row.fault); // in the page's language, as the room's log says it
       tr.append(
         el("td", "gd-time", row.clock),
         el("td", "", row.who ? nameOf(row.who, row.role) : S.none),

@@ -31,6 +31,11 @@
   // the settings a service takes, as the server lists them (model/chain/controls.py SERVICE_SETTINGS), in the
   // order read above (the page's JSON sorts its keys)
   const SETTINGS = Object.keys(LABELS).filter((setting) => graph.settings[setting]);
+  const BALANCED = { // a balanced service's words (its balancer is the file's: shown, not set here)
+    random: t("balancer.random"),
+    "round-robin": t("balancer.round_robin"),
+    "least-outstanding": t("balancer.least_outstanding"),
+  };
   const byName = Object.fromEntries(graph.services.map((s) => [s.name, s]));
 
   // ---- the diagram's layout: a column per distance from the entry (the longest path: a graph has no cycle) ------
@@ -204,6 +209,13 @@
     const legend = document.createElement("legend");
     legend.textContent = s.name === graph.entry ? t("graph.entry", { name: s.name }) : s.name;
     box.append(legend);
+    if (BALANCED[s.balancer]) { // a queue per instance: the queue limit below is each instance's
+      const note = document.createElement("p");
+      note.className = "service-balancer";
+      note.dataset.balancer = s.balancer;
+      note.textContent = t("service.balanced", { balancer: BALANCED[s.balancer] });
+      box.append(note);
+    }
     const grid = document.createElement("div");
     grid.className = "service-grid";
     for (const setting of SETTINGS) {
