@@ -249,6 +249,20 @@ def test_a_bounded_fleet_refuses_and_waits_as_its_markov_chain_says(
     assert measured_wait == pytest.approx(expected_wait, abs=4.0 * wait_se)
 
 
+def overloaded_chain(balancer: str) -> GraphSpec:
+    """A chain where an attempt ends every way it can: timeouts, hedges, retries, a breaker, BBR, LIFO, bounded
+    queues and an asynchronous service, each service behind ``balancer``."""
+    return GraphSpec.model_validate({"entry": "a", "deadline_ms": 200.0, "services": {
+        "a": {"instances": 3, "workers_per_instance": 3, "service_ms": 5.0, "balancer": balancer, "limiter": "bbr",
+              "max_queue": 4, "retries": 2, "hedge_after_quantile": 0.9, "breaker": {},
+              "calls": [{"to": "b", "network_ms": 2.0}, {"to": "c", "network_ms": 1.0, "probability": 0.5}]},
+        "b": {"instances": 4, "workers_per_instance": 2, "service_ms": 12.0, "timeout_ms": 40.0, "balancer": balancer,
+              "discipline": "lifo", "max_queue": 3},
+        "c": {"instances": 2, "workers_per_instance": 2, "service_ms": 6.0, "asynchronous": True, "timeout_ms": 30.0,
+              "balancer": balancer, "calls": [{"to": "b", "network_ms": 1.0}]},
+    }})  # fmt: skip
+
+
 @pytest.mark.parametrize("balancer", ["random", "round-robin", "least-outstanding"])
 def test_every_attempt_given_an_instance_is_finished_there(balancer: str) -> None:
     """Least-outstanding reads each instance's outstanding count, so every way an attempt ends at a service must
@@ -261,15 +275,7 @@ def test_every_attempt_given_an_instance_is_finished_there(balancer: str) -> Non
 
     from oncallsim.verify import chains
 
-    spec = GraphSpec.model_validate({"entry": "a", "deadline_ms": 200.0, "services": {
-        "a": {"instances": 3, "workers_per_instance": 3, "service_ms": 5.0, "balancer": balancer, "limiter": "bbr",
-              "max_queue": 4, "retries": 2, "hedge_after_quantile": 0.9, "breaker": {},
-              "calls": [{"to": "b", "network_ms": 2.0}, {"to": "c", "network_ms": 1.0, "probability": 0.5}]},
-        "b": {"instances": 4, "workers_per_instance": 2, "service_ms": 12.0, "timeout_ms": 40.0, "balancer": balancer,
-              "discipline": "lifo", "max_queue": 3},
-        "c": {"instances": 2, "workers_per_instance": 2, "service_ms": 6.0, "asynchronous": True, "timeout_ms": 30.0,
-              "balancer": balancer, "calls": [{"to": "b", "network_ms": 1.0}]},
-    }})  # fmt: skip
+    spec = overloaded_chain(balancer)
     sim = chains._Chain(spec, random.Random(3), {"a": 0.02}, spec.deadline_ms)
     report = sim.run(1500.0, 8000, 500)
     for name, service in sim.services.items():
@@ -406,15 +412,7 @@ def test_the_engine_instances_out_of_rotation_finish_what_they_hold() -> None:
 def test_the_engine_finishes_every_attempt_where_it_was_given(balancer: str) -> None:
     """The oracle's accounting check above, on the engine: the same overloaded chain (every way an attempt ends),
     then minutes without arrivals: nothing outstanding, every worker free, every queue empty."""
-    spec = GraphSpec.model_validate({"entry": "a", "deadline_ms": 200.0, "services": {
-        "a": {"instances": 3, "workers_per_instance": 3, "service_ms": 5.0, "balancer": balancer, "limiter": "bbr",
-              "max_queue": 4, "retries": 2, "hedge_after_quantile": 0.9, "breaker": {},
-              "calls": [{"to": "b", "network_ms": 2.0}, {"to": "c", "network_ms": 1.0, "probability": 0.5}]},
-        "b": {"instances": 4, "workers_per_instance": 2, "service_ms": 12.0, "timeout_ms": 40.0, "balancer": balancer,
-              "discipline": "lifo", "max_queue": 3},
-        "c": {"instances": 2, "workers_per_instance": 2, "service_ms": 6.0, "asynchronous": True, "timeout_ms": 30.0,
-              "balancer": balancer, "calls": [{"to": "b", "network_ms": 1.0}]},
-    }})  # fmt: skip
+    spec = overloaded_chain(balancer)
     layout = layout_of(spec)
     world = new_chain(layout, 3)
     world.svc_r[0, W.SR_FAIL] = 0.02

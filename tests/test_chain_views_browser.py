@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser import chromium
 from tests.server import post_json, running_server, wait_engines_ready
-from tests.test_chain_console_browser import close_briefing, step
+from tests.test_chain_console_browser import FAILING_LEAF, close_briefing, step
 from tests.test_console_browser import Watch, api
 
 LESSONS = {"cascade": ("api", "catalog", "recs"), "retry-layers": ("api", "orders", "db"), "fan-out": ("page", "shard")}
@@ -141,36 +141,16 @@ def test_a_desktop_keeps_the_chains_columns(server: str, browser: Any) -> None:
         page.close()
 
 
-BALANCED = """
-id = "balanced"
-version = 1
-title = "A balanced leaf"
-summary = "The api calls db, whose instances each keep a queue."
-briefing = "The api calls db on every request."
-start = "09:00"
-minutes = 10
-
-[params]
-base_requests_per_s = 200.0
-diurnal_amplitude = 0.0
-
-[graph]
-entry = "api"
-deadline_ms = 1000
-
-[graph.services.api]
-instances = 4
-workers_per_instance = 8
-service_ms = 2
-calls = [{ to = "db", network_ms = 1 }]
-
-[graph.services.db]
-instances = 4
-workers_per_instance = 2
-service_ms = 4
-balancer = "round-robin"
-max_queue = 5
-"""
+# the console test's failing leaf, its db balanced round-robin with a queue limit at each instance, and not failing
+BALANCED = (
+    FAILING_LEAF.split("[[events]]")[0]
+    .replace('id = "failing-leaf"', 'id = "balanced"')
+    .replace('title = "A failing leaf"', 'title = "A balanced leaf"')
+    .replace(
+        "workers_per_instance = 8\nservice_ms = 4",
+        'workers_per_instance = 2\nservice_ms = 4\nbalancer = "round-robin"\nmax_queue = 5',
+    )
+)
 
 
 @pytest.mark.parametrize(
