@@ -26,6 +26,7 @@ __all__ = [
     "JIT",
     "P",
     "compiled",
+    "float_bits",
     "from_python",
     "inline_step",
     "kernel_params",
@@ -124,6 +125,21 @@ if JIT:
         engine's own calls never build them (``step``)."""
         return _with_wrappers(getattr(fn, "py_func", fn))  # type: ignore[no-any-return]
 
+    from llvmlite import ir as _ir
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _bitcast_float(typingctx: Any, x: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], _ir.IntType(64))
+
+        return types.int64(types.float64), codegen
+
+    @step
+    def float_bits(x: float) -> int:
+        """A float64's bit pattern as an int64 (one register move: no memory, no call)."""
+        return _bitcast_float(x)  # type: ignore[call-arg,no-any-return]
+
     @compiled
     def pdtr(k: float, m: float) -> float:
         """Poisson cdf P(X ≤ k), X ~ Poisson(m): SciPy's ``pdtr``, called from compiled code."""
@@ -141,6 +157,9 @@ else:  # interpreted: the same functions, run by CPython
 
     def from_python(fn: T) -> T:
         return fn
+
+    def float_bits(x: float) -> int:
+        return int(np.float64(x).view(np.int64))
 
     def pdtr(k: float, m: float) -> float:
         return float(_scipy_pdtr(k, m))

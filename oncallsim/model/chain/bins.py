@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oncallsim.model.chain.world import HIST_BINS, HIST_FLOOR_S, HIST_RATIO
-from oncallsim.model.kernel import step
+from oncallsim.model.kernel import float_bits, step
 
 __all__ = ["hist_bin", "log_bin"]
 
@@ -65,13 +65,18 @@ def _as_float(bits: int) -> float:
 
 
 _SUBS = 128  # slices of a binary order of magnitude: each under 0.8 % wide, so at most one bin starts inside one
+_SUB_BITS = 7  # 2**7 == _SUBS: a slice is the top 7 bits of the float's mantissa
 _BIN_LOW, _BIN_FIRST, _E_LOW = _bin_tables()
+# A positive float's bits shifted right by 52 − 7 are its biased exponent, then the top 7 bits of its mantissa: its
+# slice, counted from slice 0 of order 2**_E_LOW (math.frexp's exponent e is the biased one less 1022).
+_SLICE_BASE = (1022 + _E_LOW) << _SUB_BITS
 
 
 @step
 def hist_bin(seconds: float) -> int:
-    """``log_bin(seconds)``, read from the tables: the same bin at each bin's least latency, at the float just
-    below it, and across the range.
+    """``log_bin(seconds)``, read from the tables by the float's bits (its slice: a shift; frexp was a call
+    into numba's helpers, and the bin feeds every answer's count): the same bin at each bin's least latency, at
+    the float just below it, and across the range.
 
     >>> from oncallsim.model.kernel import from_python
     >>> fast = from_python(hist_bin)
@@ -84,6 +89,5 @@ def hist_bin(seconds: float) -> int:
         return 0
     if seconds >= _BIN_LOW[HIST_BINS - 1]:
         return HIST_BINS - 1
-    m, e = math.frexp(seconds)
-    b = _BIN_FIRST[(e - _E_LOW) * _SUBS + int((m - 0.5) * (2 * _SUBS))]
+    b = _BIN_FIRST[(float_bits(seconds) >> (52 - _SUB_BITS)) - _SLICE_BASE]  # no frexp: its slice from its bits
     return b + int(_BIN_LOW[b + 1] <= seconds)  # without a branch: a coin toss for the predictor
