@@ -124,6 +124,9 @@ def test_a_chain_room_draws_the_graph_and_sets_a_service_timeout(server: str, br
     arabic.locator("#d-origins").wait_for()
     assert arabic.locator("#d-origins-rows tr").count() == 3
     assert not english_on(arabic, "ar")
+    for page in (ann, arabic):  # the headline's share as its row says it, in the page's digits and pattern
+        share = page.locator("#d-origins-rows tr[data-service=recs] td").nth(2).inner_text()
+        assert share in page.locator("#d-origins-headline").inner_text(), share
     for watch in (fw, aw, ow, bw, dw, rw):
         watch.check()
     for page in (facilitator, ann, olu, bob, dansk, arabic):

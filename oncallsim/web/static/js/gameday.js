@@ -622,7 +622,13 @@
     const box = $("d-origins");
     if (!box || !o) return;
     const sentence = (s) => fill(S.sentences[s.template] || s.template, s.args);
-    $("d-origins-headline").textContent = o.headline.map(sentence).join(" ");
+    // the headline's shares in the page's language: the server words them in English ("12.5%"), its row has them
+    const headline = (s) => {
+      const top = o.services.find((row) => row.service === (s.args.service || o.entry));
+      const args = top ? { ...s.args, share: percent(top.share, 1), budget: percent(top.budget_spent, 1) } : s.args;
+      return fill(S.sentences[s.template] || s.template, args);
+    };
+    $("d-origins-headline").textContent = o.headline.map(headline).join(" ");
     const rows = $("d-origins-rows");
     rows.replaceChildren();
     for (const row of o.services) {
