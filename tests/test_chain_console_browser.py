@@ -84,6 +84,18 @@ def test_the_cascade_is_drawn_and_a_timeout_set_from_the_services_panel(server: 
         page.locator("#c-catalog\\.retries").press("Enter")
         step(page, 4)
         assert api(server, f"/api/runs/{run}")["state"]["services"]["catalog"]["retries"] == 2.0
+        # a switch: ticked with the keyboard (Space), applied with Enter, said as "on" in the event log
+        switch = page.locator("#c-api\\.limiter")
+        assert switch.get_attribute("type") == "checkbox" and not switch.is_checked()
+        switch.focus()
+        page.keyboard.press("Space")
+        page.keyboard.press("Enter")
+        step(page, 5)
+        assert api(server, f"/api/runs/{run}")["state"]["services"]["api"]["limiter"] == 1.0
+        page.wait_for_function(
+            "() => document.getElementById('events').textContent.includes('api: Limiter (BBR) set to on')"
+        )
+        assert switch.is_checked()
         # a value out of range is refused with the server's one line, naming the control
         page.locator("#c-recs\\.retries").fill("9")
         page.locator("#c-recs\\.retries").press("Enter")

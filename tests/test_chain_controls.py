@@ -30,6 +30,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "oncallsim" / "scenarios" / 
         ("db.instances", 12, 12),
         ("recs.timeout_ms", 100, 100.0),
         ("recs.timeout_ms", "0", 0.0),
+        ("api.limiter", 1, 1),
+        ("api.limiter", "0", 0),
+        ("db.lifo", 1.0, 1),
     ],
 )
 def test_a_service_control_value_is_checked_and_parsed(name: str, value: object, expected: object) -> None:
@@ -47,6 +50,9 @@ def test_a_service_control_value_is_checked_and_parsed(name: str, value: object,
         ("db.instances", float("nan"), "db.instances: must be a whole number from 1 to 1000"),
         ("db.instances", True, "db.instances: must be a whole number from 1 to 1000"),
         ("recs.timeout_ms", 0.5, "recs.timeout_ms: must be 0 (no timeout) or a number from 1 to 600000, got 0.5"),
+        ("api.limiter", 2, "api.limiter: must be 0 (no limiter) or 1 (Kratos's BBR limiter), got 2"),
+        ("api.limiter", True, "api.limiter: must be 0 (no limiter) or 1 (Kratos's BBR limiter), got True"),
+        ("db.lifo", 0.5, "db.lifo: must be 0 (the oldest waiting first) or 1 (the newest waiting first), got 0.5"),
         ("db.sigma", 1, "unknown control 'db.sigma': a chain's service takes <service>.<setting>"),
         (".retries", 1, "unknown control '.retries'"),
     ],
@@ -166,3 +172,57 @@ def test_a_timeout_changed_during_the_run_applies_to_the_calls_sent_from_then_on
     fixed_records = fixed.run([Action(slow + 2, "recs.timeout_ms", 100)])
     assert max(r.error_rate for r in cascade.timeline[slow + 5 : slow + 25]) > 0.9
     assert max(r.error_rate for r in fixed_records[slow + 5 : slow + 25]) < 0.4
+
+
+def _overloaded_leaf(seed: int, leaf: dict[str, object] | None = None) -> Simulation:
+    """An api (its own work nothing) calling a leaf of 4 workers × 10 ms (400/s) at 600 requests/s, a 500 ms
+    deadline known to both: FIFO, the queue holds half a second of work, most of what the leaf serves has waited
+    nearly all of it and answers too late (a third of the requests must fail at best: 200/s past 400/s)."""
+    from oncallsim.scenarios.registry import scenario_from_dict
+
+    data = {
+        "id": "over", "version": 1, "title": "t", "summary": "s", "briefing": "b", "start": "09:00", "minutes": 6,
+        "params": {"base_requests_per_s": 600.0, "diurnal_amplitude": 0.0},
+        "graph": {"entry": "api", "deadline_ms": 500.0, "services": {
+            "api": {"service_ms": 0.0, "distribution": "constant", "instances": 10, "workers_per_instance": 200,
+                    "calls": [{"to": "leaf"}]},
+            "leaf": {"service_ms": 10.0, "workers_per_instance": 4, **(leaf or {})}}},
+    }  # fmt: skip
+    return Simulation(scenario_from_dict(data, "over"), seed=seed)
+
+
+def test_a_limiter_switched_on_during_the_run_sheds_as_one_declared_in_the_file() -> None:
+    """Kratos's BBR switched on at the overloaded leaf from minute 2: it sheds nothing before, its CPU estimate
+    starts from zero (16 s of samples to reach 80 %), then it sheds as the same limiter declared in the file:
+    a minute on, the leaf's goodput is the declared run's within 10 % (about 0.8 of its capacity, as Kratos's
+    limiter holds it: docs/validation.md) where FIFO alone kept under 0.4. Switched off, it sheds nothing more.
+    Held-out seed 207."""
+    live = _overloaded_leaf(207)
+    records = live.run([Action(2, "leaf.limiter", 1), Action(5, "leaf.limiter", 0)])
+    declared = _overloaded_leaf(207, {"limiter": "bbr"}).run()
+    leaf = [r.extras["graph"]["services"]["leaf"] for r in records]
+    assert leaf[1]["limited_per_s"] == 0 and leaf[1]["succeeded_per_s"] < 0.4 * 400 and records[1].error_rate > 0.7
+    assert leaf[2]["limited_per_s"] > 0
+    for minute in (3, 4):
+        goodput = leaf[minute]["succeeded_per_s"]
+        declared_goodput = declared[minute].extras["graph"]["services"]["leaf"]["succeeded_per_s"]
+        assert goodput == pytest.approx(declared_goodput, rel=0.1)
+        assert goodput > 0.75 * 400 and records[minute].error_rate < 0.5
+    assert leaf[5]["limited_per_s"] == 0  # off again from minute 5
+    from oncallsim.model.chain.controls import service_settings
+
+    assert live.plan.graph is not None
+    in_force = service_settings(live.plan.graph, ((a.control, a.value) for a in live.actions[:1]))
+    assert in_force["leaf"]["limiter"] == 1.0 and in_force["api"]["limiter"] == 0.0  # as the panel shows it
+
+
+def test_lifo_switched_on_during_the_run_serves_the_newest_within_their_deadline() -> None:
+    """The overloaded leaf's queue switched to the newest first from minute 2: the requests just arrived are
+    served before their deadline, those left behind time out at the back (Facebook's lesson behind adaptive LIFO):
+    from a minute where FIFO answered under 0.4 of the leaf's capacity (400/s) in time, nearly all of it answers in
+    time, and the clients' errors fall to the third that must fail (200/s past 400/s). Held-out seed 208."""
+    records = _overloaded_leaf(208).run([Action(2, "leaf.lifo", 1)])
+    assert records[1].error_rate > 0.7
+    for minute in (3, 4):
+        assert records[minute].extras["graph"]["services"]["leaf"]["succeeded_per_s"] > 0.95 * 400
+        assert records[minute].error_rate < 1 / 3 + 0.04

@@ -7,8 +7,9 @@ action (``controls.coerce_control_value`` sends a dotted name here); whether the
 say (``check_service_action``: the engine, with the run's graph). Each setting means what the same key means in
 the file (docs/graphs.md), with one addition: ``timeout_ms`` 0, ``hedge_after_quantile`` 0, ``breaker_k`` 0 and
 ``max_queue`` 0 take the setting away (no timeout, no hedging, no breaker, no bound on the queue; ``breaker_k`` is
-the K of ``breaker``, its window as declared or the default). The entry's timeout is its clients' patience, set in
-the file only.
+the K of ``breaker``, its window as declared or the default). Two are switches, 0 or 1: ``limiter`` (1: Kratos's BBR
+limiter, the file's ``limiter = "bbr"``) and ``lifo`` (1: the newest waiting first, the file's ``discipline =
+"lifo"``). The entry's timeout is its clients' patience, set in the file only.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ class ServiceSetting:
     high: float
     off: bool  # 0 takes the setting away
     meaning: str
+    switch: str = ""  # a switch (0 or 1): what 1 turns on
 
     def describe(self) -> str:
+        if self.switch:
+            return f"0 ({self.meaning}) or 1 ({self.switch})"
         kind = "a whole number" if self.whole else "a number"
         span = f"{kind} from {_plain(self.low)} to {_plain(self.high)}"
         return f"0 ({self.meaning}) or {span}" if self.off else span
@@ -63,6 +67,8 @@ SERVICE_SETTINGS: dict[str, ServiceSetting] = {
     "instances": ServiceSetting(True, 1.0, 1000.0, False, ""),
     "breaker_k": ServiceSetting(False, 1.0, 10.0, True, "no breaker"),
     "max_queue": ServiceSetting(True, 1.0, 1_000_000.0, True, "no bound"),
+    "limiter": ServiceSetting(True, 1.0, 1.0, True, "no limiter", switch="Kratos's BBR limiter"),
+    "lifo": ServiceSetting(True, 1.0, 1.0, True, "the oldest waiting first", switch="the newest waiting first"),
 }
 
 
@@ -129,6 +135,8 @@ def service_settings(layout: ChainLayout, actions: Iterable[tuple[str, Any]] = (
             "instances": float(service.instances),
             "breaker_k": service.breaker_k or 0.0,
             "max_queue": float(service.max_queue or 0),
+            "limiter": 1.0 if service.bbr else 0.0,
+            "lifo": 1.0 if service.lifo else 0.0,
         }
         for service in layout.services
     }
@@ -166,7 +174,7 @@ def graph_view(layout: ChainLayout) -> dict[str, Any]:
             for service in layout.services
         ],
         "settings": {
-            name: {"whole": spec.whole, "min": spec.low, "max": spec.high, "off": spec.off}
+            name: {"whole": spec.whole, "min": spec.low, "max": spec.high, "off": spec.off, "switch": bool(spec.switch)}
             for name, spec in SERVICE_SETTINGS.items()
         },
     }
@@ -201,6 +209,10 @@ def with_service_settings(layout: ChainLayout | None, settings: dict[str, float 
             services[s] = replace(services[s], breaker_k=float(value) if value else None)
         elif setting == "max_queue":
             services[s] = replace(services[s], max_queue=int(value) if value else None)
+        elif setting == "limiter":
+            services[s] = replace(services[s], bbr=bool(value))
+        elif setting == "lifo":
+            services[s] = replace(services[s], lifo=bool(value))
         else:
             services[s] = replace(services[s], instances=int(value))
     return ChainLayout(tuple(services), layout.entry, layout.deadline_s, layout.propagation)

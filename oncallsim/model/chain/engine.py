@@ -30,6 +30,7 @@ from oncallsim.model.chain.layout import (
     SV_BREAKER_K,
     SV_BUDGET,
     SV_HEDGE_Q,
+    SV_LIFO,
     SV_MAX_QUEUE,
     SV_RETRIES,
     SV_TIMEOUT_S,
@@ -37,6 +38,7 @@ from oncallsim.model.chain.layout import (
     ChainLayout,
     quantile_s,
 )
+from oncallsim.model.chain.limiter import switch_limiter
 from oncallsim.model.chain.measure import chain_extras, record_chain_minute
 from oncallsim.model.chain.timers import requeue_timers
 from oncallsim.model.chain.world import (
@@ -112,10 +114,11 @@ def set_instances(world: ChainWorld, layout: ChainLayout, s: int, instances: int
         world.svc_i[s, SI_SERVING] = instances
 
 
-def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, value: Any) -> ChainWorld:
-    """``<service>.<setting>`` from this minute on (checked already): the world's copy of the graph changes, the
-    layout stays as declared (a what-if from the start replays the file). Returns the world to use (a changed
-    timeout moves the timers already set into the service's list onto the heap, which may need room)."""
+def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, value: Any, now: float) -> ChainWorld:
+    """``<service>.<setting>`` from this minute on (``now``, its start; checked already): the world's copy of the
+    graph changes, the layout stays as declared (a what-if from the start replays the file). Returns the world to
+    use (a changed timeout moves the timers already set into the service's list onto the heap, which may need
+    room)."""
     service, setting = split_control(name)
     s = layout.names.index(service)
     if setting == "timeout_ms":
@@ -141,6 +144,10 @@ def apply_service_control(world: ChainWorld, layout: ChainLayout, name: str, val
         world.svc[s, SV_BREAKER_K] = value
     elif setting == "max_queue":  # those waiting beyond it stay: it refuses arrivals until the queue is below
         world.svc[s, SV_MAX_QUEUE] = value if value else math.inf
+    elif setting == "limiter":
+        switch_limiter(world, s, bool(value), now)
+    elif setting == "lifo":  # the queue is one list, taken from its head: arrivals now join its head (or tail)
+        world.svc[s, SV_LIFO] = 1.0 if value else 0.0
     else:  # instances
         set_instances(world, layout, s, int(value))
     return world
@@ -215,7 +222,7 @@ def chain_step(
     world: ChainWorld = state.world
     for name, value in actions:
         if "." in name:
-            world = apply_service_control(world, layout, name, value)
+            world = apply_service_control(world, layout, name, value, 60.0 * state.minute)
             events.append(Event("setting", name=name, value=value))  # the event log says it as for any setting
         elif name == "deadline_propagation":  # from this minute's requests on (those in flight keep theirs)
             world.reals[R_PROPAGATE] = 1.0 if value else 0.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from oncallsim.model.chain.layout import SV_WORKERS
+from oncallsim.model.chain.layout import SV_BBR, SV_WORKERS
 from oncallsim.model.chain.world import (
     AR_STARTED,
     BBR_BUCKET_S,
@@ -29,7 +29,7 @@ from oncallsim.model.chain.world import (
 )
 from oncallsim.model.kernel import step
 
-__all__ = ["bbr_cap", "bbr_completed", "bbr_sheds", "cpu_roll"]
+__all__ = ["bbr_cap", "bbr_completed", "bbr_sheds", "cpu_roll", "switch_limiter"]
 
 _INF = math.inf
 
@@ -109,3 +109,19 @@ def bbr_sheds(w: Any, s: int, x: float) -> bool:
     if drop and drop_at < 0.0:
         w.svc_r[s, SR_DROP_AT] = x
     return drop
+
+
+def switch_limiter(w: Any, s: int, on: bool, now: float) -> None:
+    """Service ``s``'s limiter switched on or off at ``now`` (a minute's start: the operator's
+    ``<service>.limiter``). Switched on, it begins measuring as a process that has just started its CPU sampler:
+    the estimate from zero, the first sample 500 ms on (the completions' buckets are stamped with their time, so
+    those older than its window are never read); off, it sheds nothing and measures nothing."""
+    if bool(w.svc[s, SV_BBR]) == on:
+        return
+    w.svc[s, SV_BBR] = 1.0 if on else 0.0
+    if on:
+        w.svc_r[s, SR_CPU_ACC] = 0.0
+        w.svc_r[s, SR_CPU_LAST] = 0.0
+        w.svc_r[s, SR_CPU_EMA] = 0.0
+        w.svc_r[s, SR_CPU_TICK] = now + CPU_TICK_S
+        w.svc_r[s, SR_DROP_AT] = -1.0

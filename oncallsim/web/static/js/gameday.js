@@ -384,7 +384,9 @@
     const service = window.services && window.services.label(data.control); // a chain's <service>.<setting>
     const label = S.controls[data.control] || service || data.control;
     if (data.value === undefined || data.value === null) return label;
-    if (typeof data.value === "boolean") return label + ": " + (data.value ? S.on : S.off);
+    if (typeof data.value === "boolean" || (service && window.services.isSwitch(data.control))) {
+      return label + ": " + (data.value ? S.on : S.off);
+    }
     return label + " = " + data.value;
   }
 

@@ -56,7 +56,11 @@
     const args = event.args || {};
     // a chain's service's setting ("recs.timeout_ms"): in the Services panel's words (services.js)
     const service = event.code === "setting" && window.services ? window.services.label(String(args.name)) : null;
-    if (service) return t("event.setting.service", { setting: service, value: number(args.value, Number.isInteger(args.value) ? 0 : 3) });
+    if (service) {
+      const value = window.services.isSwitch(String(args.name)) ? t(args.value ? "value.on" : "value.off")
+        : number(args.value, Number.isInteger(args.value) ? 0 : 3);
+      return t("event.setting.service", { setting: service, value });
+    }
     let key = "event." + event.code;
     if (event.code === "setting") {
       key += "." + args.name;

@@ -27,6 +27,8 @@
     instances: t("service.instances"),
     breaker_k: t("service.breaker_k"),
     max_queue: t("service.max_queue"),
+    limiter: t("service.limiter"),
+    lifo: t("service.lifo"),
   };
   // the settings a service takes, as the server lists them (model/chain/controls.py SERVICE_SETTINGS), in the
   // order read above (the page's JSON sorts its keys)
@@ -224,12 +226,17 @@
       const label = document.createElement("label");
       label.textContent = LABELS[setting] + " ";
       const input = document.createElement("input");
-      input.type = "number";
       input.id = "c-" + name;
       input.name = name;
-      input.min = spec.off ? "0" : String(spec.min);
-      input.max = String(spec.max);
-      input.step = spec.whole || setting === "timeout_ms" ? "1" : "any";
+      if (spec.switch) { // 0 or 1: a box to tick (Space), applied with the others
+        input.type = "checkbox";
+        label.className = "switch";
+      } else {
+        input.type = "number";
+        input.min = spec.off ? "0" : String(spec.min);
+        input.max = String(spec.max);
+        input.step = spec.whole || setting === "timeout_ms" ? "1" : "any";
+      }
       input.dataset.label = s.name + ": " + LABELS[setting];
       input.dataset.kind = setting === "retry_budget" ? "fraction" : "service";
       if (setting === "timeout_ms") input.dataset.unit = "ms";
@@ -269,6 +276,10 @@
       const input = inputs[name];
       if (!dirty.has(name) || input.disabled) continue;
       dirty.delete(name);
+      if (input.type === "checkbox") {
+        document.dispatchEvent(new CustomEvent("oncallsim:act", { detail: { control: name, value: input.checked ? 1 : 0 } }));
+        continue;
+      }
       const value = Number(input.value);
       if (input.value.trim() === "" || !Number.isFinite(value)) continue; // an empty box: nothing asked for
       const control = { control: name, value: graph.settings[setting].whole ? Math.round(value) : value };
@@ -283,6 +294,10 @@
         const input = inputs[name];
         if (!input || dirty.has(name) || document.activeElement === input) continue;
         // the entry's timeout is its clients' deadline (the file's [graph] deadline_ms)
+        if (input.type === "checkbox") {
+          input.checked = value === 1;
+          continue;
+        }
         const shown = service === graph.entry && setting === "timeout_ms" ? graph.deadline_ms : value;
         input.value = String(Number(shown.toFixed(4)));
       }
@@ -305,5 +320,11 @@
     return byName[service] && LABELS[setting] ? service + ": " + LABELS[setting] : null;
   }
 
-  window.services = { show, label };
+  // a service's switch ("api.limiter"): its value said as on or off, not as 1 or 0
+  function isSwitch(control) {
+    const setting = control.split(".")[1];
+    return Boolean(graph.settings[setting] && graph.settings[setting].switch);
+  }
+
+  window.services = { show, label, isSwitch };
 })();
