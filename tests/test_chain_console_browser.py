@@ -101,6 +101,18 @@ def test_the_cascade_is_drawn_and_a_timeout_set_from_the_services_panel(server: 
         page.locator("#c-recs\\.retries").press("Enter")
         page.wait_for_function("() => !document.querySelector('#error').hidden")
         assert "recs.retries" in page.locator("#error").inner_text()
+        # ... and its box shows the setting in force again, not the refused value
+        page.wait_for_function("() => document.querySelector('#c-recs\\\\.retries').value === '0'")
+        # a whole setting's fraction is sent as typed and refused, never rounded into a value nobody asked for
+        page.locator("#c-catalog\\.retries").fill("2.5")
+        page.locator("#c-catalog\\.retries").press("Enter")
+        page.wait_for_function("() => document.querySelector('#error').textContent.includes('catalog.retries')")
+        assert "got 2.5" in page.locator("#error").inner_text()
+        page.wait_for_function("() => document.querySelector('#c-catalog\\\\.retries').value === '2'")
+        # a value applied is said as it was set (50.5 ms, not 51)
+        page.locator("#c-recs\\.timeout_ms").fill("50.5")
+        page.locator("#c-recs\\.timeout_ms").press("Enter")
+        page.wait_for_function("() => document.querySelector('#error').textContent.includes('50.5 ms')")
         watch.check()
     finally:
         page.close()

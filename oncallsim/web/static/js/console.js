@@ -2,7 +2,7 @@
 // what the core computed and sends the operator's inputs; every string comes from the i18n catalog.
 (function () {
   "use strict";
-  const { t, tEvent, number, percent, separators } = window.i18n;
+  const { t, tEvent, number, exact, percent, separators } = window.i18n;
   const { fmt, flag } = window.fmt;
   const root = document.querySelector("main.console");
   const runId = root.dataset.run;
@@ -343,7 +343,12 @@
       return option ? option.textContent : value;
     }
     if (input.dataset.kind === "instance") return "i-" + String(value).padStart(2, "0"); // as the fleet view names it
-    if (input.dataset.kind === "fraction") return percent(value);
+    if (input.dataset.kind === "fraction") return percent(value, Number.isInteger(100 * value) ? 0 : 1);
+    if (input.dataset.kind === "service") { // a chain's service's setting: its value as sent, never rounded
+      if (input.dataset.unit === "ms") return t("unit.ms", { n: exact(value) });
+      if (input.dataset.unit === "instances") return window.i18n.tn("unit.instances", value);
+      return exact(value);
+    }
     if (input.dataset.unit === "ms") return t("unit.ms", { n: number(Math.round(value)) });
     if (input.dataset.unit === "instances") return window.i18n.tn("unit.instances", value);
     if (input.dataset.unit === "s") return t("unit.seconds", { n: number(Math.round(value)) });
@@ -790,6 +795,7 @@
         break;
       case "error":
         flash(message.localized || message.message, "bad"); // the server's refusal in the page's language
+        document.dispatchEvent(new CustomEvent("oncallsim:refused", { detail: { field: message.field } }));
         for (const name of Object.keys(requested)) delete requested[name];
         if (state) showControls(effectiveControls(state));
         break;

@@ -124,7 +124,10 @@
         if (message.code === "worker_lost") { // not a refusal: said where the run's state is, in the page's words
           workerLost = true;
           $("run-state").textContent = S.worker_lost_now;
-        } else showError(message.localized || message.message);
+        } else {
+          showError(message.localized || message.message);
+          document.dispatchEvent(new CustomEvent("oncallsim:refused", { detail: { field: message.field } }));
+        }
         break;
     }
   }

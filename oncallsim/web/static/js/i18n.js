@@ -44,6 +44,8 @@
   // percent(0.123, 1) -> "12.3%" in English, "12,3 %" in Danish; money(8.83) -> "$8.83", "8,83 USD": the server's CLDR
   // patterns (<html data-percent data-money>), so the status table and the debrief write them alike
   const patterns = { percent: html.dataset.percent || "{n}%", money: html.dataset.money || "${n}" };
+  // a value as it was set, with no digit added or dropped (up to 4 decimals): 50.5 ms, 0.999, 3
+  const exact = (x) => number(x, Math.min(4, (String(x).split(".")[1] || "").length));
   const percent = (x, digits) => patterns.percent.replace("{n}", number(100 * x, digits || 0));
   const money = (x) => patterns.money.replace("{n}", number(x, 2));
   // plotly's layout.separators: its tick labels and hover texts use the same symbols
@@ -58,7 +60,7 @@
     const service = event.code === "setting" && window.services ? window.services.label(String(args.name)) : null;
     if (service) {
       const value = window.services.isSwitch(String(args.name)) ? t(args.value ? "value.on" : "value.off")
-        : number(args.value, Number.isInteger(args.value) ? 0 : 3);
+        : exact(args.value);
       return t("event.setting.service", { setting: service, value });
     }
     let key = "event." + event.code;
@@ -80,5 +82,5 @@
     return has(key) ? t(key, shown) : event.text;
   }
 
-  window.i18n = { t, tn, tEvent, catalog, lang, number, percent, money, separators };
+  window.i18n = { t, tn, tEvent, catalog, lang, number, exact, percent, money, separators };
 })();

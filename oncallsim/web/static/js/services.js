@@ -282,8 +282,8 @@
       }
       const value = Number(input.value);
       if (input.value.trim() === "" || !Number.isFinite(value)) continue; // an empty box: nothing asked for
-      const control = { control: name, value: graph.settings[setting].whole ? Math.round(value) : value };
-      document.dispatchEvent(new CustomEvent("oncallsim:act", { detail: control }));
+      // sent as typed: a whole setting's 2.5 is the server's to refuse (naming the range), never rounded here
+      document.dispatchEvent(new CustomEvent("oncallsim:act", { detail: { control: name, value } }));
     }
   }
 
@@ -303,6 +303,18 @@
       }
     }
   }
+
+  // a setting the server refused: its box shows what is in force again (a refused value must not look applied)
+  document.addEventListener("oncallsim:refused", (e) => {
+    const input = inputs[e.detail.field];
+    if (!input || !inForce) return;
+    dirty.delete(e.detail.field);
+    const [service, setting] = e.detail.field.split(".");
+    const value = inForce[service] && inForce[service][setting];
+    if (value === undefined) return;
+    if (input.type === "checkbox") input.checked = value === 1;
+    else input.value = String(Number((service === graph.entry && setting === "timeout_ms" ? graph.deadline_ms : value).toFixed(4)));
+  });
 
   document.addEventListener("oncallsim:state", (e) => {
     const s = e.detail;
