@@ -233,6 +233,27 @@ def test_guided_fan_out_stops_after_its_first_minute_with_its_hint(server: str, 
         page.close()
 
 
+def test_normal_fan_out_stops_once_and_flags_its_p99_over_the_target(server: str, browser: Any) -> None:
+    """On normal the fan-out, which never pages, stops after its first minute too (no hint, a line saying why the
+    clock waits), and the status table flags its p99 over the scenario's 120 ms target."""
+    body = {"scenario": "fan-out", "seed": 4, "speed": 1, "paused": True, "difficulty": "normal"}
+    run = str(post_json(server, "/api/runs", body)["id"])
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        watch = Watch(page)
+        page.goto(f"{server}/runs/{run}")
+        page.wait_for_selector("#briefing[open]")
+        page.locator("#briefing-go").click()
+        page.wait_for_selector("#note[open]")
+        assert page.locator("#clock").inner_text() == "09:01"
+        assert "will not page" in page.locator("#note-text").inner_text()
+        assert "Hedge" not in page.locator("#note-text").inner_text()  # normal: the scenario's hint is guided's
+        assert page.locator("#f-p99_ms").text_content() == "over target"  # (shown in capitals)
+        watch.check()
+    finally:
+        page.close()
+
+
 def test_a_chains_debrief_fits_a_phone(server: str, browser: Any) -> None:
     """The debrief's wide tables ("Where the failures began", the decisions) scroll in their own box on a phone;
     the page itself does not (they pushed it to 521 px at 390)."""

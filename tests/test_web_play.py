@@ -13,7 +13,7 @@ from markupsafe import escape
 
 from oncallsim import Simulation
 from oncallsim.scenarios.texts import scenario_text
-from oncallsim.web.pacing import incident_kind, pause_reason
+from oncallsim.web.pacing import incident_kind, pause_reason, stop_for
 from tests.test_web import console, new_run, receive_until
 
 
@@ -89,6 +89,27 @@ def test_normal_stops_at_the_page_and_goes_on_at_1x_and_hard_does_not(client: Te
             resumed = receive_until(ws, lambda m: m["type"] == "state" and not m["paused"])
             assert resumed["speed"] == 1 and resumed["pause_reason"] is None
             ws.send_json({"type": "pause"})
+
+
+def test_normal_stops_once_for_a_lesson_whose_trouble_is_there_from_the_start() -> None:
+    """The fan-out's slow tail is there from 09:00 and never pages (latency, not errors): normal stops after its
+    first minute, as guided does (without the hint), else nothing stops it and a person at 1× meets the
+    objective's minutes running out before reading the page (a newcomer's play-through lost it so); only then.
+    A scenario with an event stops on normal at its page alone, as before; hard never."""
+    fan_out = Simulation("fan-out", seed=4, minutes=4)
+    hinted = bool(fan_out.scenario.incident_hint.strip())
+    records = [fan_out.step() for _ in range(4)]
+    for difficulty, first in (("guided", "incident"), ("normal", "incident"), ("hard", None)):
+        stops = [stop_for(difficulty, fan_out.plan, r, hinted) for r in records]
+        assert stops == [first, None, None, None], difficulty
+    deploy = Simulation("bad-deploy", seed=3)
+    start = deploy.plan.first_event(deploy.length)
+    assert start is not None
+    for _ in range(start + 1):
+        record = deploy.step()
+    assert pause_reason(deploy.plan, record) == "incident"
+    assert stop_for("guided", deploy.plan, record, True) == "incident"
+    assert stop_for("normal", deploy.plan, record, True) is None
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
 from oncallsim.scenarios import Scenario, builtin_scenarios
 from oncallsim.simulation import Action, Simulation
-from oncallsim.web.pacing import DEFAULT_DIFFICULTY, check_difficulty, pause_reason
+from oncallsim.web.pacing import DEFAULT_DIFFICULTY, check_difficulty, pause_reason, stop_for
 
 __all__ = [
     "MAX_ADVANCE",
@@ -445,12 +445,8 @@ class Runs:
             for _ in range(minutes):
                 record = sim.step(run.pending)
                 run.pending = []
-                reason = (
-                    pause_reason(sim.plan, record, hint_at_start=bool(sim.scenario.incident_hint.strip()))
-                    if run.difficulty != "hard"
-                    else None
-                )
-                if reason is not None and (run.difficulty == "guided" or reason == "page") and not sim.done:
+                reason = stop_for(run.difficulty, sim.plan, record, bool(sim.scenario.incident_hint.strip()))
+                if reason is not None and not sim.done:
                     run.pause_reason = reason
                     break
             done = sim.minute - start

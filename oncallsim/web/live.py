@@ -48,7 +48,7 @@ from oncallsim.web.pacing import (
     check_difficulty,
     check_speed_for,
     incident_kind,
-    pause_reason,
+    stop_for,
 )
 from oncallsim.web.workers import Held, Pacer, WorkerLost, Workers, job_call, job_debrief, job_import, job_rebuild
 
@@ -584,10 +584,10 @@ class LiveRun:
         """The difficulty's pacing after a minute (web/pacing.py): guided stops the clock at the incident and the
         page, normal stops it at the page and goes on at 1×, hard lets it run. The minute's own state message then
         says so."""
-        if self.done or self.paused or self.difficulty == "hard":
+        if self.done or self.paused:
             return
-        reason = pause_reason(self.sim.plan, record, hint_at_start=bool(self.sim.scenario.incident_hint.strip()))
-        if reason is None or (self.difficulty == "normal" and reason != "page"):
+        reason = stop_for(self.difficulty, self.sim.plan, record, bool(self.sim.scenario.incident_hint.strip()))
+        if reason is None:
             return
         self.paused, self.held_by, self.pause_reason = True, "user", reason
         if self.difficulty == "normal" and self.speed > 1:

@@ -3,7 +3,10 @@ on it; it decides only when the clock waits for the human and how fast it may go
 
 - guided: the clock stops when the incident starts and when the page fires, with the scenario's hint naming the
   symptom and where to look (its ``incident_hint`` and ``page_hint``), and runs at 1× or 2×;
-- normal: the clock stops when the page fires, without a hint, and runs on at 1× once resumed;
+- normal: the clock stops when the page fires, without a hint, and runs on at 1× once resumed; a lesson whose
+  trouble is there from its first minute and never pages (the fan-out's slow tail: latency, not errors) stops
+  after that minute instead, as guided does, without the hint — else nothing would ever stop it and a person
+  would meet its objective's minutes running out before they had read the page;
 - hard: nothing waits, up to 16×.
 
 Why normal stops rather than slows: at 1× a simulated minute passes every real second, so a person who needs
@@ -29,6 +32,7 @@ __all__ = [
     "incident_kind",
     "minute_seconds",
     "pause_reason",
+    "stop_for",
 ]
 
 Difficulty = Literal["guided", "normal", "hard"]
@@ -98,6 +102,20 @@ def pause_reason(plan: RunPlan, record: MinuteRecord, hint_at_start: bool = Fals
     incident = _incident_minute(plan)
     if record.minute == incident or (incident is None and hint_at_start and record.minute == 0):
         return "incident"
+    return None
+
+
+def stop_for(difficulty: str, plan: RunPlan, record: MinuteRecord, hint_at_start: bool) -> str | None:
+    """Why the clock stops after this minute on ``difficulty`` (the console's runs and the agents' alike): guided
+    at the page and the incident's start; normal at the page, and at the first minute of a lesson whose trouble
+    is there from the start (``hint_at_start`` and no event: it never pages); hard never."""
+    if difficulty == "hard":
+        return None
+    reason = pause_reason(plan, record, hint_at_start)
+    if difficulty == "guided" or reason == "page":
+        return reason
+    if reason == "incident" and _incident_minute(plan) is None:
+        return reason
     return None
 
 

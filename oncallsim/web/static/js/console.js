@@ -274,7 +274,7 @@
       const cell = $("s-" + key);
       if (!cell) continue;
       cell.textContent = fmt[key](r);
-      const [level, word] = flag(key, r, pageBurn);
+      const [level, word] = flag(key, r, pageBurn, latencyTarget);
       const mark = $("f-" + key);
       mark.textContent = word;
       mark.className = "flag " + level;
@@ -657,6 +657,7 @@
     if (s.pause_reason === "page") said.push(t("hint.page", { x: number(pageBurn, 1) }));
     if (guided && (s.pause_reason === "incident" || !incidentExplained)) said.push(HINTS.incident);
     if (guided && s.pause_reason === "page") said.push(HINTS.page);
+    if (!guided && s.pause_reason === "incident") said.push(t("hint.incident_normal")); // trouble from the start
     incidentExplained = true;
     $("note-text").textContent = said.filter(Boolean).join(" ");
     if (!note.open && !briefing.open) note.showModal();

@@ -30,7 +30,8 @@
     protected: ["info", t("zone.protected")],
   };
   // A word beside a value, so that colour is never the only carrier of meaning.
-  function flag(key, r, page) {
+  // latencyTarget: the scenario's p99 target in ms, if it has one (the fan-out's 120 ms): a p99 past it is flagged
+  function flag(key, r, page, latencyTarget) {
     // "paging" follows the alert itself (it clears on its own rule), not the 1 h burn alone
     if (key === "burn_1h" && r.page_firing) return ["bad", t("flag.paging")];
     if (key === "burn_1h" && r.burn_1h > 1) return ["warn", t("flag.burning")];
@@ -39,6 +40,7 @@
     if (key === "error_rate" && r.error_rate > 0.01) return ["bad", t("flag.high")];
     if (key === "error_rate" && r.error_rate > 0.001) return ["warn", t("flag.over_slo")];
     if (key === "p99_ms" && r.p99_ms >= 2000) return ["bad", t("flag.timeouts")];
+    if (key === "p99_ms" && latencyTarget > 0 && r.p99_ms > latencyTarget) return ["warn", t("flag.over_target")];
     if (key === "booting" && r.booting > 0) return ["info", t("flag.booting")];
     if (key === "bad_build_share" && r.bad_build_share > 0) return ["warn", t("flag.live")];
     if (key === "budget_left" && r.budget_left <= 0) return ["bad", t("flag.exhausted")];
