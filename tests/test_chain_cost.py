@@ -48,3 +48,32 @@ def test_a_service_scaled_out_costs_from_that_minute() -> None:
         price * (after.serving + after.booting - before.serving - before.booting + 10), rel=1e-12
     )
     assert after.cost_per_hour == pytest.approx(price * (after.serving + after.booting + others + 10), rel=1e-12)
+
+
+def test_the_debriefs_cost_rows_add_up_with_the_other_services() -> None:
+    """The debrief's "What it cost" for a chain: the entry's fleet (base, extra, rollback) and the other services'
+    instances, which add up to the total (a newcomer's play-through read $8 + $0 + $0 = $20 before); the other
+    services' row is their declared instances at the price, minute by minute, and 10 more from the minute recs
+    scaled out."""
+    from oncallsim.debrief import make_report
+    from oncallsim.simulation import Action
+
+    sim = Simulation("cascade", seed=201, minutes=6)
+    price = sim.params.instance_price_per_hour
+    graph = sim.scenario.graph
+    assert graph is not None
+    sim.run([Action(3, "recs.instances", graph.services["recs"].instances + 10)])
+    split = make_report(sim, effects=False).cost_split
+    assert split.other_services == pytest.approx((declared_others(sim) * 6 + 10 * 3) * price / 60.0, rel=1e-12)
+    rows = split.base_fleet + split.extra_instances + split.rollback_double_billing + split.other_services
+    assert rows == pytest.approx(sim.timeline[-1].cost_so_far, rel=1e-12)
+    one = Simulation("free-play", seed=201, minutes=3)
+    one.run()
+    assert make_report(one, effects=False).cost_split.other_services == 0.0
+    # the offline report shows the row for a chain, in the page's language; the one service's has none
+    from oncallsim.debrief.html import render_html
+
+    page = render_html(make_report(sim, effects=False), sim.timeline, sim.plan, sim.params, sim.actions, language="da")
+    assert "de andre tjenesters instanser" in page
+    plain = render_html(make_report(one, effects=False), one.timeline, one.plan, one.params, one.actions)
+    assert "the other services' instances" not in plain

@@ -130,7 +130,7 @@ def make_report(
         passed=all(o.passed for o in results),
         objectives=results,
         budget_by_phase=phases(sim.timeline, sim.plan, sim.params, sim.actions),
-        cost_split=cost_split(sim.timeline, sim.params),
+        cost_split=cost_split(sim.timeline, sim.params, chain=sim.plan.graph is not None),
         decisions=decisions(sim.timeline, sim.actions, decision_windows(sim) if effects else None),
         counterfactuals=others,
         headline=[template % args if args else template for template, args in parts],

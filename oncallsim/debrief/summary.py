@@ -182,22 +182,27 @@ class CostSplit(BaseModel):
     base_fleet: float
     extra_instances: float
     rollback_double_billing: float
+    other_services: float = 0.0  # a chain's: every service's instances but the entry's (its fleet is the above)
 
 
-def cost_split(timeline: Sequence[MinuteRecord], params: Params) -> CostSplit:
-    """Base = the opening fleet's size; extra = instances above it; rollback = the doubled part of the bill."""
+def cost_split(timeline: Sequence[MinuteRecord], params: Params, chain: bool = False) -> CostSplit:
+    """Base = the opening fleet's size; extra = instances above it; rollback = the doubled part of the bill; for
+    a ``chain``, the other services' instances: the rest of each minute's bill (chain/engine.py
+    ``bill_other_services`` adds them to it), so that the rows add up to the total."""
     if not timeline:
         return CostSplit(base_fleet=0.0, extra_instances=0.0, rollback_double_billing=0.0)
     base_size = timeline[0].serving + timeline[0].booting
     per_instance = params.instance_price_per_hour / 60.0
-    base = extra = rollback = 0.0
+    base = extra = rollback = other = 0.0
     for r in timeline:
         size = r.serving + r.booting
         base += min(size, base_size) * per_instance
         extra += max(0, size - base_size) * per_instance
-        if r.rollback_active:
-            rollback += size * per_instance * (params.rollback_cost_factor - 1.0)
-    return CostSplit(base_fleet=base, extra_instances=extra, rollback_double_billing=rollback)
+        doubled = size * per_instance * (params.rollback_cost_factor - 1.0) if r.rollback_active else 0.0
+        rollback += doubled
+        if chain:
+            other += r.cost_per_hour / 60.0 - size * per_instance - doubled
+    return CostSplit(base_fleet=base, extra_instances=extra, rollback_double_billing=rollback, other_services=other)
 
 
 class Decision(BaseModel):
