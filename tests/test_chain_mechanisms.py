@@ -425,3 +425,44 @@ def test_the_engine_agrees_with_the_oracle_with_the_mechanisms_together(rate: fl
             (W.M_BEGUN, theirs.failures_begun),
         ]:
             assert mine[column] / n == pytest.approx(value / r, abs=0.02 + 0.05 * value / r), (name, column)
+
+
+# --- wasted work ------------------------------------------------------------------------------------------------
+
+
+def _abandoning_chain(timeout_ms: float) -> object:
+    """An api (no work of its own) calling a leaf of constant 50 ms, its callers' timeout ``timeout_ms``, no
+    network delay, workers to spare: every call either answers in 50 ms or is given up on at the timeout while
+    the leaf works on (a cancellation stops a worker only when its work ends)."""
+    from oncallsim import Simulation
+    from oncallsim.scenarios.registry import scenario_from_dict
+
+    data = {
+        "id": "waste", "version": 1, "title": "t", "summary": "s", "briefing": "b", "start": "09:00", "minutes": 3,
+        "params": {"base_requests_per_s": 200.0, "diurnal_amplitude": 0.0},
+        "graph": {"entry": "api", "deadline_ms": 1000.0, "services": {
+            "api": {"service_ms": 0.0, "distribution": "constant", "instances": 10, "workers_per_instance": 20,
+                    "calls": [{"to": "leaf"}]},
+            "leaf": {"service_ms": 50.0, "distribution": "constant", "workers_per_instance": 100,
+                     "timeout_ms": timeout_ms}}},
+    }  # fmt: skip
+    return Simulation(scenario_from_dict(data, "waste"), seed=3)
+
+
+def test_work_for_a_caller_that_gave_up_is_wasted_work() -> None:
+    """With a 20 ms timeout on a 50 ms leaf every leaf attempt outlives its caller's wait: all of the leaf's 50 ms
+    are wasted, none of the api's 20 ms (its client still waits for its error), so the share is 50 / (20 + 50) of
+    all workers' time, exactly (constant times); with a 200 ms timeout nothing is. The debrief reads the run's
+    share the same way (a chain's busy time is every service's, not its entry's alone)."""
+    from oncallsim import Simulation
+    from oncallsim.debrief import make_report
+
+    for timeout_ms, share in ((20.0, 50.0 / 70.0), (200.0, 0.0)):
+        sim = _abandoning_chain(timeout_ms)
+        assert isinstance(sim, Simulation)
+        records = sim.run()
+        minute = records[1]  # a whole minute in the middle: what began in it ended in it, but for its edges
+        leaf = minute.extras["graph"]["services"]["leaf"]
+        assert minute.extra("wasted_work_share") == pytest.approx(share, abs=0.002), timeout_ms
+        assert leaf["wasted_s"] == pytest.approx(leaf["busy_s"] if share else 0.0, abs=0.5)  # the edges: 10 calls
+        assert make_report(sim, effects=False).wasted_work_share == pytest.approx(share, abs=0.002)

@@ -109,14 +109,19 @@ def attempts_and_waste(timeline: Sequence[MinuteRecord]) -> dict[str, float]:
 
     A minute's wasted seconds are its ``wasted_work_share`` × its completions × their mean service time (the
     engine's share is over completed service, while the work deadline propagation abandons half-done is wasted
-    without completing, so that share can pass 1); its busy seconds are utilization × workers × 60 s."""
+    without completing, so that share can pass 1); its busy seconds are utilization × workers × 60 s — a chain's,
+    every service's workers' (its record's graph: the minute model's fleet is its entry alone)."""
     attempts = admitted = wasted = busy = 0.0
     for r in timeline:
         sent = r.extra("attempts_per_s")
         admitted += r.admitted_per_s
         attempts += sent if sent is not None else r.admitted_per_s
         wasted += wasted_seconds(r)
-        busy += r.utilization * r.servers * 60.0
+        graph = r.extras.get("graph") if isinstance(r.extras, dict) else None
+        if isinstance(graph, dict):
+            busy += sum(service.get("busy_s", 0.0) for service in graph["services"].values())
+        else:
+            busy += r.utilization * r.servers * 60.0
     return {
         "attempts_per_request": attempts / admitted if admitted > 0 else 1.0,
         "wasted_work_share": min(1.0, wasted / busy) if busy > 0 else 0.0,

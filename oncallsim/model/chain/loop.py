@@ -152,6 +152,7 @@ from oncallsim.model.chain.world import (
     M_SUCCEEDED,
     M_TIMEOUTS,
     M_WAIT_S,
+    M_WASTED_S,
     MC_DEADLINE,
     MC_DECIDED,
     MC_ERROR,
@@ -380,11 +381,15 @@ def reply_with(w: Any, x: float, a: int, ok: bool) -> None:
 
 @step
 def release(w: Any, x: float, a: int) -> None:
+    """The attempt's worker is let go; its time held is wasted work if nobody waits for the attempt any more (its
+    caller gave up on it, or its client left: the answer it works towards will be thrown away)."""
     if w.att_i[a, A_HOLDS]:
         unhold_stage(w, a)
         w.att_i[a, A_HOLDS] = 0
         s = w.att_i[a, A_SVC]
         q = w.att_i[a, A_QUEUE]
+        if w.att_i[a, A_ALIVE] == 0 or w.att_i[a, A_CANCELLED]:
+            w.m_svc[s, M_WASTED_S] += x - w.att_r[a, AR_STARTED]
         busy_change(w, s, x, -1)
         w.queues[q, Q_FREE] += 1
         dequeue(w, x, s, q)

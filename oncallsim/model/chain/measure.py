@@ -27,6 +27,7 @@ from oncallsim.model.chain.world import (
     M_SUCCEEDED,
     M_TIMEOUTS,
     M_WAIT_S,
+    M_WASTED_S,
     MC_DEADLINE,
     MC_DECIDED,
     MC_ERROR,
@@ -106,6 +107,9 @@ def record_chain_minute(
     ext[EXT.retries_per_s] = total[M_RETRIES] / 60.0
     ext[EXT.retries_denied_per_s] = total[M_DENIED] / 60.0
     ext[EXT.goodput_per_s] = mc[MC_OK] / 60.0
+    # every service's workers: the share of their time held for attempts nobody waited for any more
+    ext[EXT.wasted_work_s] = total[M_WASTED_S]
+    ext[EXT.wasted_work_share] = total[M_WASTED_S] / total[M_BUSY_S] if total[M_BUSY_S] > 0 else 0.0
 
 
 def chain_extras(world: ChainWorld, layout: ChainLayout) -> dict[str, Any]:
@@ -133,6 +137,8 @@ def chain_extras(world: ChainWorld, layout: ChainLayout) -> dict[str, Any]:
             "breaker_rejected_per_s": float(m[M_REJECTED] / 60.0),
             "queue_full_per_s": float(m[M_QUEUE_FULL] / 60.0),
             "limited_per_s": float(m[M_LIMITED] / 60.0),
+            "busy_s": float(m[M_BUSY_S]),
+            "wasted_s": float(m[M_WASTED_S]),
             "failures_begun_per_s": float(m[M_BEGUN] / 60.0),
             "utilization": float(m[M_BUSY_S] / (world.svc[s, SV_WORKERS] * 60.0)),
             "mean_wait_ms": float(m[M_WAIT_S] / m[M_STARTED] * 1000.0) if m[M_STARTED] > 0 else 0.0,

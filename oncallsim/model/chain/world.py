@@ -204,8 +204,9 @@ MAX_SEQ = 1 << (63 - KEY_NODE_BITS)  # events pushed in a run, at most (at 2 M a
     M_REJECTED,  # as a caller: copies its breakers rejected (never sent)
     M_QUEUE_FULL,  # refused on arrival, its queue at max_queue (among M_ATTEMPTS)
     M_LIMITED,  # shed on arrival by its BBR limiter (among M_ATTEMPTS)
+    M_WASTED_S,  # worker-seconds held by attempts whose caller (or client) no longer waited when it let go
     M_COLUMNS,
-) = range(17)
+) = range(18)
 
 # m_client[...]: the clients' answers in the minute
 MC_DECIDED, MC_OK, MC_DEADLINE, MC_ERROR, MC_SUM_US, MC_COLUMNS = range(6)
