@@ -77,3 +77,6 @@ def test_the_debriefs_cost_rows_add_up_with_the_other_services() -> None:
     assert "de andre tjenesters instanser" in page
     plain = render_html(make_report(one, effects=False), one.timeline, one.plan, one.params, one.actions)
     assert "the other services' instances" not in plain
+    # a chain has no one database or cache: no "DB with → without" column, no cached answers' age
+    assert "DB med → uden" not in page and "DB with → without" in plain
+    assert "mean age of cached answers" in plain and "middelalder af cachede svar" not in page
