@@ -51,7 +51,7 @@ def _words(text: str) -> bool:
 
 def data_messages() -> dict[str, list[tuple[str, int]]]:
     from oncallsim.debrief.html import CAUSE_LABELS, COMPARISONS, OF_MINUTES, UNIT_MESSAGES
-    from oncallsim.debrief.postmortem import MOVES
+    from oncallsim.debrief.postmortem import MOVES, SERVICE_MOVES
     from oncallsim.debrief.report import HEADLINES
     from oncallsim.debrief.summary import PHASE_NAMES
     from oncallsim.model import CONTROL_SPECS, param_info
@@ -84,7 +84,7 @@ def data_messages() -> dict[str, list[tuple[str, int]]]:
     texts += [(t, "debrief") for t in HEADLINES.values()]
     texts += [(p, "debrief") for p in PHASE_NAMES]
     texts += [(u, "unit") for u in UNIT_MESSAGES.values()] + [(OF_MINUTES, "debrief")]
-    texts += [(move, "debrief") for move in MOVES.values()]
+    texts += [(move, "debrief") for move in MOVES.values()] + [(m, "debrief") for m in SERVICE_MOVES.values()]
     texts += [(text, "refusal") for text in REFUSALS.values()]
     texts += [(text, "refusal") for text in REFUSAL_TEXTS.values()]  # a refusal's sentence by its kind
     texts += [(text, "refusal") for text in FIELD_LABELS.values()]

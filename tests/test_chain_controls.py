@@ -226,3 +226,26 @@ def test_lifo_switched_on_during_the_run_serves_the_newest_within_their_deadline
     for minute in (3, 4):
         assert records[minute].extras["graph"]["services"]["leaf"]["succeeded_per_s"] > 0.95 * 400
         assert records[minute].error_rate < 1 / 3 + 0.04
+
+
+def test_the_debrief_says_a_services_setting_in_each_language() -> None:
+    """The narrative's moves name a chain's service setting in the Services panel's words ("set the retries of api
+    to 0"), and a page in another language says it in its own (a newcomer's Arabic debrief carried the English),
+    the value in the language's symbols, a switch as on/off."""
+    from oncallsim.debrief.html import sentence
+    from oncallsim.debrief.postmortem import NARRATIVES, move
+
+    moves = " and ".join(
+        move(a)
+        for a in (Action(3, "api.retries", 0), Action(3, "orders.retry_budget", 0.1), Action(3, "db.limiter", 1))
+    )
+    assert moves == (
+        "set the retries of api to 0 and set the retry budget of orders to 0.1 and switched on the limiter (BBR) of db"
+    )
+    template = NARRATIVES["same_alike"]
+    listed = moves.replace(" and ", ", ", 1)  # as the narrative joins three: "a, b and c"
+    danish = sentence(template, {"moves": listed, "mine": "09:14"}, "da")
+    assert "satte genforsøg for api til 0" in danish and "0,1" in danish and "slog begrænser (BBR) til for db" in danish
+    assert "set the" not in danish and "retries" not in danish
+    arabic = sentence(template, {"moves": listed, "mine": "09:14"}, "ar")
+    assert "set the" not in arabic and "api" in arabic and "db" in arabic

@@ -217,6 +217,45 @@ def move_patterns() -> list[tuple[re.Pattern[str], str]]:
     ]
 
 
+def _service_move_patterns() -> list[tuple[re.Pattern[str], str]]:
+    from oncallsim.debrief.postmortem import SERVICE_MOVES
+
+    groups = {"setting": "(?P<setting>.+?)", "service": "(?P<service>[A-Za-z0-9_-]+)", "value": "(?P<value>.+)"}
+    out = []
+    for template in SERVICE_MOVES.values():
+        pattern = re.escape(template)
+        for name, group in groups.items():
+            pattern = pattern.replace(re.escape(f"%({name})s"), group)
+        out.append((re.compile("^" + pattern + "$"), template))
+    return out
+
+
+_SERVICE_MOVES = _service_move_patterns()
+
+
+def _service_move(part: str) -> tuple[re.Match[str], str] | None:
+    for pattern, template in _SERVICE_MOVES:
+        match = pattern.match(part)
+        if match is not None:
+            return match, template
+    return None
+
+
+def translated_service_move(found: tuple[re.Match[str], str], language: str) -> str:
+    """A chain's "set the retries of api to 0" in ``language``: the template from the catalog, the setting in the
+    page catalog's words (found by its English ones), its value in the language's symbols."""
+    match, template = found
+    english, local = page_catalog(DEFAULT_LANGUAGE), page_catalog(language)
+    setting = match.group("setting")
+    key = next((k for k, v in english.items() if k.startswith("service.") and str(v).lower() == setting.lower()), None)
+    label = str(local.get(key, setting)) if key else setting
+    label = label[:1].lower() + label[1:]  # mid-sentence (the panel's label begins one)
+    args = {"setting": label, "service": match.group("service")}
+    if "value" in match.groupdict():
+        args["value"] = translate_value(match.group("value"), language)
+    return translations(language).gettext(template) % args
+
+
 def translate_value(value: str, language: str) -> str:
     """A value with its unit ("12 instances", "30 %", "300 s") in the language: its number, then its unit."""
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(.*)", value.strip())
@@ -238,6 +277,10 @@ def translate_moves(text: str, language: str) -> str | None:
         parts[-1:] = parts[-1].rsplit(" and ", 1)
     said = []
     for part in parts:
+        service = _service_move(part)
+        if service is not None:  # a chain's service's setting: the Services panel's words for it
+            said.append(translated_service_move(service, language))
+            continue
         for pattern, template in move_patterns():
             match = pattern.match(part)
             if match:

@@ -85,6 +85,27 @@ MOVES = {
 }
 
 
+# A chain's service setting as the narrative says it ("set the retries of api to 0"): the setting in the Services
+# panel's words (the page catalog's ``service.<setting>``), the service by its name.
+SERVICE_MOVES = {
+    "set": "set the %(setting)s of %(service)s to %(value)s",
+    "on": "switched on the %(setting)s of %(service)s",  # a switch (the limiter, LIFO)
+    "off": "switched off the %(setting)s of %(service)s",
+}
+
+
+def service_move(control: str, value: object) -> str:
+    """``<service>.<setting>`` = ``value`` in the narrative's words (English; debrief/html.py translates it)."""
+    from oncallsim.i18n import page_catalog
+
+    service, _, setting = control.partition(".")
+    label = str(page_catalog().get(f"service.{setting}", setting))
+    args = {"setting": label[:1].lower() + label[1:], "service": service}
+    if setting in ("limiter", "lifo"):  # the switches
+        return SERVICE_MOVES["on" if value else "off"] % args
+    return SERVICE_MOVES["set"] % {**args, "value": f"{value:g}" if isinstance(value, float) else str(value)}
+
+
 class TimelineEntry(BaseModel):
     minute: int
     clock: str
@@ -138,6 +159,8 @@ def move(action: Action) -> str:
     """One action as the narrative says it, in the past tense: "rolled back", "shed 30 % of the low-priority
     traffic", "set the fleet floor to 12 instances"."""
     spec = CONTROL_SPECS.get(action.control)
+    if spec is None and "." in action.control:  # a chain's service's setting
+        return service_move(action.control, action.value)
     said = spec.sentence(spec.moves, action.value) if spec is not None else None
     if said is not None:
         return said
