@@ -72,6 +72,8 @@ def print_debrief(report: Report, console: Console | None = None) -> None:
     console.print(
         f"Cost: base fleet ${split.base_fleet:.2f}, extra instances ${split.extra_instances:.2f}, "
         f"rollback double billing ${split.rollback_double_billing:.2f}"
+        + (f", the other services' instances ${split.other_services:.2f}" if report.failure_origins else "")
+        + f" (total ${report.cost:.2f})"
     )
     for d in report.decisions:  # over the 10 minutes from it: with the decision, and without it on the same draws
         without = f" (without it: {d.without['error_rate']:.2%}, {d.without['p99_ms']:.0f} ms)" if d.without else ""
@@ -131,6 +133,9 @@ def print_debrief_in(report: Report, title: str, language: str, console: Console
         (_("extra instances"), split.extra_instances),
         (_("rollback's double billing"), split.rollback_double_billing),
     ]
+    if report.failure_origins is not None:  # a chain: its other services' instances, so that the parts add up
+        parts.append((_("the other services' instances"), split.other_services))
+    parts.append((_("total"), report.cost))
     console.print(
         f"{_('What it cost')}: " + ", ".join(f"{k} {fmt(v, 'usd', language)}" for k, v in parts), markup=False
     )

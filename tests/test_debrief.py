@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,14 @@ def test_run_with_debrief_prints_the_summary() -> None:
     done = CliRunner().invoke(app, ["run", "bad-deploy", "--policy", "hands-off", "--debrief"])
     assert done.exit_code == 0
     assert "Debrief — Bad deploy" in done.stdout and "objectives missed" in done.stdout
+    assert "the other services" not in done.stdout
+    # a chain's cost line bills its other services, and its parts add up to the total printed beside them
+    chain = CliRunner().invoke(app, ["run", "cascade", "--seed", "2", "--minutes", "6", "--debrief"])
+    assert chain.exit_code == 0, chain.stdout
+    line = next(row for row in chain.stdout.splitlines() if row.startswith("Cost: "))
+    amounts = [float(x) for x in re.findall(r"\$(\d+\.\d\d)", line)]
+    assert "the other services' instances" in line and len(amounts) == 5
+    assert sum(amounts[:4]) == pytest.approx(amounts[4], abs=0.011)
 
 
 def test_outcome_of_a_quiet_day() -> None:
