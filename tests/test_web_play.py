@@ -354,3 +354,30 @@ def test_sliders_move_in_round_steps_with_their_units(client: TestClient) -> Non
     assert budget is not None and 'data-kind="fraction"' in budget.group() and 'max="100"' in budget.group()
     help_text = re.search(r'<p class="help" id="h-retry_budget">([^<]*)', page)
     assert help_text is not None and "10 %" in help_text.group(1) and "0.1" not in help_text.group(1)
+
+
+def test_a_scenario_file_of_ones_own_plays_from_the_home_page(client: TestClient) -> None:
+    """The home page takes a scenario file (its content, a multipart upload): a chain written as docs/graphs.md says
+    opens paused on its briefing, as a card's scenario; a file that is not one is refused on a page naming the
+    field, and one too large before it is read."""
+    graphs = Path(__file__).resolve().parent.parent / "oncallsim" / "scenarios" / "data" / "graphs"
+    text = (graphs / "cascade.toml").read_text().replace('id = "cascade"', 'id = "my-cascade"')
+    home = client.get("/").text
+    assert 'action="/runs/scenario-file"' in home and "Play a scenario file" in home
+    response = client.post(
+        "/runs/scenario-file",
+        files={"file": ("my.toml", text.encode(), "text/plain")},
+        data={"difficulty": "normal", "speed": "1"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303, response.text
+    run_id = response.headers["location"].rsplit("/", 1)[1]
+    state = client.get(f"/api/runs/{run_id}").json()["state"]
+    assert state["paused"] and state["difficulty"] == "normal" and state["services"]["recs"]["instances"] == 40
+    assert 'id="briefing"' in client.get(f"/runs/{run_id}").text
+    bad = client.post("/runs/scenario-file", files={"file": ("x.toml", b'id = "x"\nversion = 1\nnope = 1\n')})
+    assert bad.status_code == 422 and "x.toml: title: Field required" in bad.text
+    binary = client.post("/runs/scenario-file", files={"file": ("x.toml", b"\xff\xfe\x00")})
+    assert binary.status_code == 422 and "file: must be a scenario file in TOML" in binary.text
+    huge = client.post("/runs/scenario-file", files={"file": ("x.toml", b"#" * (64 * 1024 + 1))})
+    assert huge.status_code == 413  # the console's cap on a body, before the form is read

@@ -55,6 +55,7 @@ from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
 from oncallsim.refusals import localize
 from oncallsim.scenarios import builtin_scenarios, graph_scenarios, registered_scenarios
+from oncallsim.scenarios.registry import scenario_from_text
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
@@ -78,6 +79,7 @@ from oncallsim.web.workers import job_call
 __all__ = ["REFUSALS", "router"]
 
 router = APIRouter(include_in_schema=False)
+MAX_SCENARIO_BYTES = 64 * 1024  # as the API's scenario_toml
 
 
 LANG_COOKIE_MAX_AGE_S = 365 * 24 * 3600
@@ -396,6 +398,8 @@ async def debrief_page(request: Request, run_id: str) -> HTMLResponse:
         live=live,
         r=live.report,
         clock=live.sim.plan.clock,
+        # a scenario file of one's own has no /play link: it is played again from its file (the home page)
+        registered=registered_scenarios().get(live.sim.scenario.id) == live.sim.scenario,
         # computed once (with the counterfactuals), off the event loop; its words and numbers in the page's language
         figure_json=localized_figure(await live.figure(), language_of(request)),
     )
@@ -480,6 +484,46 @@ async def report_html(request: Request, run_id: str) -> Response:
         media_type="text/html; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="oncallsim-{sim.scenario.id}-{live.id}.html"'},
     )
+
+
+@router.post("/runs/scenario-file")
+async def start_scenario_file(
+    request: Request,
+    file: UploadFile,
+    speed: str = Form("2", max_length=40),
+    difficulty: str = Form(DEFAULT_DIFFICULTY, max_length=40),
+    engine: str = Form("", max_length=40),
+    player: str = Form("", max_length=80),
+) -> Response:
+    """A scenario file of one's own (its content only, never a path; 64 KB at most), played as a card's scenario:
+    checked as the API checks ``scenario_toml``, opened paused on its briefing."""
+    data = await file.read(MAX_SCENARIO_BYTES + 1)
+    try:
+        if len(data) > MAX_SCENARIO_BYTES:
+            raise InvalidInput("file", f"a scenario file is at most {MAX_SCENARIO_BYTES // 1024} KB")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("file", "must be a scenario file in TOML (UTF-8 text)") from None
+        speed_value = whole_number(speed)
+        if speed_value is None:
+            raise InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))}, got {speed[:40]!r}")
+        scenario = scenario_from_text(text, (file.filename or "scenario file")[:100])
+        new = NewRun(
+            scenario=scenario.id,
+            scenario_toml=text,
+            paused=True,
+            difficulty=check_difficulty(difficulty),
+            engine=engine or None,
+            player=player or None,
+            speed=speed_value,
+        )
+        live = await start_run(manager_of(request), new, client_of(request))
+    except (InvalidInput, ValueError) as exc:
+        if not isinstance(exc, InvalidInput):
+            exc = InvalidInput("file", str(exc).splitlines()[0])
+        return error_page(request, exc)
+    return RedirectResponse(f"/runs/{live.id}", status_code=303)
 
 
 @router.post("/runs/import")
