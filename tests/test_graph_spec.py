@@ -238,3 +238,26 @@ def test_the_console_plays_a_graph_scenario_sent_as_content(tmp_path: Path) -> N
         assert room.json()["engine"] == "request"
         page = client.get(f"/gameday/{room.json()['id']}").text
         assert "data-graph=" in page and 'id="services-body"' in page and 'id="m-cache_hit"' not in page
+
+
+def test_the_docs_example_tells_the_story_the_docs_tell() -> None:
+    """docs/graphs.md, "What to expect from it (seed 7)": quiet until the database slows, then the clients' deadline
+    fails requests and the page fires; the budget objective met, the p99 one missed; the failures began at db. No
+    client's p99 is read past the deadline (its answers come at it at the latest)."""
+    from oncallsim.debrief import make_report
+
+    sim = Simulation(scenario_from_text(doc_example(), "graphs.md"), seed=7)
+    records = sim.run()
+    slow = sim.plan.service_faults[0].minute
+    assert sim.plan.clock(slow) == "09:15"
+    assert all(r.error_rate == 0.0 and r.p99_ms < 100 for r in records[:slow])
+    assert 0.1 < max(r.error_rate for r in records[slow : slow + 15]) < 0.2
+    assert any(r.page_firing for r in records[slow:]) and not any(r.page_firing for r in records[:slow])
+    assert all(r.p99_ms <= 1000.0 for r in records) and max(r.p99_ms for r in records) == 1000.0
+    assert all(r.error_rate == 0.0 for r in records[slow + 17 :])
+    report = make_report(sim, effects=False)
+    assert [o.passed for o in report.objectives] == [True, False]
+    assert report.budget_spent == pytest.approx(0.030, abs=0.0005)
+    assert report.failure_origins is not None
+    began = {o.service: o.share for o in report.failure_origins.services}
+    assert began["db"] == pytest.approx(0.94, abs=0.005)

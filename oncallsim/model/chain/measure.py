@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from oncallsim.model.chain.layout import SV_MEAN_S, SV_WORKERS, ChainLayout
+from oncallsim.model.chain.layout import SV_MEAN_S, SV_TIMEOUT_S, SV_WORKERS, ChainLayout
 from oncallsim.model.chain.world import (
     HIST_FLOOR_S,
     HIST_RATIO,
@@ -81,7 +81,15 @@ def record_chain_minute(
     rec[REC.error_bad_build] = 0.0
     rec[REC.error_dead_instance] = 0.0
     rec[REC.error_rate] = e_timeout + e_error
-    p99 = hist_quantile_s(world.c_hist, 0.99)
+    # a client's answer comes at its deadline at the latest (its timer answers for it then): a quantile read from
+    # the bin that holds the deadline is no later than the deadline (the bin's interpolation reached 1 % past it)
+    patience = min(deadline, float(world.svc[entry, SV_TIMEOUT_S]))
+
+    def client_quantile_s(q: float) -> float | None:
+        value = hist_quantile_s(world.c_hist, q)
+        return None if value is None else min(value, patience)
+
+    p99 = client_quantile_s(0.99)
     rec[REC.p99_ms] = (deadline if p99 is None else p99) * 1000.0
     served = m[M_STARTED]
     service_s = m[M_BUSY_S] / served if served > 0 else float(layout.svc[entry, SV_MEAN_S])
@@ -95,8 +103,8 @@ def record_chain_minute(
     # minute's values are a buffer reused from minute to minute, never left as it was)
     for name in ("cache_warm", "cache_hit", "db_demand_qps", "db_utilization", "query_time_ms"):
         rec[getattr(REC, name)] = 0.0
-    ext[EXT.p50_ms] = (hist_quantile_s(world.c_hist, 0.5) or 0.0) * 1000.0
-    ext[EXT.p999_ms] = (hist_quantile_s(world.c_hist, 0.999) or 0.0) * 1000.0
+    ext[EXT.p50_ms] = (client_quantile_s(0.5) or 0.0) * 1000.0
+    ext[EXT.p999_ms] = (client_quantile_s(0.999) or 0.0) * 1000.0
     ext[EXT.mean_wait_ms] = m[M_WAIT_S] / served * 1000.0 if served > 0 else 0.0
     ext[EXT.queue_at_end] = world.svc_i[entry, SI_QLEN]
     ext[EXT.in_flight_at_end] = world.svc_i[entry, SI_BUSY]
