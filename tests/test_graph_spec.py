@@ -80,10 +80,15 @@ def test_builtin_scenarios_have_no_graph_and_a_graph_survives_a_round_trip() -> 
 
 # Each refusal as the docs' table shows it (the docs' line is checked to be there, word for word).
 REFUSALS = [
+    (("slowdown = 4\n", "slowdown = 5000\n"), "my.toml: events.0.slowdown: must be a number from 1 to 1000, got 5000"),
+    (
+        ('service = "db"\n', 'service = "dbx"\n'),
+        "my.toml: events.0.service: unknown service 'dbx'; declared: api, orders, db",
+    ),
     (("instances = 4", "instance = 4"), "my.toml: graph.services.api.instance: Extra inputs are not permitted"),
     (
         ("retries = 1\n", "retries = 6\n"),
-        "my.toml: graph.services.api.retries: Input should be less than or equal to 5",
+        "my.toml: graph.services.api.retries: must be a whole number from 0 to 5, got 6",
     ),
     (
         ("sigma = 0.6\n", ""),
@@ -130,7 +135,7 @@ def test_each_refusal_is_one_line_naming_the_field(edit: tuple[str, str], line: 
     assert str(info.value) == line
     assert "\n" not in line
     # every refusal names its field by its full dotted path, as pydantic's own do (never "graph: services.x")
-    assert re.fullmatch(r"graph(\.[a-z0-9_-]+)+", info.value.field.removeprefix("my.toml: ")), info.value.field
+    assert re.fullmatch(r"(graph|events)(\.[a-z0-9_-]+)+", info.value.field.removeprefix("my.toml: ")), info.value.field
     assert f"`{line}`" in DOC.read_text(encoding="utf-8"), "docs/graphs.md shows another line"
 
 

@@ -39,7 +39,7 @@ def scenario_from_dict(data: dict[str, Any], source: str) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise invalid_input(exc, source) from None
+        raise invalid_input(exc, source, Scenario) from None
 
 
 def scenario_from_text(text: str | bytes, source: str) -> Scenario:
