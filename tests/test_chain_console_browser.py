@@ -137,6 +137,20 @@ def test_the_services_panel_fits_a_phone(server: str, browser: Any) -> None:
         watch.check()
     finally:
         page.close()
+    # right to left, the clock's badge sits at the page's end (the left), not over the brand (a newcomer's Arabic
+    # phone had it on the right, over "oncallsim")
+    arabic = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        arabic.goto(f"{server}/runs/{run}?lang=ar")
+        arabic.locator("#clock").wait_for()
+        if arabic.locator("#briefing[open]").count():
+            close_briefing(arabic)
+        brand, clock = arabic.locator(".brand").bounding_box(), arabic.locator("#clock").bounding_box()
+        assert brand is not None and clock is not None
+        assert clock["x"] + clock["width"] <= brand["x"] or brand["x"] + brand["width"] <= clock["x"], (brand, clock)
+        assert clock["x"] < 390 / 2  # at the left
+    finally:
+        arabic.close()
 
 
 # A leaf failing half its attempts from the first minute: its box says so in words, and that the clients' failed
