@@ -173,11 +173,14 @@ def write_records(records: list[MinuteRecord], fmt: Format, stream: TextIO) -> N
             writer.writerow(r.to_row())
     else:
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for short, _ in TABLE_COLUMNS:
+        # a chain's cache and database are services of its graph: the one service's columns would read 0 %
+        chain = bool(records) and isinstance(records[0].extras, dict) and "graph" in records[0].extras
+        columns = [c for c in TABLE_COLUMNS if not (chain and c[0] in ("hit", "DB"))]
+        for short, _ in columns:
             last = short == "events"
             table.add_column(short, justify="left" if short in ("clock", "events") else "right", no_wrap=not last)
         for r in records:
-            table.add_row(*(fn(r) for _, fn in TABLE_COLUMNS), style="red" if r.page_firing else None)
+            table.add_row(*(fn(r) for _, fn in columns), style="red" if r.page_firing else None)
         tty = hasattr(stream, "isatty") and stream.isatty()
         print_trimmed(Console(file=stream, highlight=False, width=None if tty else 160), table)
 

@@ -60,6 +60,12 @@ def test_csv_has_the_scalar_fields(tmp_path: Path) -> None:
 def test_table_output_marks_the_page() -> None:
     code, out, _ = invoke("run", "bad-deploy", "--seed", "1")
     assert code == 0 and "page fired" in out and "deploy started" in out
+    header = out.splitlines()[0].split()
+    assert "hit" in header and "DB" in header
+    # a chain's table leaves out the one service's cache and database, whose columns would read 0 %
+    code, out, _ = invoke("run", "cascade", "--seed", "1", "--minutes", "2")
+    header = out.splitlines()[0].split()
+    assert code == 0 and "hit" not in header and "DB" not in header and "p99" in header
 
 
 def test_set_actions_and_save_run(tmp_path: Path) -> None:
