@@ -80,3 +80,7 @@ def test_the_debriefs_cost_rows_add_up_with_the_other_services() -> None:
     # a chain has no one database or cache: no "DB with → without" column, no cached answers' age
     assert "DB med → uden" not in page and "DB with → without" in plain
     assert "mean age of cached answers" in plain and "middelalder af cachede svar" not in page
+    # attempts per request: on a chain every service's, and said so (51× on the fan-out read as retries)
+    assert "attempts per request, at every service" in render_html(
+        make_report(sim, effects=False), sim.timeline, sim.plan, sim.params, sim.actions
+    )

@@ -52,6 +52,8 @@ def render_markdown(r: Report) -> str:
     if r.attempts_per_request is not None:  # a request-engine run: its retries and its wasted work
         for label, key, kind in REQUEST_COMPARISONS:
             others = " | ".join(fmt(getattr(c, key), kind) for c in r.counterfactuals.values())
+            if key == "attempts_per_request" and r.failure_origins is not None:  # a chain: every service's
+                label = "attempts per request, at every service (its calls, retries and hedges)"
             lines.append(f"| {label} | {fmt(getattr(r, key), kind)} | {others} |")
     lines += ["", "## Where the error budget went", ""]
     lines += [f"- {CAUSE_LABELS[c]}: {fmt(v, 'pct')}" for c, v in r.budget_spent_by_cause.items()]
