@@ -6,6 +6,7 @@ run's state. The run is stepped minute by minute (no wall-clock pacing)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -268,7 +269,7 @@ def test_normal_fan_out_stops_once_and_flags_its_p99_over_the_target(server: str
         page.close()
 
 
-def test_a_chains_debrief_fits_a_phone(server: str, browser: Any) -> None:
+def test_a_chains_debrief_fits_a_phone(server: str, browser: Any, tmp_path: Path) -> None:
     """The debrief's wide tables ("Where the failures began", the decisions) scroll in their own box on a phone;
     the page itself does not (they pushed it to 521 px at 390)."""
     body = {"scenario": "failing-leaf", "scenario_toml": FAILING_LEAF, "seed": 2, "speed": 16, "paused": True}
@@ -284,6 +285,10 @@ def test_a_chains_debrief_fits_a_phone(server: str, browser: Any) -> None:
         page.goto(f"{server}/runs/{run}/debrief", timeout=300_000)
         assert page.locator("#origins tr[data-service=db]").count() == 1
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        # the chart's plots get the width: its legends give way on a phone (a plot's hover names each series)
+        page.wait_for_function("() => document.querySelector('#debrief-chart .main-svg') !== null")
+        assert page.evaluate("() => document.getElementById('debrief-chart').layout.showlegend") is False
+        page.locator("#debrief-chart").screenshot(path=str(tmp_path / "chain-debrief-phone-chart.png"))
         watch.check()
     finally:
         page.close()
