@@ -110,6 +110,11 @@ def test_the_cascade_is_drawn_and_a_timeout_set_from_the_services_panel(server: 
         page.wait_for_function("() => document.querySelector('#error').textContent.includes('catalog.retries')")
         assert "got 2.5" in page.locator("#error").inner_text()
         page.wait_for_function("() => document.querySelector('#c-catalog\\\\.retries').value === '2'")
+        # Escape abandons what was typed and leaves the box (Space then pauses, as anywhere on the page)
+        page.locator("#c-catalog\\.retries").fill("4")
+        page.locator("#c-catalog\\.retries").press("Escape")
+        assert page.locator("#c-catalog\\.retries").input_value() == "2"
+        assert page.evaluate("() => document.activeElement.id") != "c-catalog.retries"
         # a value applied is said as it was set (50.5 ms, not 51)
         page.locator("#c-recs\\.timeout_ms").fill("50.5")
         page.locator("#c-recs\\.timeout_ms").press("Enter")

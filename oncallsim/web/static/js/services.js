@@ -250,7 +250,10 @@
       input.addEventListener("input", () => dirty.add(name));
       input.addEventListener("keydown", (e) => {
         if (e.key === "Enter") { e.preventDefault(); apply(s.name); }
-        if (e.key === "Escape" && dirty.delete(name) && inForce) fill(inForce);
+        if (e.key === "Escape") { // abandons what was typed, and leaves the box: Space pauses again, as elsewhere
+          input.blur(); // first: the in-force value is not written into the box that has the focus
+          if (dirty.delete(name) && inForce) fill(inForce);
+        }
       });
       inputs[name] = input;
       label.append(input);
