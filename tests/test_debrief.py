@@ -362,3 +362,27 @@ def test_a_chains_debrief_charts_each_services_saturation_and_p99() -> None:
     one = Simulation("surge", seed=3, minutes=2)
     one.run()
     assert debrief_figure(one.timeline, one.params).layout.annotations[0].text == "Requests vs capacity (req/s)"
+
+
+def test_a_run_judged_on_its_p99_is_told_how_its_p99_went_first() -> None:
+    """The fan-out is judged on its p99 alone (its error budget never moves): its debrief's headline begins with
+    the share of minutes within the target against the objective, and what hands-off and the playbook reached
+    (a newcomer's debrief said 0.0 % of the budget three times and never why the objective failed); a scenario
+    judged on its budget keeps its budget first, the p99 after the cost. In the page's language."""
+    from oncallsim.debrief.html import sentence
+    from oncallsim.policies.counterfactual import counterfactuals
+    from oncallsim.simulation import Action
+
+    sim = Simulation("fan-out", seed=4)
+    sim.run([Action(4, "page.hedge_after_quantile", 0.95)])
+    report = make_report(sim, counterfactuals(sim), effects=False)
+    within = sum(r.p99_ms <= 120.0 for r in sim.timeline) / len(sim.timeline)  # counted apart from the debrief
+    assert report.headline[0] == (
+        f"Your p99 was within 120 ms in {within:.1%} of the minutes (the objective: at least 90%); "
+        f"hands-off 0.0%, the playbook {report.counterfactuals['textbook'].p99_within_share['120']:.1%}."
+    )
+    assert "Din p99 var inden for 120 ms" in sentence(*report.headline_parts[0], "da")
+    flush = Simulation("cache-flush", seed=3, minutes=60)
+    flush.run()
+    parts = make_report(flush, effects=False).headline
+    assert parts[0].startswith("You spent") and any(p.startswith("Your p99 was within 1000 ms") for p in parts[2:])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import Field
 
@@ -22,6 +22,7 @@ from oncallsim.debrief.scorecard import ObjectiveResult, p99_targets, score
 from oncallsim.debrief.summary import CostSplit, Decision, Outcome, Phase, cost_split, decisions, outcome, phases
 from oncallsim.model import Controls
 from oncallsim.scenarios.graph import CONTRADICTION_TEXTS
+from oncallsim.scenarios.spec import BudgetLeftObjective, BudgetSpentObjective, LatencyObjective
 from oncallsim.simulation import Simulation
 
 __all__ = [
@@ -101,7 +102,9 @@ def make_report(
             score=run_score(theirs, opening_fleet_cost(other), other.scenario.score).score,
         )
     playbook = (counterfactuals or {}).get("textbook")
-    parts = headline_parts(mine, others)
+    latency = [(o.target_ms, o.share) for o in sim.scenario.objectives if isinstance(o, LatencyObjective)]
+    judged_on_budget = any(isinstance(o, BudgetSpentObjective | BudgetLeftObjective) for o in sim.scenario.objectives)
+    parts = headline_parts(mine, others, latency, latency_first=bool(latency) and not judged_on_budget)
     # what a mechanism would have bought goes with the other what-ifs, before the recovery's sentence
     recovery = next(
         (i for i, (t, _a) in enumerate(parts) if t in (HEADLINES["recovered"], HEADLINES["not_recovered"])), len(parts)
@@ -193,6 +196,10 @@ HEADLINES = {
     "all": "Had you done nothing, %(hands_off)s of the error budget would have burned; you spent %(mine)s; "
     "the playbook spends %(textbook)s.",
     "mine": "You spent %(mine)s of the error budget.",
+    # a scenario judged on its p99 (the fan-out): said first, since the error budget may never move there
+    "latency_all": "Your p99 was within %(target)s in %(mine)s of the minutes (the objective: at least %(share)s); "
+    "hands-off %(hands_off)s, the playbook %(textbook)s.",
+    "latency": "Your p99 was within %(target)s in %(mine)s of the minutes (the objective: at least %(share)s).",
     "cost_all": "The fleet cost %(mine)s (%(hands_off)s hands-off, %(textbook)s by the playbook).",
     "cost": "The fleet cost %(mine)s.",
     "shed": "The playbook turned away %(textbook)s of the requests (shed) to spare the rest; you turned away %(mine)s.",
@@ -207,10 +214,32 @@ HEADLINES = {
 }
 
 
-def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[str, dict[str, str]]]:
-    """The sentences that say what the decisions bought, as translatable templates and their arguments."""
+def headline_parts(
+    mine: Outcome,
+    others: Mapping[str, Outcome],
+    latency_objectives: Sequence[tuple[float, float]] = (),
+    latency_first: bool = False,
+) -> list[tuple[str, dict[str, str]]]:
+    """The sentences that say what the decisions bought, as translatable templates and their arguments; for each
+    objective on the p99 (``latency_objectives``: its target in ms and the share of minutes), how it went — first
+    when the run is judged on its latency alone (``latency_first``: the fan-out, whose budget never moves), else
+    after the budget and the cost."""
     hands_off, textbook = others.get("hands-off"), others.get("textbook")
-    parts: list[tuple[str, dict[str, str]]] = []
+    latency: list[tuple[str, dict[str, str]]] = []
+    for target_ms, share in latency_objectives:
+        key = f"{target_ms:g}"
+        said = {
+            "target": f"{target_ms:g} ms",
+            "mine": f"{mine.p99_within_share.get(key, 0.0):.1%}",
+            "share": f"{share * 100:g}%",  # as the objective says it: 90%
+        }
+        if hands_off is not None and textbook is not None:
+            said["hands_off"] = f"{hands_off.p99_within_share.get(key, 0.0):.1%}"
+            said["textbook"] = f"{textbook.p99_within_share.get(key, 0.0):.1%}"
+            latency.append((HEADLINES["latency_all"], said))
+        else:
+            latency.append((HEADLINES["latency"], said))
+    parts: list[tuple[str, dict[str, str]]] = list(latency) if latency_first else []
     if hands_off is not None and textbook is not None:
         parts.append(
             (
@@ -238,6 +267,8 @@ def headline_parts(mine: Outcome, others: Mapping[str, Outcome]) -> list[tuple[s
     else:
         parts.append((HEADLINES["mine"], {"mine": f"{mine.budget_spent:.1%}"}))
         parts.append((HEADLINES["cost"], {"mine": f"${mine.cost:.2f}"}))
+    if not latency_first:
+        parts.extend(latency)
     p2c = others.get("p2c")
     if p2c is not None:
         parts.append(
