@@ -20,7 +20,7 @@
 
   function show(svg, r) {
     if (svg.dataset.graph) { // a chain of services: services.js draws it
-      if (window.services) window.services.show(r);
+      if (window.services && typeof window.services.show === "function") window.services.show(r);
       return;
     }
     const $ = (k) => svg.querySelector('[data-part="' + k + '"]');

@@ -260,7 +260,7 @@
     const banner = $("page-banner");
     banner.hidden = !r.page_firing;
     banner.textContent = S.page_firing;
-    if (window.services) window.services.show(r); // a chain of services: its diagram (services.js)
+    if (window.services && typeof window.services.show === "function") window.services.show(r); // a chain's diagram
     if (!quiet) showEvents(r);
     spark();
   }
@@ -384,10 +384,12 @@
   // --- the channel and the log --------------------------------------------------------------------------------
 
   function actionText(data) {
-    const service = window.services && window.services.label(data.control); // a chain's <service>.<setting>
+    // a chain's <service>.<setting> (services.js's, once it has run: before, window.services is the panel's element)
+    const panel = window.services && typeof window.services.label === "function" ? window.services : null;
+    const service = panel && panel.label(data.control);
     const label = S.controls[data.control] || service || data.control;
     if (data.value === undefined || data.value === null) return label;
-    if (typeof data.value === "boolean" || (service && window.services.isSwitch(data.control))) {
+    if (typeof data.value === "boolean" || (service && panel.isSwitch(data.control))) {
       return label + ": " + (data.value ? S.on : S.off);
     }
     return label + " = " + data.value;

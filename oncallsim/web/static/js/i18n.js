@@ -57,9 +57,11 @@
   function tEvent(event) {
     const args = event.args || {};
     // a chain's service's setting ("recs.timeout_ms"): in the Services panel's words (services.js)
-    const service = event.code === "setting" && window.services ? window.services.label(String(args.name)) : null;
+    // services.js's, once it has run: before, window.services is the page's <details id="services"> element
+    const panel = window.services && typeof window.services.label === "function" ? window.services : null;
+    const service = event.code === "setting" && panel ? panel.label(String(args.name)) : null;
     if (service) {
-      const value = window.services.isSwitch(String(args.name)) ? t(args.value ? "value.on" : "value.off")
+      const value = panel.isSwitch(String(args.name)) ? t(args.value ? "value.on" : "value.off")
         : exact(args.value);
       return t("event.setting.service", { setting: service, value });
     }
