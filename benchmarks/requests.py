@@ -39,6 +39,7 @@ import argparse
 import random
 import statistics
 import time
+from typing import Any
 
 from oncallsim.model.queueing import erlang_c
 
@@ -119,6 +120,18 @@ MECHANISMS = {
 }
 
 
+def timed_minutes(sim: Any, minutes: int) -> tuple[list[float], Any]:
+    """The ms each of ``minutes`` minutes of ``sim`` took, after one untimed minute (it compiles on first use on a
+    machine and fills the buffers), and the last minute's record."""
+    sim.step()
+    times = []
+    for _ in range(minutes):
+        start = time.perf_counter()
+        record = sim.step()
+        times.append((time.perf_counter() - start) * 1000.0)
+    return times, record
+
+
 def busy_minute_ms(
     minutes: int, seed: int = 1, mechanisms: bool = False, controller: object = None
 ) -> tuple[float, float]:
@@ -132,12 +145,7 @@ def busy_minute_ms(
     sim = Simulation(
         "free-play", seed=seed, engine="request", minutes=minutes + 1, overrides=overrides, controller=controller
     )
-    sim.step()  # compiles on first use on this machine; fills the buffers
-    times = []
-    for _ in range(minutes):
-        start = time.perf_counter()
-        record = sim.step()
-        times.append((time.perf_counter() - start) * 1000.0)
+    times, record = timed_minutes(sim, minutes)
     assert record.requests_per_s > 2400 and record.error_rate < 0.02, record  # the minute is busy and healthy
     return statistics.median(times), min(times)
 
@@ -188,12 +196,7 @@ def chain_minute_ms(minutes: int, seed: int = 1) -> tuple[float, float, float]:
 
     scenario = scenario_from_text(CHAIN, "bench")
     sim = Simulation(scenario, seed=seed, minutes=minutes + 1, overrides={"floor": 20})
-    sim.step()
-    times = []
-    for _ in range(minutes):
-        start = time.perf_counter()
-        record = sim.step()
-        times.append((time.perf_counter() - start) * 1000.0)
+    times, record = timed_minutes(sim, minutes)
     assert record.requests_per_s > 2400 and record.error_rate < 0.02, record  # busy and healthy
     assert scenario.graph is not None
     start = time.perf_counter()
@@ -209,12 +212,7 @@ def cascade_minute_ms(minutes: int, seed: int = 1) -> tuple[float, float]:
 
     minutes = min(minutes, 8)  # the slow leaf may begin at 09:10: every minute timed is before it
     sim = Simulation("cascade", seed=seed, minutes=minutes + 1, overrides={"base_requests_per_s": 2500.0})
-    sim.step()
-    times = []
-    for _ in range(minutes):
-        start = time.perf_counter()
-        record = sim.step()
-        times.append((time.perf_counter() - start) * 1000.0)
+    times, record = timed_minutes(sim, minutes)
     assert record.requests_per_s > 2400 and record.error_rate < 0.01, record  # busy and healthy
     return statistics.median(times), min(times)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from functools import cache, partial
 from typing import Any
@@ -55,7 +56,7 @@ from oncallsim.model.formulas import FORMULAS, SOURCES
 from oncallsim.policies import counterfactuals
 from oncallsim.refusals import localize
 from oncallsim.scenarios import builtin_scenarios, graph_scenarios, registered_scenarios
-from oncallsim.scenarios.registry import scenario_from_text
+from oncallsim.scenarios.registry import MAX_SCENARIO_BYTES, scenario_from_text
 from oncallsim.scenarios.texts import scenario_text
 from oncallsim.simulation import MAX_SEED
 from oncallsim.web.api import NewRun, get_live, import_file, manager_of, random_seed, start_run
@@ -79,7 +80,6 @@ from oncallsim.web.workers import job_call
 __all__ = ["REFUSALS", "router"]
 
 router = APIRouter(include_in_schema=False)
-MAX_SCENARIO_BYTES = 64 * 1024  # as the API's scenario_toml
 
 
 LANG_COOKIE_MAX_AGE_S = 365 * 24 * 3600
@@ -276,8 +276,9 @@ async def start(
         difficulty_value = check_difficulty(difficulty)
     except InvalidInput as exc:
         return error_page(request, exc)
-    try:
-        new = NewRun(
+
+    def new() -> NewRun:
+        return NewRun(
             scenario=scenario,
             paused=True,
             difficulty=difficulty_value,
@@ -288,10 +289,18 @@ async def start(
             clock=clock or None,
             overrides={k: str(v) for k, v in overrides.items()},
         )
-        live = await start_run(manager_of(request), new, client_of(request))
+
+    return await open_paused(request, new, "run")
+
+
+async def open_paused(request: Request, new: Callable[[], NewRun], field: str) -> Response:
+    """A run from a form, opened paused on its briefing: its page, or the refusal's (a check of ``new`` that is not
+    one of ours named after ``field``)."""
+    try:
+        live = await start_run(manager_of(request), new(), client_of(request))
     except (InvalidInput, ValueError) as exc:
         if not isinstance(exc, InvalidInput):
-            exc = InvalidInput("run", str(exc).splitlines()[0])
+            exc = InvalidInput(field, str(exc).splitlines()[0])
         return error_page(request, exc)
     return RedirectResponse(f"/runs/{live.id}", status_code=303)
 
@@ -498,7 +507,8 @@ async def start_scenario_file(
     """A scenario file of one's own (its content only, never a path; 64 KB at most), played as a card's scenario:
     checked as the API checks ``scenario_toml``, opened paused on its briefing."""
     data = await file.read(MAX_SCENARIO_BYTES + 1)
-    try:
+
+    def new() -> NewRun:
         if len(data) > MAX_SCENARIO_BYTES:
             raise InvalidInput("file", f"a scenario file is at most {MAX_SCENARIO_BYTES // 1024} KB")
         try:
@@ -506,10 +516,10 @@ async def start_scenario_file(
         except UnicodeDecodeError:
             raise InvalidInput("file", "must be a scenario file in TOML (UTF-8 text)") from None
         speed_value = whole_number(speed)
-        if speed_value is None:
-            raise InvalidInput("speed", f"must be one of {', '.join(map(str, SPEEDS))}, got {speed[:40]!r}")
+        if speed_value is None:  # refused as the card's Start refuses it
+            raise refusal(request, "speed", "one_of", allowed=", ".join(map(str, SPEEDS)), got=repr(speed[:40]))
         scenario = scenario_from_text(text, (file.filename or "scenario file")[:100])
-        new = NewRun(
+        return NewRun(
             scenario=scenario.id,
             scenario_toml=text,
             paused=True,
@@ -518,12 +528,8 @@ async def start_scenario_file(
             player=player or None,
             speed=speed_value,
         )
-        live = await start_run(manager_of(request), new, client_of(request))
-    except (InvalidInput, ValueError) as exc:
-        if not isinstance(exc, InvalidInput):
-            exc = InvalidInput("file", str(exc).splitlines()[0])
-        return error_page(request, exc)
-    return RedirectResponse(f"/runs/{live.id}", status_code=303)
+
+    return await open_paused(request, new, "file")
 
 
 @router.post("/runs/import")
