@@ -364,6 +364,7 @@ def test_a_scenario_file_of_ones_own_plays_from_the_home_page(client: TestClient
     text = (graphs / "cascade.toml").read_text().replace('id = "cascade"', 'id = "my-cascade"')
     home = client.get("/").text
     assert 'action="/runs/scenario-file"' in home and "Play a scenario file" in home
+    assert '<option value="" selected>the file&#39;s own' in home  # a chain's file is not sent to the minute engine
     response = client.post(
         "/runs/scenario-file",
         files={"file": ("my.toml", text.encode(), "text/plain")},
